@@ -1,0 +1,1 @@
+"""plmbench's command line, run orchestration, run records, leaderboards and perf benchmark."""

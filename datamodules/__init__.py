@@ -1,0 +1,1 @@
+"""Data sources (local mirror, hub), tokenization, and one LightningDataModule per task family."""

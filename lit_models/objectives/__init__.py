@@ -1,0 +1,1 @@
+"""Pretraining objectives: each has a corruption step (run in the DataLoader's collate) and a loss."""

@@ -1,0 +1,1 @@
+"""Passages, dense/sparse encoders, FAISS indexes and the retriever used by REALM, RAG and open-domain QA."""
