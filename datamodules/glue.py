@@ -1,0 +1,168 @@
+"""GLUE-style sentence(-pair) classification and regression data.
+
+Wang et al. 2019 (GLUE), §3 tasks; inputs as in Devlin et al. 2019 (BERT), §4.1: a single
+sentence as "[CLS] A [SEP]", a pair as "[CLS] A [SEP] B [SEP]" with segment ids 0/1, the
+classifier reading [CLS]; STS-B is a regression (num_labels 1, float labels).
+A task is data (Design contract 4): the task config names the dataset, splits, text fields and
+label count, so a new GLUE-style task is one YAML. Tokenized splits are cached by ``datasets``
+under a fingerprint of (tokenizer, task, split, max length, sample cap).
+"""
+
+import hashlib
+import json
+from collections.abc import Mapping
+from functools import partial
+
+import datasets
+import lightning as L
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader
+
+from bench.errors import PlmbenchError
+from datamodules.collate import pad_collate
+from datamodules.sources import load_split
+from datamodules.tokenization import SpecialTokens, tokenizer_fingerprint
+
+REQUIRED_KEYS = (
+    "name", "dataset", "config", "text_fields", "label_field", "num_labels", "splits",
+    "max_length", "batch_size",
+)
+
+
+def _task_dict(task: Mapping | DictConfig) -> dict:
+    """The task config as a plain dict, checked for what this module needs."""
+    if isinstance(task, DictConfig):
+        task = OmegaConf.to_container(task, resolve=True)
+    config = dict(task)
+    name = config.get("name")
+    missing = [key for key in REQUIRED_KEYS if key not in config]
+    if missing:
+        raise PlmbenchError(f"task {name} lacks keys {missing}; add them to the task YAML")
+    if not 1 <= len(config["text_fields"]) <= 2:
+        raise PlmbenchError(
+            f"task {name}: text_fields must name one or two columns, got {config['text_fields']}; "
+            "fix the task YAML"
+        )
+    if config["num_labels"] < 1:
+        raise PlmbenchError(
+            f"task {name}: num_labels must be >= 1 (1 = regression), got {config['num_labels']}; "
+            "fix the task YAML"
+        )
+    return config
+
+
+class GlueDataModule(L.LightningDataModule):
+    """Tokenized, dynamically padded splits of one GLUE-style task."""
+
+    def __init__(
+        self,
+        task: Mapping | DictConfig,
+        tokenizer: Tokenizer,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.task = _task_dict(task)
+        self.tokenizer = tokenizer
+        self.special = SpecialTokens.of(tokenizer)
+        self.num_workers = num_workers
+        self.seed = seed
+        eval_splits = self.task["splits"].get("eval") or []
+        self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
+        # a copy, so the caller's tokenizer keeps its settings; pairs lose tokens from the longer
+        # side first (BERT's _truncate_seq_pair)
+        self.encoder = Tokenizer.from_str(tokenizer.to_str())
+        self.encoder.no_padding()
+        self.encoder.enable_truncation(self.task["max_length"], strategy="longest_first")
+        self.train_set: datasets.Dataset | None = None
+        self.eval_sets: list[datasets.Dataset] = []
+
+    @property
+    def is_regression(self) -> bool:
+        return self.task["num_labels"] == 1
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_set is not None or self.eval_sets:  # Lightning calls it once per stage
+            return
+        train_split = self.task["splits"].get("train")
+        if train_split:
+            self.train_set = self._prepare(train_split, self.task.get("max_train_samples"))
+        cap = self.task.get("max_eval_samples")
+        self.eval_sets = [self._prepare(split, cap) for split in self.eval_split_names]
+
+    def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
+        """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
+        task = self.task
+        columns = [*task["text_fields"], task["label_field"]]
+        raw = load_split(task["dataset"], task["config"], split, columns, task.get("hub_id"))
+        if cap is not None:
+            raw = raw.select(range(min(cap, len(raw))))
+        # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
+        key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
+               raw._fingerprint]
+        fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+        label_type = "float32" if self.is_regression else "int64"
+        features = datasets.Features(
+            input_ids=datasets.Sequence(datasets.Value("int32")),
+            token_type_ids=datasets.Sequence(datasets.Value("int8")),
+            labels=datasets.Value(label_type),
+        )
+        return raw.map(
+            self._encode,
+            batched=True,
+            remove_columns=raw.column_names,
+            features=features,
+            new_fingerprint=fingerprint,
+            desc=f"tokenizing {task['name']} {split}",
+        )
+
+    def _encode(self, batch: dict[str, list]) -> dict[str, list]:
+        texts = [batch[field] for field in self.task["text_fields"]]
+        inputs = texts[0] if len(texts) == 1 else list(zip(*texts, strict=True))
+        encodings = self.encoder.encode_batch(inputs)
+        return {
+            "input_ids": [e.ids for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+            "labels": batch[self.task["label_field"]],
+        }
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """The ``datasets`` fingerprint of each tokenized split (source rows, tokenizer, caps)."""
+        splits = {"train": self.train_set, **dict(zip(self.eval_split_names, self.eval_sets))}
+        return {split: data._fingerprint for split, data in splits.items() if data is not None}
+
+    def _loaded_train_set(self) -> datasets.Dataset:
+        if self.train_set is None:
+            raise PlmbenchError(
+                f"task {self.task['name']} has no train split loaded; call setup() first and "
+                "give the task a splits.train entry"
+            )
+        return self.train_set
+
+    @property
+    def num_train_examples(self) -> int:
+        return len(self._loaded_train_set())
+
+    def _loader(self, data: datasets.Dataset, batch_size: int, **kwargs) -> DataLoader:
+        return DataLoader(
+            data,
+            batch_size=batch_size,
+            collate_fn=partial(pad_collate, pad_id=self.special.pad),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            **kwargs,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        generator = torch.Generator().manual_seed(self.seed)
+        return self._loader(
+            self._loaded_train_set(), self.task["batch_size"], shuffle=True, generator=generator
+        )
+
+    def val_dataloader(self) -> list[DataLoader]:
+        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
+        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
+        return [self._loader(data, batch_size) for data in self.eval_sets]

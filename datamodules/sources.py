@@ -1,0 +1,187 @@
+"""Where a dataset split comes from: the local Parquet mirror first, then the Hugging Face hub.
+
+Design contract 5: a split is read from ``$PLMBENCH_DATA/<dataset>/<config>/<split>.parquet``
+(the hub's column schema) when that file exists; otherwise from ``datasets.load_dataset`` when the
+hub is reachable; otherwise a one-line error names the split, the paths tried and the fix.
+``mirror_dataset`` writes the mirror from the hub, for compute nodes without internet.
+"""
+
+import functools
+import os
+import socket
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlparse
+
+import datasets
+import pyarrow.parquet as pq
+
+from bench.errors import PlmbenchError
+
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+CONNECT_TIMEOUT_S = 2.0
+
+
+def mirror_root() -> Path:
+    """``$PLMBENCH_DATA``, else ``~/.cache/plmbench/data``."""
+    root = os.environ.get("PLMBENCH_DATA")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "plmbench" / "data"
+
+
+def mirror_path(dataset: str, config: str, split: str) -> Path:
+    return mirror_root() / dataset / config / f"{split}.parquet"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _offline_variable() -> str | None:
+    """Name of the first offline switch set to a true value, if any."""
+    for name in OFFLINE_VARIABLES:
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            return name
+    return None
+
+
+@functools.cache
+def _can_connect(host: str, port: int) -> bool:
+    """One TCP connect, remembered for the process. Name resolution ignores socket timeouts, so
+    the probe runs in a daemon thread that is abandoned after ``CONNECT_TIMEOUT_S``."""
+    outcome: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+            outcome.append(True)
+        except OSError:
+            outcome.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(CONNECT_TIMEOUT_S)
+    return outcome == [True]
+
+
+def hub_unreachable_reason() -> str | None:
+    """Why the hub cannot be used now, or None when it can. Never probes the network when an
+    offline switch is set, and never waits more than ``CONNECT_TIMEOUT_S``."""
+    switch = _offline_variable()
+    if switch:
+        return f"{switch}={os.environ[switch]}"
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or 443
+    return None if _can_connect(host, port) else f"{host}:{port} unreachable"
+
+
+def _unreadable(path: Path, error: BaseException) -> PlmbenchError:
+    dataset, config = path.parent.parent.name, path.parent.name
+    return PlmbenchError(
+        f"cannot read {path}: {_first_line(error)}; delete it and re-create it with "
+        f"`plmbench data mirror {dataset} {config}`"
+    )
+
+
+def _check_columns(source: str, has: Sequence[str], columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in has]
+    if missing:
+        raise PlmbenchError(
+            f"{source} lacks columns {missing} (has {list(has)}); fix the task's field names "
+            "or re-create the data with the hub column schema"
+        )
+
+
+def _read_mirror(path: Path, columns: Sequence[str]) -> datasets.Dataset:
+    try:
+        names = pq.ParquetFile(path).schema_arrow.names  # footer only: cheap corruption check
+    except Exception as error:
+        raise _unreadable(path, error) from error
+    _check_columns(str(path), names, columns)
+    try:
+        return datasets.Dataset.from_parquet(str(path))  # cached as Arrow by datasets
+    except Exception as error:
+        raise _unreadable(path, error) from error
+
+
+def load_split(
+    dataset: str,
+    config: str,
+    split: str,
+    columns: Sequence[str] = (),
+    hub_id: str | None = None,
+) -> datasets.Dataset:
+    """One split with all its columns; ``columns`` are the ones the caller needs (checked)."""
+    path = mirror_path(dataset, config, split)
+    if path.is_file():
+        return _read_mirror(path, columns)
+    hub = hub_id or dataset
+    reason = hub_unreachable_reason()
+    if reason is None:
+        try:
+            data = datasets.load_dataset(hub, config, split=split)
+        except Exception as error:
+            raise PlmbenchError(
+                f"cannot load {hub} config {config} split {split} from the hub: "
+                f"{_first_line(error)}; check the task's hub_id, config and split names"
+            ) from error
+        _check_columns(f"hub {hub}/{config}/{split}", data.column_names, columns)
+        return data
+    present = sorted(p.stem for p in path.parent.glob("*.parquet"))
+    raise PlmbenchError(
+        f"{dataset}/{config} split {split} not found: tried {path} (missing; mirror has "
+        f"{present or 'no splits of this config'}) and hub {hub} ({reason}); set PLMBENCH_DATA "
+        f"to a mirror that has it, or run `plmbench data mirror {dataset} {config}` where online"
+    )
+
+
+def list_mirror(root: str | Path | None = None) -> list[dict]:
+    """Every mirrored split: dataset, config, split, rows (from Parquet metadata), bytes."""
+    root = Path(root) if root is not None else mirror_root()
+    listing = []
+    for path in sorted(root.glob("*/*/*.parquet")):
+        try:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except Exception as error:
+            raise _unreadable(path, error) from error
+        dataset, config = path.parent.parent.name, path.parent.name
+        size = path.stat().st_size
+        listing.append(dict(dataset=dataset, config=config, split=path.stem, rows=rows, bytes=size))
+    return listing
+
+
+def mirror_dataset(
+    dataset: str,
+    config: str | None = None,
+    hub_id: str | None = None,
+    root: str | Path | None = None,
+) -> list[Path]:
+    """Download every split of ``hub_id or dataset`` (``config``) from the hub into the mirror."""
+    hub = hub_id or dataset
+    reason = hub_unreachable_reason()
+    if reason is not None:
+        raise PlmbenchError(
+            f"cannot mirror {hub} config {config}: hub not reachable ({reason}); run "
+            "`plmbench data mirror` on a machine with internet, then copy the mirror over"
+        )
+    try:
+        splits = datasets.load_dataset(hub, config)
+    except Exception as error:
+        raise PlmbenchError(
+            f"cannot load {hub} config {config} from the hub: {_first_line(error)}; "
+            "check the dataset id and config name"
+        ) from error
+    root = Path(root) if root is not None else mirror_root()
+    written = []
+    for split, data in splits.items():
+        path = root / dataset / (config or data.info.config_name or "default") / f"{split}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        try:
+            data.to_parquet(str(partial))
+            os.replace(partial, path)  # atomic: readers never see a half-written file
+        finally:
+            partial.unlink(missing_ok=True)
+        written.append(path)
+    return written
