@@ -1,0 +1,299 @@
+"""Pretraining data: documents -> sentences -> NSP pairs or packed inputs -> masked batches.
+
+Devlin et al. 2019 (BERT), §3.1 and Appendix A.2: a document-level corpus (BooksCorpus and
+Wikipedia) is split into sentences, paired for next sentence prediction, and masked for the
+masked LM. Liu et al. 2019 (RoBERTa), §4.1: static masking duplicates the data ``dupe_factor``
+times (each copy paired and masked differently, fixed for all epochs); dynamic masking draws a
+new mask in the collate of every batch. §4.2: without NSP, inputs are FULL-SENTENCES.
+
+Documents come from ``load_split`` in one of two layouts (``document_format``): ``wikitext``
+(one row per line, an article begins at a " = Title = " line) or ``article`` (one row per
+document, lines separated by "\\n"). Sentences are lines split after sentence-final punctuation;
+their token ids are cached by ``datasets`` under a fingerprint of (tokenizer, task, split, cap).
+"""
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
+
+import datasets
+import lightning as L
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tokenizers import Tokenizer
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from bench.errors import PlmbenchError
+from datamodules.sources import load_split
+from datamodules.tokenization import CONTINUATION_PREFIX, SpecialTokens, tokenizer_fingerprint
+from lit_models.objectives.mlm import MaskingConfig, MLMCollator
+from lit_models.objectives.nsp import make_segment_pairs
+
+REQUIRED_KEYS = (
+    "name", "dataset", "config", "text_field", "splits", "document_format", "max_length",
+    "batch_size",
+)
+DOCUMENT_FORMATS = ("wikitext", "article")
+#: the eval split name of the documents held out of a single-split corpus (task.eval_documents)
+HELD_OUT = "heldout"
+#: a WikiText heading line of any level, " = = Section = = " ...
+WIKITEXT_HEADING = re.compile(r" (=+) .+ \1 ")
+#: a WikiText article title: exactly one '=' on each side
+WIKITEXT_TITLE = re.compile(r" = [^=](?:.*[^=])? = ")
+#: a sentence ends at . ! or ? followed by space and a capital (optionally after a quote/bracket)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z])")
+
+T = TypeVar("T")
+
+
+def _task_config(task: Mapping | DictConfig) -> dict:
+    """The task config as a plain dict, checked for what this module needs."""
+    if isinstance(task, DictConfig):
+        task = OmegaConf.to_container(task, resolve=True)
+    config = dict(task)
+    missing = [key for key in REQUIRED_KEYS if key not in config]
+    if missing:
+        raise PlmbenchError(f"task {config.get('name')} lacks keys {missing}; add them to its YAML")
+    if config["document_format"] not in DOCUMENT_FORMATS:
+        raise PlmbenchError(
+            f"task {config['name']}: document_format {config['document_format']!r} is not one "
+            f"of {list(DOCUMENT_FORMATS)}; fix the task YAML"
+        )
+    return config
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for line in text.splitlines() for s in SENTENCE_END.split(line.strip()) if s]
+
+
+def _split_row(text: str | None, document_format: str) -> tuple[bool, list[str]]:
+    """(does this row begin a document, its sentences); WikiText headings give no sentences."""
+    text = text or ""
+    if document_format == "article":
+        return True, _sentences(text)
+    line = text.strip("\n")
+    if WIKITEXT_HEADING.fullmatch(line):
+        return WIKITEXT_TITLE.fullmatch(line) is not None, []
+    return False, _sentences(text)
+
+
+def _group_documents(rows: Iterable[tuple[bool, list[T]]], cap: int | None) -> Iterator[list[T]]:
+    """Non-empty documents (lists of sentences) from rows of (begins a document, sentences), at
+    most ``cap`` of them."""
+    document: list[T] = []
+    count = 0
+    for starts, sentences in rows:
+        if starts and document:
+            yield document
+            document, count = [], count + 1
+        if cap is not None and count >= cap:
+            return
+        document.extend(sentences)
+    if document:
+        yield document
+
+
+def _split_cap(task: dict, split: str) -> int | None:
+    """max_train_samples for the train split, max_eval_samples for the others (documents)."""
+    is_train = split == task["splits"].get("train")
+    return task.get("max_train_samples" if is_train else "max_eval_samples")
+
+
+def _row_stream(raw: datasets.Dataset, task: dict) -> Iterator[tuple[bool, list[str]]]:
+    texts = (text for batch in raw.iter(batch_size=1024) for text in batch[task["text_field"]])
+    return (_split_row(text, task["document_format"]) for text in texts)
+
+
+def _load_rows(task: dict, split: str, cap: int | None) -> datasets.Dataset:
+    """The rows of ``split`` that hold its first ``cap`` (non-empty) documents."""
+    raw = load_split(
+        task["dataset"], task["config"], split, [task["text_field"]], task.get("hub_id")
+    )
+    if cap is None:
+        return raw
+    # group row indices instead of sentences: the scan stops once cap documents are complete
+    rows = (
+        (starts, [index] if sentences else [])
+        for index, (starts, sentences) in enumerate(_row_stream(raw, task))
+    )
+    documents = list(_group_documents(rows, cap))
+    return raw.select(range(documents[-1][-1] + 1 if documents else 0))
+
+
+def corpus_texts(task: Mapping | DictConfig, split: str) -> Iterator[str]:
+    """The sentences of ``split``'s documents (capped as in the DataModule), e.g. to train a
+    WordPiece vocabulary for a model pretrained from scratch."""
+    task = _task_config(task)
+    raw = _load_rows(task, split, _split_cap(task, split))
+    for document in _group_documents(_row_stream(raw, task), None):
+        yield from document
+
+
+def wordpiece_continuations(tokenizer: Tokenizer) -> Tensor:
+    """Bool tensor over the vocabulary: True for "##" pieces that continue the previous word."""
+    flags = torch.zeros(tokenizer.get_vocab_size(), dtype=torch.bool)
+    ids = [i for token, i in tokenizer.get_vocab().items() if token.startswith(CONTINUATION_PREFIX)]
+    flags[ids] = True
+    return flags
+
+
+class PretrainDataModule(L.LightningDataModule):
+    """MLM (+ NSP) batches from a document corpus: keys input_ids, attention_mask,
+    token_type_ids, labels (+ next_sentence_label when ``nsp``)."""
+
+    def __init__(
+        self,
+        task: Mapping | DictConfig,
+        tokenizer: Tokenizer,
+        masking: MaskingConfig,
+        nsp: bool,
+        num_workers: int = 0,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.task = _task_config(task)
+        self.masking, self.nsp = masking, nsp
+        self.num_workers, self.seed = num_workers, seed
+        self.special = SpecialTokens.of(tokenizer)
+        # a copy without padding or truncation: sentences are cut when pairs are built
+        self.encoder = Tokenizer.from_str(tokenizer.to_str())
+        self.encoder.no_padding()
+        self.encoder.no_truncation()
+        added_special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+        self.collator = MLMCollator(
+            self.special,
+            tokenizer.get_vocab_size(),
+            masking,
+            added_special,
+            wordpiece_continuations(tokenizer) if masking.whole_word else None,
+            seed,
+        )
+        eval_splits = self.task["splits"].get("eval") or []
+        self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
+        # a corpus with one split holds out its last `eval_documents` documents for validation
+        self.held_out = self.task.get("eval_documents") or 0
+        if self.held_out:
+            self.eval_split_names.append(HELD_OUT)
+        self.tokenized: dict[str, datasets.Dataset] = {}  # split -> rows of sentence token ids
+        self.train_examples: list[dict] | None = None
+        self.eval_examples: list[list[dict]] = []
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.train_examples is not None or self.eval_examples:  # once for all stages
+            return
+        train_split = self.task["splits"].get("train")
+        if train_split:
+            rng = random.Random(f"{self.seed}:{train_split}")
+            documents = self.documents(train_split)
+            if self.held_out:
+                documents, held_out = documents[: -self.held_out], documents[-self.held_out :]
+            static = self.masking.static
+            copies = self.masking.dupe_factor if static else 1
+            # static: each copy is paired and masked anew (BERT's dupe_factor loop)
+            examples = [ex for _ in range(copies) for ex in self._examples(documents, rng)]
+            self.train_examples = self._with_mask_seeds(examples, rng) if static else examples
+        for split in self.eval_split_names:
+            rng = random.Random(f"{self.seed}:{split}")
+            # eval masks are fixed, so eval losses compare across epochs and runs
+            split_documents = held_out if split == HELD_OUT else self.documents(split)
+            examples = self._examples(split_documents, rng)
+            self.eval_examples.append(self._with_mask_seeds(examples, rng))
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """The ``datasets`` fingerprint of each tokenized split (source rows, tokenizer, caps)."""
+        return {split: data._fingerprint for split, data in self.tokenized.items()}
+
+    def documents(self, split: str) -> list[list[list[int]]]:
+        """The (capped) documents of ``split``: lists of sentences as token ids."""
+        tokenized = self._tokenize(split, _split_cap(self.task, split))
+        rows = (
+            (starts, sentences)
+            for batch in tokenized.iter(batch_size=1024)
+            for starts, sentences in zip(batch["doc_start"], batch["sentences"], strict=True)
+        )
+        return list(_group_documents(rows, None))
+
+    def _tokenize(self, split: str, cap: int | None) -> datasets.Dataset:
+        """Rows of (doc_start, sentences as token ids), cached by ``datasets``."""
+        task = self.task
+        raw = _load_rows(task, split, cap)
+        # raw._fingerprint identifies the source rows (and the row cap), so a re-mirrored file
+        # is re-tokenized; the patterns are in the key so a new splitting rule is too
+        key = [
+            tokenizer_fingerprint(self.encoder), task["name"], split, cap, raw._fingerprint,
+            task["text_field"], task["document_format"], SENTENCE_END.pattern,
+            WIKITEXT_HEADING.pattern, WIKITEXT_TITLE.pattern,
+        ]
+        features = datasets.Features(
+            doc_start=datasets.Value("bool"),
+            sentences=datasets.Sequence(datasets.Sequence(datasets.Value("int32"))),
+        )
+        self.tokenized[split] = raw.map(
+            self._encode,
+            batched=True,
+            remove_columns=raw.column_names,
+            features=features,
+            new_fingerprint=hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16],
+            desc=f"splitting and tokenizing {task['name']} {split}",
+        )
+        return self.tokenized[split]
+
+    def _encode(self, batch: dict[str, list]) -> dict[str, list]:
+        document_format = self.task["document_format"]
+        rows = [_split_row(text, document_format) for text in batch[self.task["text_field"]]]
+        flat = [sentence for _, sentences in rows for sentence in sentences]
+        ids = [e.ids for e in self.encoder.encode_batch(flat, add_special_tokens=False)]
+        sentences, start = [], 0
+        for _, row in rows:
+            sentences.append(ids[start : start + len(row)])
+            start += len(row)
+        return {"doc_start": [starts for starts, _ in rows], "sentences": sentences}
+
+    def _examples(self, documents: list[list[list[int]]], rng: random.Random) -> list[dict]:
+        return make_segment_pairs(
+            documents, self.task["max_length"], self.nsp, rng,
+            cls_id=self.special.cls, sep_id=self.special.sep,
+        )
+
+    @staticmethod
+    def _with_mask_seeds(examples: list[dict], rng: random.Random) -> list[dict]:
+        return [{**example, "mask_seed": rng.getrandbits(63)} for example in examples]
+
+    def _loaded_train_examples(self) -> list[dict]:
+        if self.train_examples is None:
+            raise PlmbenchError(
+                f"task {self.task['name']} has no train split loaded; call setup() first and "
+                "give the task a splits.train entry"
+            )
+        return self.train_examples
+
+    @property
+    def num_train_examples(self) -> int:
+        return len(self._loaded_train_examples())
+
+    def _loader(self, examples: list[dict], batch_size: int, **kwargs) -> DataLoader:
+        return DataLoader(
+            examples,
+            batch_size=batch_size,
+            collate_fn=self.collator,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            **kwargs,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        generator = torch.Generator().manual_seed(self.seed)
+        return self._loader(
+            self._loaded_train_examples(), self.task["batch_size"], shuffle=True,
+            generator=generator,
+        )
+
+    def val_dataloader(self) -> list[DataLoader]:
+        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
+        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
+        return [self._loader(examples, batch_size) for examples in self.eval_examples]

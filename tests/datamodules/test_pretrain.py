@@ -1,0 +1,179 @@
+"""PretrainDataModule on the real mirror (BERT §3.1 / Appendix A.2 pretraining data; RoBERTa §4.1
+static vs dynamic masking, §4.2 FULL-SENTENCES): documents, batches, masks, caching.
+
+WikiText-2 has no train split in the mirror, so its validation split plays the train split.
+The Wikipedia sample (36k articles, 56 MB) is always capped to a few documents.
+"""
+
+import os
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from bench.errors import PlmbenchError
+from datamodules.pretrain import PretrainDataModule, corpus_texts, wordpiece_continuations
+from datamodules.sources import mirror_path
+from datamodules.tokenization import load_tokenizer, train_wordpiece
+from lit_models.objectives.mlm import IGNORE_INDEX, MaskingConfig
+
+WIKITEXT = dict(
+    name="wikitext-2", dataset="wikitext", config="wikitext-2-v1", hub_id="Salesforce/wikitext",
+    text_field="text", splits={"train": "validation", "eval": ["test"]},
+    document_format="wikitext", max_length=128, max_train_samples=8, max_eval_samples=3,
+    batch_size=8, eval_batch_size=16,
+)
+WIKIPEDIA = dict(
+    name="wikipedia-sample", dataset="wikipedia_en_sample", config="enwiki_pages_56.5M-57.0M",
+    text_field="text", splits={"train": "train"}, document_format="article", max_length=64,
+    max_train_samples=30, batch_size=8,
+)
+
+
+@pytest.fixture
+def tokenizer(minilm_path):
+    return load_tokenizer(minilm_path)
+
+
+def wikitext_lines(split: str) -> list[str]:
+    return pq.read_table(mirror_path("wikitext", "wikitext-2-v1", split)).column("text").to_pylist()
+
+
+def epoch_rows(loader) -> list[tuple]:
+    """Every (input ids, labels) row of one pass, unpadded, in the order seen."""
+    rows = []
+    for batch in loader:
+        for ids, labels, mask in zip(
+            batch["input_ids"], batch["labels"], batch["attention_mask"], strict=True
+        ):
+            rows.append((tuple(ids[mask == 1].tolist()), tuple(labels[mask == 1].tolist())))
+    return rows
+
+
+def test_wikitext_documents_are_articles_split_into_sentences(mirror, tokenizer) -> None:
+    dm = PretrainDataModule({**WIKITEXT, "max_train_samples": None}, tokenizer, MaskingConfig(),
+                            nsp=True)
+    documents = dm.documents("validation")
+    lines = wikitext_lines("validation")
+    titles = [line for line in lines if line.startswith(" = ") and not line.startswith(" = = ")]
+    assert len(documents) == len(titles) == 60
+    # the first sentence of the first article, as the tokenizer encodes it on its own
+    first_paragraph = next(line for line in lines[2:] if line.strip())
+    first_sentence = first_paragraph.split(" . ")[0] + " ."
+    assert first_sentence.startswith(" Homarus gammarus , known as the European lobster")
+    expected = tokenizer.encode(first_sentence.strip(), add_special_tokens=False).ids
+    assert documents[0][0] == expected
+    capped = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
+    assert capped.documents("validation") == documents[:8]
+
+
+def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
+    torch.manual_seed(0)
+    dm = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True, seed=0)
+    dm.setup("fit")
+    assert dm.eval_split_names == ["test"] and len(dm.val_dataloader()) == 1
+    batches = list(dm.train_dataloader())
+    assert sum(len(b["input_ids"]) for b in batches) == dm.num_train_examples > 200
+    special = torch.tensor(sorted({0, 100, 101, 102, 103}))  # MiniLM [PAD] [UNK] [CLS] [SEP] [MASK]
+    selected = candidates = 0
+    labels_seen = []
+    for batch in batches:
+        assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels",
+                              "next_sentence_label"}
+        ids, labels, mask = batch["input_ids"], batch["labels"], batch["attention_mask"]
+        assert ids.shape == labels.shape == batch["token_type_ids"].shape and ids.shape[1] <= 128
+        assert (ids[:, 0] == 101).all() and ((ids == 102).sum(1) == 2).all()
+        # segment B starts right after the first [SEP] and ends at the last real token
+        after_first_sep = ((ids == 102).cumsum(1) - (ids == 102).long()) >= 1
+        assert torch.equal(batch["token_type_ids"].bool(), after_first_sep & (mask == 1))
+        original = torch.where(labels != IGNORE_INDEX, labels, ids)
+        is_special = torch.isin(original, special)
+        assert (labels[is_special] == IGNORE_INDEX).all()  # pad and specials never predicted
+        selected += int((labels != IGNORE_INDEX).sum())
+        candidates += int((~is_special).sum())
+        labels_seen += batch["next_sentence_label"].tolist()
+    assert abs(selected / candidates - 0.15) < 0.01
+    assert abs(labels_seen.count(0) / len(labels_seen) - 0.5) < 0.1
+    # eval masks are fixed; training masks are drawn anew (dynamic masking)
+    val = dm.val_dataloader()[0]
+    assert epoch_rows(val) == epoch_rows(val)
+    examples = dm.train_examples[:8]
+    assert not torch.equal(dm.collator(examples)["labels"], dm.collator(examples)["labels"])
+
+
+def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> None:
+    torch.manual_seed(0)
+    task = {**WIKITEXT, "max_train_samples": 4}
+    static = PretrainDataModule(task, tokenizer, MaskingConfig(static=True, dupe_factor=3), True)
+    dynamic = PretrainDataModule(task, tokenizer, MaskingConfig(), True)
+    static.setup("fit")
+    dynamic.setup("fit")
+    # three copies, each paired anew (so not exactly 3x), each with its own mask seed
+    assert 2.7 < static.num_train_examples / dynamic.num_train_examples < 3.3
+    seeds = [example["mask_seed"] for example in static.train_examples]
+    assert len(set(seeds)) == len(seeds)
+    loader = static.train_dataloader()
+    first, second = epoch_rows(loader), epoch_rows(loader)
+    assert first != second and sorted(first) == sorted(second)  # reshuffled, same masks
+    loader = dynamic.train_dataloader()
+    assert sorted(epoch_rows(loader)) != sorted(epoch_rows(loader))
+
+
+def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None:
+    torch.manual_seed(0)
+    dm = PretrainDataModule(WIKIPEDIA, tokenizer, MaskingConfig(whole_word=True), nsp=False)
+    dm.setup("fit")
+    assert len(dm.tokenized["train"]) == 30 and len(dm.documents("train")) == 30
+    assert dm.val_dataloader() == []
+    continuation = wordpiece_continuations(tokenizer)
+    assert continuation[tokenizer.token_to_id("##s")]
+    assert not continuation[tokenizer.token_to_id("s")]
+    pieces_selected = 0
+    for batch in dm.train_dataloader():
+        assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
+        assert batch["input_ids"].shape[1] <= 64 and not batch["token_type_ids"].any()
+        labels = batch["labels"]
+        original = torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"])
+        selected = labels != IGNORE_INDEX
+        # every "##" piece shares the fate of the token before it: whole words are masked
+        piece = continuation[original[:, 1:]]
+        assert torch.equal(selected[:, 1:][piece], selected[:, :-1][piece])
+        pieces_selected += int(selected[:, 1:][piece].sum())
+    assert pieces_selected > 0
+
+
+def test_tokenized_sentences_are_cached_by_fingerprint(mirror, tokenizer) -> None:
+    first = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
+    first.setup("fit")
+    cache = first.tokenized["validation"].cache_files
+    assert len(cache) == 1 and cache[0]["filename"].endswith(".arrow")
+    written = os.stat(cache[0]["filename"]).st_mtime_ns
+    again = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(static=True), nsp=False)
+    again.setup("fit")
+    assert again.tokenized["validation"].cache_files == cache  # read back, not re-tokenized
+    assert os.stat(cache[0]["filename"]).st_mtime_ns == written
+    other_cap = PretrainDataModule({**WIKITEXT, "max_train_samples": 5}, tokenizer,
+                                   MaskingConfig(), nsp=True)
+    other_cap.setup("fit")
+    assert other_cap.tokenized["validation"].cache_files != cache
+
+
+def test_corpus_texts_train_a_scratch_vocabulary(mirror) -> None:
+    texts = list(corpus_texts(WIKITEXT, "validation"))
+    assert texts[0].startswith("Homarus gammarus , known as the European lobster")
+    assert all(isinstance(t, str) and t and not t.startswith(" = ") for t in texts)
+    scratch = train_wordpiece(texts, vocab_size=2000)
+    assert wordpiece_continuations(scratch).any()
+    dm = PretrainDataModule(WIKITEXT, scratch, MaskingConfig(whole_word=True), nsp=True)
+    dm.setup("fit")
+    batch = next(iter(dm.train_dataloader()))
+    assert int(batch["input_ids"].max()) < scratch.get_vocab_size()
+
+
+def test_bad_tasks_raise_one_line_errors(mirror, tokenizer) -> None:
+    with pytest.raises(PlmbenchError, match="document_format"):
+        PretrainDataModule({**WIKITEXT, "document_format": "xml"}, tokenizer, MaskingConfig(), True)
+    no_train = {**WIKITEXT, "splits": {"train": "train", "eval": []}}  # not in the mirror
+    dm = PretrainDataModule(no_train, tokenizer, MaskingConfig(), nsp=True)
+    with pytest.raises(PlmbenchError, match="wikitext/wikitext-2-v1 split train not found"):
+        dm.setup("fit")
