@@ -1,0 +1,166 @@
+"""Run records: the one ``record.json`` every run leaves in its run directory.
+
+A record is what makes a leaderboard reproducible without re-running anything (DESIGN.md,
+contracts 7 and 8; schema version 1 in the sprint contract, section D). This module writes a
+record atomically (temp file in the same directory + ``os.replace``, so a reader sees the old
+record or the new one, never half of one), reads records back while skipping corrupt ones, and
+computes the config hash that says "same experiment" across checkouts and seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from bench.errors import PlmbenchError
+
+SCHEMA_VERSION = 1
+RECORD_NAME = "record.json"
+
+# Top-level config keys that say where or how often a run happens, not what it computes.
+VOLATILE_KEYS = frozenset({"seed", "results_dir", "run_name", "logger", "hydra"})
+# An absolute path, optionally behind a scheme such as "hf:" or "ckpt:" (init_from values).
+_ABSOLUTE_PATH = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*:)?/")
+
+
+def _portable_path(value: str) -> str:
+    """Replace an absolute path by its last two components, keeping any scheme prefix.
+
+    ``/home/a/ckpts/run1/last.ckpt`` and ``/scratch/b/ckpts/run1/last.ckpt`` both become
+    ``run1/last.ckpt``; ``hf:/models/bert-base`` becomes ``hf:models/bert-base``.
+    """
+    match = _ABSOLUTE_PATH.match(value)
+    if match is None:
+        return value
+    scheme = match.group("scheme") or ""
+    parts = [part for part in PurePosixPath(value[len(scheme):]).parts if part != "/"]
+    return scheme + "/".join(parts[-2:])
+
+
+def _canonical(value: Any, where: str) -> Any:
+    """Turn a config (plain dict or OmegaConf container) into JSON-able, path-free values."""
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        return _portable_path(value)
+    if isinstance(value, Sequence):
+        return [_canonical(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise PlmbenchError(
+        f"config value {where} has type {type(value).__name__}, which cannot be hashed; "
+        "pass a resolved plain config (OmegaConf.to_container(cfg, resolve=True))"
+    )
+
+
+def config_hash(config: Mapping, ignore_task: bool = False) -> str:
+    """First 16 hex chars of sha256 over the canonical JSON of ``config``.
+
+    Ignores the volatile top-level keys (seed, results_dir, run_name, logger, hydra) and
+    absolute path prefixes; with ``ignore_task`` also the task group, which gives the
+    protocol hash: the same training recipe applied to different tasks.
+    """
+    dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
+    kept = {key: item for key, item in config.items() if key not in dropped}
+    text = json.dumps(_canonical(kept, "config"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _distribution_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _git_commit() -> str | None:
+    """HEAD of the git checkout this package runs from; None when it is not a checkout."""
+    package_root = Path(__file__).resolve().parent.parent
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(package_root), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = result.stdout.split()
+    if result.returncode != 0 or len(lines) != 2:
+        return None
+    # An installed copy inside some other repository (e.g. a venv in a checkout) is no checkout.
+    top_level, commit = lines
+    return commit if Path(top_level).resolve() == package_root else None
+
+
+def software_versions() -> dict:
+    """Versions of python, torch, lightning and plmbench, and the git commit (or None)."""
+    versions = {"python": platform.python_version()}
+    for name in ("torch", "lightning", "plmbench"):
+        versions[name] = _distribution_version(name)
+    versions["git_commit"] = _git_commit()
+    return versions
+
+
+def write_record(run_dir: Path, record: dict) -> Path:
+    """Write ``record`` to ``run_dir/record.json`` atomically and return that path.
+
+    The JSON goes to a temp file in ``run_dir`` (same filesystem, so ``os.replace`` is an
+    atomic rename); if anything fails before the rename, the temp file is removed and any
+    previous record is left untouched.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    target = run_dir / RECORD_NAME
+    fd, tmp_name = tempfile.mkstemp(dir=run_dir, prefix=f".{RECORD_NAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_record(path: str | Path) -> dict | None:
+    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RECORD_NAME
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def iter_records(results_dir: str | Path) -> Iterator[dict]:
+    """Every readable ``record.json`` below ``results_dir``, in path order; corrupt ones skipped."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise PlmbenchError(
+            f"results directory {root} does not exist; pass the results_dir your runs wrote to"
+        )
+    for path in sorted(root.rglob(RECORD_NAME)):
+        record = read_record(path)
+        if record is not None:
+            yield record
+
+
+def is_complete(run_dir: str | Path) -> bool:
+    """True when ``run_dir`` holds a readable record with status "ok" (sweeps skip it)."""
+    record = read_record(Path(run_dir) / RECORD_NAME)
+    return record is not None and record.get("status") == "ok"

@@ -1,0 +1,186 @@
+"""Run records (bench/records.py): config hash, atomic writes, tolerant reads."""
+
+from __future__ import annotations
+
+import copy
+import json
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import records
+from bench.errors import PlmbenchError
+from bench.records import (
+    config_hash,
+    is_complete,
+    iter_records,
+    read_record,
+    software_versions,
+    write_record,
+)
+
+CONFIG = {
+    "seed": 3,
+    "results_dir": "/home/alice/plmbench/results",
+    "run_name": "seed3",
+    "logger": {"name": "csv"},
+    "hydra": {"run": {"dir": "/tmp/x"}},
+    "model": {"name": "bert-tiny", "hidden_size": 128},
+    "init_from": "ckpt:/home/alice/ckpts/pretrain-1/last.ckpt",
+    "optimizer": {"lr": 1e-4, "betas": [0.9, 0.999]},
+    "task": {"name": "glue/rte", "data_dir": "/home/alice/data/glue/rte"},
+}
+
+
+def with_changes(**changes) -> dict:
+    config = copy.deepcopy(CONFIG)
+    config.update(changes)
+    return config
+
+
+def test_config_hash_is_16_hex_and_ignores_key_order():
+    digest = config_hash(CONFIG)
+    assert re.fullmatch(r"[0-9a-f]{16}", digest)
+    assert config_hash(dict(reversed(list(CONFIG.items())))) == digest
+
+
+def test_config_hash_ignores_seed_results_dir_run_name_logger_hydra():
+    other = with_changes(
+        seed=7, results_dir="results", run_name="other", logger={"name": "wandb"}, hydra={}
+    )
+    assert config_hash(other) == config_hash(CONFIG)
+    assert config_hash({k: v for k, v in CONFIG.items() if k != "seed"}) == config_hash(CONFIG)
+
+
+def test_config_hash_ignores_absolute_path_prefixes_but_not_their_tail():
+    moved = with_changes(
+        init_from="ckpt:/scratch/bob/checkout/ckpts/pretrain-1/last.ckpt",
+        task={"name": "glue/rte", "data_dir": "/mnt/data/glue/rte"},
+    )
+    assert config_hash(moved) == config_hash(CONFIG)
+    other_ckpt = with_changes(init_from="ckpt:/home/alice/ckpts/pretrain-2/last.ckpt")
+    assert config_hash(other_ckpt) != config_hash(CONFIG)
+    hf_vs_ckpt = with_changes(init_from="hf:/home/alice/ckpts/pretrain-1/last.ckpt")
+    assert config_hash(hf_vs_ckpt) != config_hash(CONFIG)
+
+
+def test_config_hash_changes_with_learning_rate_and_model():
+    assert config_hash(with_changes(optimizer={"lr": 2e-4, "betas": [0.9, 0.999]})) != (
+        config_hash(CONFIG)
+    )
+    assert config_hash(with_changes(model={"name": "bert-tiny", "hidden_size": 256})) != (
+        config_hash(CONFIG)
+    )
+
+
+def test_protocol_hash_ignores_the_task_only_when_asked():
+    sst2 = with_changes(task={"name": "glue/sst2", "data_dir": "/d/glue/sst2"})
+    assert config_hash(sst2) != config_hash(CONFIG)
+    assert config_hash(sst2, ignore_task=True) == config_hash(CONFIG, ignore_task=True)
+
+
+def test_config_hash_accepts_omegaconf_and_rejects_opaque_values():
+    omegaconf = pytest.importorskip("omegaconf")
+    assert config_hash(omegaconf.OmegaConf.create(CONFIG)) == config_hash(CONFIG)
+    assert config_hash(with_changes(results_dir=Path("/x"))) == config_hash(CONFIG)
+    with pytest.raises(PlmbenchError, match=r"config\.optimizer\.lr"):
+        config_hash(with_changes(optimizer={"lr": object()}))
+
+
+def test_write_record_round_trips_sorted_and_leaves_no_temp_file(tmp_path):
+    record = {"status": "ok", "metrics": {"validation": {"accuracy": 0.5}}, "a": [1, 2]}
+    path = write_record(tmp_path / "run", record)
+    assert path == tmp_path / "run" / "record.json"
+    assert read_record(path) == record
+    text = path.read_text()
+    assert text == json.dumps(record, indent=2, sort_keys=True) + "\n"
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+
+
+def test_crash_mid_write_keeps_the_old_record(tmp_path, monkeypatch):
+    old = {"status": "ok", "seed": 1}
+    path = write_record(tmp_path, old)
+
+    def crash(obj, handle, **kwargs):
+        handle.write('{"status": "fa')  # half a record reaches the temp file
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(records.json, "dump", crash)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_record(tmp_path, {"status": "failed", "seed": 1})
+    assert read_record(path) == old
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+
+
+@pytest.mark.parametrize("content", [b'{"status": "ok"', b"\xff\xfe\x00", b"[1, 2]", b""])
+def test_read_record_returns_none_for_corrupt_files(tmp_path, content):
+    (tmp_path / "record.json").write_bytes(content)
+    assert read_record(tmp_path / "record.json") is None
+    assert read_record(tmp_path) is None  # a run directory works too
+    assert not is_complete(tmp_path)
+
+
+def test_read_record_of_missing_file_is_none(tmp_path):
+    assert read_record(tmp_path / "nope" / "record.json") is None
+
+
+def test_iter_records_sorted_by_path_and_skips_corrupt(tmp_path):
+    for name in ["b/seed2", "a/seed1", "a/seed0/deeper"]:
+        write_record(tmp_path / name, {"run_dir": name})
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "record.json").write_text("{not json")
+    (tmp_path / "a" / "notes.json").write_text("{}")
+    found = [r["run_dir"] for r in iter_records(tmp_path)]
+    assert found == ["a/seed0/deeper", "a/seed1", "b/seed2"]
+
+
+def test_iter_records_of_missing_directory_names_it(tmp_path):
+    with pytest.raises(PlmbenchError, match="nowhere"):
+        list(iter_records(tmp_path / "nowhere"))
+
+
+def test_is_complete_only_for_ok_records(tmp_path):
+    write_record(tmp_path / "ok", {"status": "ok"})
+    write_record(tmp_path / "failed", {"status": "failed", "error": "boom"})
+    assert is_complete(tmp_path / "ok")
+    assert not is_complete(tmp_path / "failed")
+    assert not is_complete(tmp_path / "never-ran")
+
+
+def test_software_versions_names_every_component():
+    versions = software_versions()
+    assert set(versions) == {"python", "torch", "lightning", "plmbench", "git_commit"}
+    assert versions["python"] == platform.python_version()
+    assert all(isinstance(versions[k], str) and versions[k] for k in ("torch", "lightning"))
+    assert versions["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", versions["git_commit"])
+
+
+def fake_git(stdout: str, returncode: int = 0):
+    def run(args, **kwargs):
+        return subprocess.CompletedProcess(args, returncode, stdout=stdout, stderr="")
+
+    return run
+
+
+def test_git_commit_only_for_this_package_checkout(monkeypatch):
+    package_root = Path(records.__file__).resolve().parent.parent
+    commit = "a" * 40
+    monkeypatch.setattr(records.subprocess, "run", fake_git(f"{package_root}\n{commit}\n"))
+    assert software_versions()["git_commit"] == commit
+    # Installed inside some other repository (a venv in a checkout): not our commit.
+    monkeypatch.setattr(records.subprocess, "run", fake_git(f"/elsewhere\n{commit}\n"))
+    assert software_versions()["git_commit"] is None
+    # A checkout without commits yet.
+    monkeypatch.setattr(records.subprocess, "run", fake_git(f"{package_root}\nHEAD\n", 128))
+    assert software_versions()["git_commit"] is None
+
+
+def test_git_commit_is_none_without_git(monkeypatch):
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(records.subprocess, "run", no_git)
+    assert software_versions()["git_commit"] is None
