@@ -1,0 +1,165 @@
+"""BERT: a bidirectional Transformer encoder with pretraining heads.
+
+Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for Language
+Understanding". §3 / Figure 2: the input representation is the sum of token (WordPiece),
+segment and learned position embeddings; the encoder is a post-LN Transformer (Vaswani et al.
+2017, blocks in ``blocks.py``); the final hidden state of [CLS] feeds the pooler (tanh dense
+layer, used for NSP and sentence classification). §3.1: the masked-LM head (dense + GELU +
+LayerNorm, then output weights tied to the token embeddings plus a per-token bias, as in
+Google's ``run_pretraining.py``) and the 2-way next-sentence-prediction classifier.
+
+Field names of ``BertConfig`` equal Hugging Face ``BertConfig`` keys so ``config.json`` maps
+1:1 (weight names map through the table in ``lit_models/hf.py``).
+"""
+
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from torch import Tensor, nn
+
+from bench.errors import PlmbenchError
+from lit_models.nets.blocks import (
+    TransformerEncoder,
+    TransformerLayer,
+    activation,
+    init_normal_,
+    padding_mask,
+)
+
+
+@dataclass
+class BertConfig:
+    """Defaults are BERT-base (§3: L=12, H=768, A=12, 110M parameters)."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072  # 4H (§3)
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2  # segments A and B
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    initializer_range: float = 0.02
+    pre_norm: bool = False  # not in the paper: pre-LN layers (Xiong et al. 2020)
+
+
+@dataclass
+class EncoderOutput:
+    last_hidden_state: Tensor  # [B, T, H]
+    pooler_output: Tensor | None  # [B, H] tanh(W h_CLS + b), None without a pooler
+    hidden_states: tuple[Tensor, ...] | None  # embeddings output + each layer, if asked
+
+
+class BertEmbeddings(nn.Module):
+    """Dropout(LayerNorm(token + segment + position embeddings)) (§3, Figure 2)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, H)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, H)
+        self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+        T = input_ids.shape[1]
+        if T > self.position_embeddings.num_embeddings:
+            raise PlmbenchError(
+                f"sequence length {T} exceeds max_position_embeddings "
+                f"{self.position_embeddings.num_embeddings}; truncate inputs (task max_length)"
+            )
+        if token_type_ids is None:  # everything is segment A
+            segment = self.token_type_embeddings.weight[0]
+        else:
+            segment = self.token_type_embeddings(token_type_ids)
+        x = self.word_embeddings(input_ids) + segment + self.position_embeddings.weight[:T]
+        return self.dropout(self.norm(x))
+
+
+class BertModel(nn.Module):
+    """Embeddings + Transformer encoder + optional [CLS] pooler."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        layers = [
+            TransformerLayer(
+                config.hidden_size,
+                config.num_attention_heads,
+                config.intermediate_size,
+                config.hidden_act,
+                config.hidden_dropout_prob,
+                config.attention_probs_dropout_prob,
+                config.layer_norm_eps,
+                config.pre_norm,
+            )
+            for _ in range(config.num_hidden_layers)
+        ]
+        final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.encoder = TransformerEncoder(layers, final_norm if config.pre_norm else None)
+        H = config.hidden_size
+        self.pooler = nn.Linear(H, H) if add_pooling_layer else None
+        self.apply(partial(init_normal_, std=config.initializer_range))
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        token_type_ids: Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> EncoderOutput:
+        """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad)."""
+        x = self.embeddings(input_ids, token_type_ids)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
+        pooled = None if self.pooler is None else torch.tanh(self.pooler(x[:, 0]))
+        return EncoderOutput(x, pooled, hidden_states)
+
+
+class BertMLMHead(nn.Module):
+    """Masked-LM head (§3.1 Task #1): LayerNorm(act(W h + b)) E^T + b_vocab, E the token
+    embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = activation(config.hidden_act)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.word_embeddings = word_embeddings
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        """[..., H] -> vocabulary logits [..., V]."""
+        h = self.norm(self.act(self.dense(hidden)))
+        return nn.functional.linear(h, self.word_embeddings.weight, self.bias)
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its two pretraining heads (§3.1): ``mlm_head`` and the NSP classifier
+    ``nsp_head`` on the pooled [CLS] state. ``forward`` runs the encoder only; objectives apply
+    the heads where their losses need them."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm_head = BertMLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        # heads only: mlm_head also holds the (already initialised) shared token embeddings
+        for module in (self.mlm_head.dense, self.mlm_head.norm, self.nsp_head):
+            init_normal_(module, config.initializer_range)
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        token_type_ids: Tensor | None = None,
+        output_hidden_states: bool = False,
+    ) -> EncoderOutput:
+        return self.bert(input_ids, attention_mask, token_type_ids, output_hidden_states)

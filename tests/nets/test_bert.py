@@ -1,0 +1,241 @@
+"""BERT net: numerical parity with transformers on random weights (padded mixed-length batches,
+non-pad positions, float32, eval mode), and the behaviour of the shared blocks."""
+
+import math
+
+import pytest
+import torch
+from torch.nn.utils import vector_to_parameters
+
+from bench.errors import PlmbenchError
+from lit_models.hf import load_hf_state_dict
+from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
+
+transformers = pytest.importorskip("transformers")
+
+TOLERANCE = 1e-5
+#: two shapes that differ in everything a mapping or reshape bug would show up in
+CONFIGS = {
+    "gelu-4heads": dict(
+        vocab_size=97,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        hidden_act="gelu",
+    ),
+    "gelu_new-3heads": dict(
+        vocab_size=120,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        intermediate_size=128,
+        hidden_act="gelu_new",
+        type_vocab_size=3,
+        max_position_embeddings=24,
+        layer_norm_eps=1e-7,
+        pad_token_id=1,
+    ),
+}
+LENGTHS = (11, 4, 7, 1)  # mixed lengths: every row but the first is padded
+
+
+def randomize_(model: torch.nn.Module) -> torch.nn.Module:
+    """Make every weight (biases and LayerNorms included) N(0, 0.3), so a weight mapped to the
+    wrong place cannot hide behind an initialisation of zeros or ones."""
+    n = sum(p.numel() for p in model.parameters())
+    vector_to_parameters(0.3 * torch.randn(n), model.parameters())
+    return model
+
+
+def hf_model(cls: type, kwargs: dict, attn: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return randomize_(cls(transformers.BertConfig(**kwargs, attn_implementation=attn)).eval())
+
+
+def padded_batch(config: BertConfig) -> dict[str, torch.Tensor]:
+    torch.manual_seed(1)
+    T = max(LENGTHS)
+    mask = (torch.arange(T)[None, :] < torch.tensor(LENGTHS)[:, None]).long()
+    ids = torch.randint(2, config.vocab_size, (len(LENGTHS), T)).masked_fill(
+        mask == 0, config.pad_token_id
+    )
+    segments = torch.randint(0, config.type_vocab_size, (len(LENGTHS), T)) * mask
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": segments}
+
+
+def max_diff(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None = None) -> float:
+    if mask is not None:
+        a, b = a[mask.bool()], b[mask.bool()]
+    return (a - b).abs().max().item()
+
+
+# eager = transformers' explicit softmax with an additive mask; sdpa = their SDPA path
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", CONFIGS)
+def test_bert_model_matches_transformers(name: str, attn: str):
+    hf = hf_model(transformers.BertModel, CONFIGS[name], attn)
+    ours = BertModel(BertConfig(**CONFIGS[name])).eval()
+    load_hf_state_dict(ours, hf.state_dict())
+    batch = padded_batch(ours.config)
+    with torch.no_grad():
+        theirs = hf(**batch, output_hidden_states=True)
+        out = ours(**batch, output_hidden_states=True)
+    mask = batch["attention_mask"]
+    assert max_diff(out.last_hidden_state, theirs.last_hidden_state, mask) <= TOLERANCE
+    assert max_diff(out.pooler_output, theirs.pooler_output) <= TOLERANCE
+    assert len(out.hidden_states) == len(theirs.hidden_states) == ours.config.num_hidden_layers + 1
+    for a, b in zip(out.hidden_states, theirs.hidden_states, strict=True):
+        assert max_diff(a, b, mask) <= TOLERANCE
+    # the comparison is not vacuous: outputs are far from zero and vary across positions
+    assert out.last_hidden_state[mask.bool()].std() > 0.1
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_masked_lm_matches_transformers(name: str):
+    hf = hf_model(transformers.BertForMaskedLM, CONFIGS[name], "sdpa")
+    ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
+    load_hf_state_dict(ours, hf.state_dict())  # no pooler / NSP weights: they stay fresh
+    batch = padded_batch(ours.config)
+    with torch.no_grad():
+        logits = ours.mlm_head(ours(**batch).last_hidden_state)  # all positions, for comparison
+        theirs = hf(**batch).logits
+    assert logits.shape == theirs.shape
+    assert max_diff(logits, theirs, batch["attention_mask"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_pretraining_heads_match_transformers(name: str):
+    hf = hf_model(transformers.BertForPreTraining, CONFIGS[name], "sdpa")
+    ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
+    load_hf_state_dict(ours, hf.state_dict())
+    batch = padded_batch(ours.config)
+    with torch.no_grad():
+        out = ours(**batch)
+        theirs = hf(**batch)
+        mlm = ours.mlm_head(out.last_hidden_state)
+        nsp = ours.nsp_head(out.pooler_output)
+    assert max_diff(mlm, theirs.prediction_logits, batch["attention_mask"]) <= TOLERANCE
+    assert max_diff(nsp, theirs.seq_relationship_logits) <= TOLERANCE
+
+
+def test_padding_does_not_change_token_states():
+    """Each sequence alone (no padding, no mask) gives the same states as inside the batch."""
+    torch.manual_seed(0)
+    net = BertModel(BertConfig(**CONFIGS["gelu-4heads"])).eval()
+    batch = padded_batch(net.config)
+    with torch.no_grad():
+        padded = net(**batch).last_hidden_state
+        for row, n in enumerate(LENGTHS):
+            alone = net(
+                batch["input_ids"][row : row + 1, :n],
+                token_type_ids=batch["token_type_ids"][row : row + 1, :n],
+            )
+            assert max_diff(alone.last_hidden_state[0], padded[row, :n]) <= TOLERANCE
+
+
+def test_attention_equals_explicit_scaled_dot_product():
+    """softmax(Q K^T / sqrt(d_k) + mask) V per head (Vaswani et al. Eq. 1), computed by hand."""
+    torch.manual_seed(0)
+    B, T, H, heads = 2, 5, 12, 3
+    attention = MultiHeadSelfAttention(H, heads).eval()
+    x = torch.randn(B, T, H)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    q, k, v = attention.qkv(x).split(H, dim=-1)
+    d = H // heads
+    heads_out = []
+    for h in range(heads):
+        qh, kh, vh = (t[..., h * d : (h + 1) * d] for t in (q, k, v))
+        scores = qh @ kh.transpose(1, 2) / math.sqrt(d)
+        scores = scores.masked_fill(mask[:, None, :] == 0, float("-inf"))
+        heads_out.append(scores.softmax(-1) @ vh)
+    expected = attention.out(torch.cat(heads_out, dim=-1))
+    with torch.no_grad():
+        assert max_diff(attention(x, padding_mask(mask)), expected) <= 1e-6
+
+
+def test_pre_norm_runs_and_differs():
+    torch.manual_seed(0)
+    # with BERT's small init each sublayer barely moves the residual stream and the two orders
+    # nearly coincide; large random weights make the placement of LayerNorm matter
+    post = randomize_(BertModel(BertConfig(**CONFIGS["gelu-4heads"])).eval())
+    pre = BertModel(BertConfig(**CONFIGS["gelu-4heads"], pre_norm=True)).eval()
+    missing, unexpected = pre.load_state_dict(post.state_dict(), strict=False)
+    assert missing == ["encoder.final_norm.weight", "encoder.final_norm.bias"] and not unexpected
+    batch = padded_batch(post.config)
+    out_pre = pre(**batch, output_hidden_states=True)
+    (out_pre.last_hidden_state.sum() + out_pre.pooler_output.sum()).backward()
+    assert len(out_pre.hidden_states) == post.config.num_hidden_layers + 1
+    assert torch.isfinite(out_pre.last_hidden_state).all()
+    assert all(p.grad is not None for p in pre.parameters())
+    with torch.no_grad():
+        assert max_diff(post(**batch).last_hidden_state, out_pre.last_hidden_state) > 0.1
+
+
+def test_hidden_states_are_embeddings_then_each_layer():
+    torch.manual_seed(0)
+    net = BertModel(BertConfig(**{**CONFIGS["gelu_new-3heads"], "num_hidden_layers": 3})).eval()
+    batch = padded_batch(net.config)
+    with torch.no_grad():
+        out = net(**batch, output_hidden_states=True)
+        embedded = net.embeddings(batch["input_ids"], batch["token_type_ids"])
+    assert len(out.hidden_states) == 4
+    assert torch.equal(out.hidden_states[0], embedded)
+    assert torch.equal(out.hidden_states[-1], out.last_hidden_state)
+    assert net(batch["input_ids"]).hidden_states is None
+
+
+def test_mlm_decoder_is_tied_to_token_embeddings():
+    torch.manual_seed(0)
+    net = BertForPreTraining(BertConfig(**CONFIGS["gelu-4heads"]))
+    embeddings = net.bert.embeddings.word_embeddings.weight
+    assert net.mlm_head.word_embeddings.weight is embeddings
+    names = [name for name, _ in net.named_parameters()]
+    assert "mlm_head.word_embeddings.weight" not in names  # one parameter, listed once
+    hidden = torch.randn(3, net.config.hidden_size)
+    net.mlm_head(hidden)[:, 7].sum().backward()  # the decoder row of token 7 gets a gradient
+    assert embeddings.grad[7].abs().sum() > 0 and embeddings.grad[8].abs().sum() == 0
+
+
+def test_dropout_only_in_training():
+    torch.manual_seed(0)
+    net = BertModel(BertConfig(**CONFIGS["gelu-4heads"]))
+    batch = padded_batch(net.config)
+    net.train()
+    assert max_diff(net(**batch).last_hidden_state, net(**batch).last_hidden_state) > 1e-3
+    net.eval()
+    with torch.no_grad():
+        assert torch.equal(net(**batch).last_hidden_state, net(**batch).last_hidden_state)
+
+
+def test_initialisation_follows_bert():
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=500,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        pad_token_id=3,
+    )
+    net = BertForPreTraining(config)
+    word = net.bert.embeddings.word_embeddings.weight
+    assert torch.equal(word[3], torch.zeros(64))
+    for name, param in net.named_parameters():
+        if name.endswith("bias"):
+            assert torch.equal(param, torch.zeros_like(param)), name
+        elif "norm" in name:
+            assert torch.equal(param, torch.ones_like(param)), name
+        else:
+            assert abs(param.std().item() - 0.02) < 0.002, name
+
+
+def test_bad_configs_and_inputs_raise_one_line_errors():
+    with pytest.raises(PlmbenchError, match="hidden_act 'swiglu'"):
+        BertModel(BertConfig(**{**CONFIGS["gelu-4heads"], "hidden_act": "swiglu"}))
+    with pytest.raises(PlmbenchError, match="not divisible"):
+        BertModel(BertConfig(**{**CONFIGS["gelu-4heads"], "num_attention_heads": 5}))
+    net = BertModel(BertConfig(**CONFIGS["gelu_new-3heads"]))
+    with pytest.raises(PlmbenchError, match="exceeds max_position_embeddings 24"):
+        net(torch.ones(1, 25, dtype=torch.long))
