@@ -1,4 +1,6 @@
 # plmbench: `make quickstart` (install + the default experiment on CPU + leaderboard), `make test`.
+# Data: $PLMBENCH_DATA (a local mirror), else ../shared/data beside the checkout, else the hub.
+export PLMBENCH_DATA ?= $(if $(wildcard ../shared/data),$(abspath ../shared/data),$(HOME)/.cache/plmbench/data)
 # CUDA users: make quickstart TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
@@ -22,8 +24,16 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+# The quick start (conf/experiment/quickstart.yaml): pretrain bert-tiny briefly on WikiText (the
+# offline mirror lacks its train split, so it trains on `test`), fine-tune it and the pretrained
+# all-MiniLM-L6-v2 on SST-2 and RTE subsets, then print the leaderboard.
+QUICK := $(BIN)/plmbench run experiment=quickstart
 quickstart: $(STAMP)
-	$(BIN)/plmbench quickstart
+	$(QUICK) model=bert-tiny task=pretrain/wikitext task.splits.train=test trainer.max_epochs=8
+	$(QUICK) -m model=minilm-l6 task=glue/sst2,glue/rte
+	$(QUICK) -m model=bert-tiny label=bert-tiny-wikitext task=glue/sst2,glue/rte \
+	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0
+	$(BIN)/plmbench leaderboard results/quickstart
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -1,0 +1,165 @@
+"""``plmbench perf``: MLM pretraining-step throughput of our net against ``transformers``.
+
+Both implementations get the same config, weights, batch and masks, in one process: a full
+training step (forward, backward, AdamW update) is timed after warm-up, and the median of the
+repeats is reported as tokens/s, with the achieved model FLOP/s (lit_models/flops.py counts
+what each one computes: ours applies the vocabulary decoder at the masked positions only,
+``BertForMaskedLM`` at every position) and the memory the step keeps: bytes saved for backward
+(activations) and, on CUDA, the allocator's peak.
+
+    plmbench perf model=bert-mini [--batch-size 32] [--seq-len 128] [--repeats 7] [--device cpu]
+"""
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from bench.errors import PlmbenchError
+from lit_models.flops import EncoderShape, mlm_training_flops
+from lit_models.nets.bert import BertForPreTraining
+from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
+
+VOCAB_SPECIALS = 5  # ids 0..4: [PAD] [UNK] [CLS] [SEP] [MASK], as our WordPiece vocabularies
+
+
+def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
+    """Bytes of the tensors autograd saves for backward during one forward (the activation memory)."""
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        step()
+    return sum(seen.values())
+
+
+def time_steps(step: Callable[[], None], device: torch.device, warmup: int, repeats: int) -> float:
+    """Median seconds of one call of ``step`` after ``warmup`` calls."""
+    times = []
+    for i in range(warmup + repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def ours_and_reference(model_cfg, device: torch.device):
+    """Our BertForPreTraining and transformers' BertForMaskedLM with identical weights."""
+    import transformers
+
+    from lit_models.build import net_config
+    from lit_models.hf import hf_state_dict
+
+    config = net_config(model_cfg, model_cfg["vocab_size"], pad_token_id=0)
+    ours = BertForPreTraining(config).to(device)
+    hf_config = transformers.BertConfig(**{k: v for k, v in vars(config).items() if k != "pre_norm"},
+                                        attn_implementation="sdpa")
+    reference = transformers.BertForMaskedLM(hf_config).to(device)
+    reference.load_state_dict(hf_state_dict(ours), strict=False)
+    return config, ours, reference
+
+
+def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
+    from hydra import compose, initialize_config_dir
+
+    from bench.run import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        model_cfg = compose("config", overrides=overrides).model
+    if model_cfg.init_from != "scratch":
+        raise PlmbenchError(f"perf needs a scratch preset (model=bert-mini ...), not {model_cfg.name}")
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    config, ours, reference = ours_and_reference(model_cfg, device)
+    shape = EncoderShape.of(config)
+    ids = torch.randint(VOCAB_SPECIALS, config.vocab_size, (args.batch_size, args.seq_len))
+    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
+    special = torch.zeros(config.vocab_size, dtype=torch.bool)
+    special[:VOCAB_SPECIALS] = True
+    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size, mask_id=4)
+    corrupted, labels = corrupted.to(device), labels.to(device)
+    attention = torch.ones_like(corrupted)
+    predicted = int((labels != -100).sum())
+
+    def our_loss() -> torch.Tensor:
+        hidden = ours(input_ids=corrupted, attention_mask=attention).last_hidden_state
+        return masked_lm_loss(hidden, labels, ours.mlm_head)
+
+    def reference_loss() -> torch.Tensor:
+        logits = reference(input_ids=corrupted, attention_mask=attention).logits
+        return F.cross_entropy(logits.view(-1, config.vocab_size), labels.view(-1))
+
+    results = {}
+    for name, net, loss_fn, flops_positions in (
+        ("plmbench", ours, our_loss, predicted),
+        ("transformers", reference, reference_loss, args.batch_size * args.seq_len),
+    ):
+        net.train()
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
+
+        def step() -> None:
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn().backward()
+            optimizer.step()
+
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        seconds = time_steps(step, device, args.warmup, args.repeats)
+        flops = mlm_training_flops(shape, args.batch_size, args.seq_len, flops_positions)
+        results[name] = {
+            "tokens_per_s": args.batch_size * args.seq_len / seconds,
+            "step_ms": 1e3 * seconds,
+            "tflops_per_s": flops / seconds / 1e12,
+            "activation_mib": saved_activation_bytes(loss_fn) / 2**20,
+            "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20
+            if device.type == "cuda" else None,
+        }
+    results["speedup"] = results["plmbench"]["tokens_per_s"] / results["transformers"]["tokens_per_s"]
+    results["flop_ratio"] = mlm_training_flops(
+        shape, args.batch_size, args.seq_len, args.batch_size * args.seq_len
+    ) / mlm_training_flops(shape, args.batch_size, args.seq_len, predicted)
+    return results
+
+
+def render(results: dict, args: argparse.Namespace, model: str) -> str:
+    threads = torch.get_num_threads()
+    lines = [
+        f"### {model}, batch {args.batch_size} x {args.seq_len} tokens, {args.device} "
+        f"({threads} threads), median of {args.repeats} steps after {args.warmup} warm-up",
+        "",
+        "| implementation | tokens/s | step (ms) | model TFLOP/s | activations (MiB) | peak (MiB) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("plmbench", "transformers"):
+        r = results[name]
+        peak = f"{r['peak_mib']:.0f}" if r["peak_mib"] is not None else "–"
+        lines.append(f"| {name} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.0f} | "
+                     f"{r['tflops_per_s']:.3f} | {r['activation_mib']:.0f} | {peak} |")
+    lines += ["", f"speed-up {results['speedup']:.2f}x (the FLOP count alone allows "
+              f"{results['flop_ratio']:.2f}x)"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args, overrides = parser.parse_known_args(argv)
+    results = measure(args, overrides)
+    model = next((o.split("=", 1)[1] for o in overrides if o.startswith("model=")), "bert-tiny")
+    print(render(results, args, model))
+    return 0

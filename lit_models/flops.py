@@ -1,0 +1,40 @@
+"""Model FLOPs of a Transformer encoder training step (Kaplan et al. 2020, §2.1, Table 1).
+
+Forward FLOPs per token of one layer: 2 x (4 H^2 for the Q, K, V, O projections + 2 H I for the
+feed-forward) matrix-multiply FLOPs, plus 2 x 2 T H for the attention scores QK^T and the weighted
+sum over T positions. A training step costs about 3x the forward (the backward is 2x). The MLM
+head (transform H x H, decoder H x V) is counted only at the positions it is applied to.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EncoderShape:
+    hidden: int
+    intermediate: int
+    layers: int
+    vocab: int
+
+    @classmethod
+    def of(cls, config) -> "EncoderShape":
+        return cls(config.hidden_size, config.intermediate_size, config.num_hidden_layers,
+                   config.vocab_size)
+
+
+def encoder_forward_flops(shape: EncoderShape, batch: int, seq_len: int) -> float:
+    """Forward FLOPs of the encoder stack over a [batch, seq_len] block (padding computed too)."""
+    h, i = shape.hidden, shape.intermediate
+    per_token_layer = 2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq_len * h
+    return batch * seq_len * shape.layers * per_token_layer
+
+
+def mlm_head_forward_flops(shape: EncoderShape, positions: int) -> float:
+    """Forward FLOPs of the MLM head (transform + vocabulary decoder) at ``positions`` tokens."""
+    return positions * 2 * (shape.hidden * shape.hidden + shape.hidden * shape.vocab)
+
+
+def mlm_training_flops(shape: EncoderShape, batch: int, seq_len: int, predicted: int) -> float:
+    """FLOPs of one MLM training step predicting ``predicted`` tokens (forward + backward = 3x)."""
+    forward = encoder_forward_flops(shape, batch, seq_len) + mlm_head_forward_flops(shape, predicted)
+    return 3 * forward

@@ -1,0 +1,47 @@
+"""Task metrics by name, all torchmetrics objects, so they accumulate over batches and devices.
+
+Names are the keys a task YAML lists under ``metrics`` and the keys of a record's metrics:
+``accuracy``, ``f1`` (of the positive class, as GLUE's MRPC/QQP), ``matthews`` (CoLA; Matthews
+1975), ``pearson`` and ``spearman`` (STS-B).
+"""
+
+from collections.abc import Sequence
+
+import torchmetrics
+from torchmetrics import classification, regression
+
+from bench.errors import PlmbenchError
+
+
+def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
+    binary = num_labels == 2
+    if name == "accuracy":
+        if binary:
+            return classification.BinaryAccuracy()
+        return classification.MulticlassAccuracy(num_classes=num_labels, average="micro")
+    if name == "f1":
+        if binary:
+            return classification.BinaryF1Score()
+        return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+    if name == "matthews":
+        task = "binary" if binary else "multiclass"
+        return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
+    raise PlmbenchError(f"metric {name!r} needs a regression task (num_labels: 1)")
+
+
+REGRESSION = {"pearson": regression.PearsonCorrCoef, "spearman": regression.SpearmanCorrCoef}
+CLASSIFICATION = ("accuracy", "f1", "matthews")
+
+
+def build_metrics(names: Sequence[str], num_labels: int) -> torchmetrics.MetricCollection:
+    """A MetricCollection for a task; fed class ids (classification) or scores (regression)."""
+    known = CLASSIFICATION + tuple(REGRESSION)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise PlmbenchError(f"unknown metric(s) {unknown} in the task config: use {list(known)}")
+    if num_labels == 1:
+        wrong = [n for n in names if n not in REGRESSION]
+        if wrong:
+            raise PlmbenchError(f"metric(s) {wrong} need classification labels (num_labels >= 2)")
+        return torchmetrics.MetricCollection({n: REGRESSION[n]() for n in names})
+    return torchmetrics.MetricCollection({n: _classification(n, num_labels) for n in names})

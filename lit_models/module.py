@@ -1,0 +1,31 @@
+"""What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
+collected from the last validation pass, and the step at which that pass ran."""
+
+from collections.abc import Mapping
+
+import lightning as L
+
+from lit_models.optim import configure_adamw
+
+
+class PlmModule(L.LightningModule):
+    """Base class: subclasses fill ``self.last_metrics[split][name]`` at each validation end."""
+
+    def __init__(self, optim: Mapping, num_layers: int) -> None:
+        super().__init__()
+        self.optim_cfg = dict(optim)
+        self.num_layers = num_layers
+        self.last_metrics: dict[str, dict[str, float]] = {}
+        self.validated_at_step = -1
+
+    def configure_optimizers(self) -> dict:
+        total_steps = int(self.trainer.estimated_stepping_batches)
+        return configure_adamw(self, self.optim_cfg, total_steps, self.num_layers)
+
+    def record_metrics(self, split: str, values: Mapping[str, float]) -> None:
+        """Log ``<split>/<name>`` and keep the values for the run record."""
+        values = {name: float(v) for name, v in values.items()}
+        self.last_metrics[split] = values
+        self.log_dict({f"{split}/{k}": v for k, v in values.items()}, prog_bar=True,
+                      add_dataloader_idx=False)
+        self.validated_at_step = self.global_step

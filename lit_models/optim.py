@@ -1,0 +1,74 @@
+"""The optimizer setup every LightningModule shares.
+
+AdamW (Loshchilov & Hutter 2019) with no weight decay on biases and LayerNorm weights, linear
+warmup then linear (BERT, Devlin et al. 2019, Appendix A.2), cosine or constant schedule, and
+optional layer-wise learning-rate decay (ELECTRA, Clark et al. 2020, Appendix A): the parameters
+of layer l of L get lr * decay^(L + 1 - l), embeddings count as layer 0 and heads as layer L + 1.
+"""
+
+import math
+import re
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+_LAYER = re.compile(r"\blayers\.(\d+)\.")
+
+
+def layer_depth(name: str, num_layers: int) -> int:
+    """Depth of a parameter for layer-wise lr decay: 0 = embeddings, i + 1 = encoder layer i,
+    num_layers + 1 = everything above the encoder (pooler, heads)."""
+    if "embeddings" in name:
+        return 0
+    match = _LAYER.search(name)
+    return int(match.group(1)) + 1 if match else num_layers + 1
+
+
+def param_groups(module: nn.Module, cfg: Mapping, num_layers: int) -> list[dict]:
+    """AdamW parameter groups: (decay | no decay) x depth, each with its own lr."""
+    groups: dict[tuple[bool, int], dict] = {}
+    decay_rate = cfg.get("layerwise_lr_decay", 1.0)
+    for name, param in module.named_parameters():
+        if not param.requires_grad:
+            continue
+        no_decay = param.ndim < 2  # biases and LayerNorm weights
+        depth = layer_depth(name, num_layers) if decay_rate != 1.0 else num_layers + 1
+        key = (no_decay, depth)
+        if key not in groups:
+            groups[key] = {
+                "params": [],
+                "weight_decay": 0.0 if no_decay else cfg["weight_decay"],
+                "lr": cfg["lr"] * decay_rate ** (num_layers + 1 - depth),
+            }
+        groups[key]["params"].append(param)
+    return list(groups.values())
+
+
+def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
+    """Linear warmup to 1 over ``warmup_steps``, then ``schedule`` down to 0 at ``total_steps``."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    if schedule == "linear":
+        return 1.0 - progress
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    raise ValueError(f"unknown schedule {schedule!r}: use linear, cosine or constant")
+
+
+def configure_adamw(module: nn.Module, cfg: Mapping, total_steps: int, num_layers: int) -> dict:
+    """What ``LightningModule.configure_optimizers`` returns: AdamW and a per-step LambdaLR."""
+    optimizer = torch.optim.AdamW(
+        param_groups(module, cfg, num_layers),
+        lr=cfg["lr"],
+        betas=tuple(cfg["betas"]),
+        eps=cfg["eps"],
+    )
+    warmup = int(cfg["warmup_ratio"] * total_steps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(step, total_steps, warmup, cfg["schedule"])
+    )
+    return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -1,0 +1,65 @@
+"""Training throughput: tokens/s and samples/s over the training steps (validation and data
+loading excluded), and model FLOP utilisation where the device's peak is known."""
+
+import time
+
+import lightning as L
+import torch
+from lightning.fabric.utilities.throughput import get_available_flops
+
+
+class Throughput(L.Callback):
+    """Times every training batch; logs running rates and keeps run totals for the record.
+
+    A batch's tokens are its non-pad tokens (``attention_mask.sum()``). If the LightningModule has
+    ``flops_per_batch(batch)``, achieved FLOP/s and MFU (= achieved / device peak) are reported too.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.tokens = 0
+        self.samples = 0
+        self.flops = 0.0
+        self.peak_flops: float | None = None
+        self._start = 0.0
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        dtype = torch.bfloat16 if "bf16" in str(trainer.precision) else torch.float32
+        self.peak_flops = get_available_flops(trainer.strategy.root_device, dtype)
+
+    def _sync(self, pl_module: L.LightningModule) -> None:
+        if pl_module.device.type == "cuda":
+            torch.cuda.synchronize(pl_module.device)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._sync(pl_module)
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._sync(pl_module)
+        self.seconds += time.perf_counter() - self._start
+        self.tokens += int(batch["attention_mask"].sum())
+        self.samples += batch["input_ids"].shape[0]
+        if hasattr(pl_module, "flops_per_batch"):
+            self.flops += pl_module.flops_per_batch(batch)
+        pl_module.log_dict(
+            {"train/tokens_per_s": self.tokens / self.seconds},
+            prog_bar=True,
+            on_step=True,
+            on_epoch=False,
+        )
+
+    def summary(self) -> dict[str, float]:
+        """Run totals for the record (empty before any training step)."""
+        if self.seconds == 0:
+            return {}
+        out = {
+            "train_tokens_per_s": self.tokens / self.seconds,
+            "train_samples_per_s": self.samples / self.seconds,
+            "train_step_seconds": self.seconds,
+        }
+        if self.flops:
+            out["train_flops_per_s"] = self.flops / self.seconds
+            if self.peak_flops:
+                out["mfu"] = out["train_flops_per_s"] / self.peak_flops
+        return out
