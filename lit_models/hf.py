@@ -53,6 +53,9 @@ HF_NAMES: dict[str, str | tuple[str, ...]] = {
 }
 #: transformers' names for weights that may be absent (then freshly initialised).
 OPTIONAL_PREFIXES = ("pooler.", "cls.")
+#: fine-tuned task heads of transformers' BertFor{SequenceClassification, TokenClassification,
+#: MultipleChoice, QuestionAnswering}: not part of the encoder, so importing skips them.
+TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
 #: checkpoint entries that are not weights of their own: buffers, and tied copies.
 SKIPPED = re.compile(r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -96,8 +99,8 @@ def load_hf_state_dict(net: BertModel | BertForPreTraining, hf_state: dict[str, 
     """Copy weights named as in transformers (with or without "bert.") into ``net``.
 
     The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
-    them; their weights are ignored when ``net`` has no place for them. Any other missing or
-    leftover weight raises ``PlmbenchError`` naming it.
+    them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
+    them. Any other missing or leftover weight raises ``PlmbenchError`` naming it.
     """
     state = _canonical(hf_state)
     missing, mismatched = [], []
@@ -114,7 +117,7 @@ def load_hf_state_dict(net: BertModel | BertForPreTraining, hf_state: dict[str, 
                 mismatched.append(f"{theirs[0]} of shape {shapes}")
                 continue
             param.copy_(tensor)
-    unknown = [k for k in state if not k.startswith(OPTIONAL_PREFIXES)]
+    unknown = [k for k in state if not k.startswith(OPTIONAL_PREFIXES + TASK_HEAD_PREFIXES)]
     problems = {"lacks weights": missing, "has unknown weights": unknown, "has": mismatched}
     for problem, names in problems.items():
         if names:

@@ -21,11 +21,17 @@ from torch import Tensor, nn
 from bench.errors import PlmbenchError
 
 #: ``hidden_act`` names as in Hugging Face configs: exact erf GELU (Hendrycks & Gimpel 2016),
-#: its tanh approximation (``gelu_new``, as in the original BERT/GPT-2 code) and ReLU.
+#: its tanh approximation (``gelu_new``, as in the original BERT/GPT-2 code), ReLU and SiLU.
+#: The aliases are transformers' other names for the same functions.
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "gelu": F.gelu,
+    "gelu_python": F.gelu,
     "gelu_new": partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
+    "gelu_fast": partial(F.gelu, approximate="tanh"),
     "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
 }
 
 

@@ -245,3 +245,29 @@ def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: Tokenizer):
     weights.write_bytes(b"not a safetensors file")
     with pytest.raises(PlmbenchError, match="cannot read .*model.safetensors"):
         from_hf(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("cls_name", "overrides"),
+    [
+        ("BertForSequenceClassification", dict(hidden_act="relu", num_attention_heads=1)),
+        ("BertForTokenClassification", dict(hidden_act="gelu_pytorch_tanh", type_vocab_size=3)),
+        ("BertForQuestionAnswering", dict(hidden_act="silu", intermediate_size=20,
+                                          layer_norm_eps=1e-5, num_hidden_layers=3)),
+    ],
+)
+def test_from_hf_loads_the_encoder_of_fine_tuned_checkpoints(
+    tmp_path: Path, tokenizer: Tokenizer, cls_name: str, overrides: dict
+):
+    """Task heads (classifier.*, qa_outputs.*) are skipped; the encoder still matches, also for
+    activations that transformers names differently and configs unlike the other tests'."""
+    config = transformers.BertConfig(**{**TINY, **overrides})
+    hf = randomize_(getattr(transformers, cls_name)(config))
+    hf.save_pretrained(tmp_path)
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    batch = encode(tokenizer, SENTENCES)
+    encoder, _ = from_hf(tmp_path)
+    with torch.no_grad():
+        theirs = hf.bert(**batch).last_hidden_state
+        ours = encoder.eval()(**batch).last_hidden_state
+    assert_close(ours, theirs, batch["attention_mask"])
