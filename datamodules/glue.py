@@ -131,7 +131,8 @@ class GlueDataModule(L.LightningDataModule):
     @property
     def fingerprints(self) -> dict[str, str]:
         """The ``datasets`` fingerprint of each tokenized split (source rows, tokenizer, caps)."""
-        splits = {"train": self.train_set, **dict(zip(self.eval_split_names, self.eval_sets))}
+        evals = zip(self.eval_split_names, self.eval_sets, strict=True)
+        splits = {"train": self.train_set, **dict(evals)}
         return {split: data._fingerprint for split, data in splits.items() if data is not None}
 
     def _loaded_train_set(self) -> datasets.Dataset:

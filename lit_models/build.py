@@ -56,7 +56,7 @@ def build_net(
     with_heads: bool,
     training_texts: Callable[[], Iterable[str]],
 ) -> tuple[nn.Module, tokenizers.Tokenizer]:
-    """(net, tokenizer): an encoder, or with ``with_heads`` the encoder with its pretraining heads."""
+    """(net, tokenizer): an encoder, or with ``with_heads`` the encoder and pretraining heads."""
     arch = model_cfg["arch"]
     if arch not in ARCHS:
         raise PlmbenchError(f"model.arch={arch!r} is not implemented yet: use one of {list(ARCHS)}")

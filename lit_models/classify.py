@@ -63,7 +63,7 @@ class LitClassifier(PlmModule):
         self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
 
     def on_validation_epoch_end(self) -> None:
-        for split, metrics in zip(self.eval_splits, self.split_metrics):
+        for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
             if not self.trainer.sanity_checking:
                 self.record_metrics(split, metrics.compute())
             metrics.reset()

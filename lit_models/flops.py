@@ -36,5 +36,5 @@ def mlm_head_forward_flops(shape: EncoderShape, positions: int) -> float:
 
 def mlm_training_flops(shape: EncoderShape, batch: int, seq_len: int, predicted: int) -> float:
     """FLOPs of one MLM training step predicting ``predicted`` tokens (forward + backward = 3x)."""
-    forward = encoder_forward_flops(shape, batch, seq_len) + mlm_head_forward_flops(shape, predicted)
-    return 3 * forward
+    encoder = encoder_forward_flops(shape, batch, seq_len)
+    return 3 * (encoder + mlm_head_forward_flops(shape, predicted))

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from bench.errors import PlmbenchError
+
+SCHEDULES = ("linear", "cosine", "constant")
 _LAYER = re.compile(r"\blayers\.(\d+)\.")
 
 
@@ -47,6 +50,8 @@ def param_groups(module: nn.Module, cfg: Mapping, num_layers: int) -> list[dict]
 
 def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
     """Linear warmup to 1 over ``warmup_steps``, then ``schedule`` down to 0 at ``total_steps``."""
+    if schedule not in SCHEDULES:
+        raise PlmbenchError(f"optim.schedule={schedule!r} is unknown: use one of {list(SCHEDULES)}")
     if step < warmup_steps:
         return (step + 1) / warmup_steps
     if schedule == "constant":
@@ -54,9 +59,7 @@ def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str)
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
     if schedule == "linear":
         return 1.0 - progress
-    if schedule == "cosine":
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-    raise ValueError(f"unknown schedule {schedule!r}: use linear, cosine or constant")
+    return 0.5 * (1.0 + math.cos(math.pi * progress))  # cosine
 
 
 def configure_adamw(module: nn.Module, cfg: Mapping, total_steps: int, num_layers: int) -> dict:

@@ -51,7 +51,7 @@ class LitPretrain(PlmModule):
         self.eval_loss[dataloader_idx].update(mlm_loss, weight=predicted)
 
     def on_validation_epoch_end(self) -> None:
-        for split, metric in zip(self.eval_splits, self.eval_loss):
+        for split, metric in zip(self.eval_splits, self.eval_loss, strict=True):
             if not self.trainer.sanity_checking:
                 loss = float(metric.compute())
                 self.record_metrics(split, {"mlm_loss": loss, "perplexity": math.exp(loss)})

@@ -1,1 +1,2 @@
-"""Passages, dense/sparse encoders, FAISS indexes and the retriever used by REALM, RAG and open-domain QA."""
+"""Passages, dense/sparse encoders, FAISS indexes and the retriever that REALM, RAG and
+open-domain QA use."""

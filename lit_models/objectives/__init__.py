@@ -1,1 +1,2 @@
-"""Pretraining objectives: each has a corruption step (run in the DataLoader's collate) and a loss."""
+"""Pretraining objectives: each has a corruption step (run in the DataLoader's collate) and a
+loss (computed in the training step)."""

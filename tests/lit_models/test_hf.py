@@ -226,8 +226,8 @@ def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: Tokenizer):
     weights = tmp_path / "model.safetensors"
     state = load_file(weights)
 
-    save_file({**state, "classifier.weight": torch.zeros(2, 32)}, weights)
-    with pytest.raises(PlmbenchError, match=r"unknown weights \['classifier\.weight'\]"):
+    save_file({**state, "encoder.extra.weight": torch.zeros(2, 32)}, weights)
+    with pytest.raises(PlmbenchError, match=r"unknown weights \['encoder\.extra\.weight'\]"):
         from_hf(tmp_path)
     dropped = "encoder.layer.1.attention.self.key.bias"
     save_file({k: v for k, v in state.items() if k != dropped}, weights)
