@@ -29,7 +29,7 @@ install: $(STAMP)
 # all-MiniLM-L6-v2 on SST-2 and RTE subsets, then print the leaderboard.
 QUICK := $(BIN)/plmbench run experiment=quickstart
 quickstart: $(STAMP)
-	$(QUICK) model=bert-tiny task=pretrain/wikitext task.splits.train=test trainer.max_epochs=8
+	$(QUICK) model=bert-tiny task=pretrain/wikitext task.splits.train=test trainer.max_epochs=3
 	$(QUICK) -m model=minilm-l6 task=glue/sst2,glue/rte
 	$(QUICK) -m model=bert-tiny label=bert-tiny-wikitext task=glue/sst2,glue/rte \
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0

@@ -54,9 +54,11 @@ def cmd_run(args: list[str]) -> int:
         check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
     sys.argv = ["plmbench run", *args]
     run.main()
-    for line in run.FAILURES:
+    for line, _ in run.FAILURES:
         print(f"error: {line}", file=sys.stderr)
-    return 1 if run.FAILURES else 0
+    if not run.FAILURES:
+        return 0
+    return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
 
 
 def write_atomically(path: Path, text: str) -> None:

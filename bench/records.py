@@ -26,8 +26,12 @@ from bench.errors import PlmbenchError
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
 
-# Top-level config keys that say where or how often a run happens, not what it computes.
-VOLATILE_KEYS = frozenset({"seed", "results_dir", "run_name", "logger", "hydra"})
+# Config keys (dotted for nested ones) that say where, under which name or how verbosely a run
+# happens, not what it computes.
+VOLATILE_KEYS = frozenset({
+    "seed", "results_dir", "run_name", "label", "logger", "hydra", "skip_completed",
+    "num_workers", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
+})
 # An absolute path, optionally behind a scheme such as "hf:" or "ckpt:" (init_from values).
 _ABSOLUTE_PATH = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*:)?/")
 
@@ -64,15 +68,26 @@ def _canonical(value: Any, where: str) -> Any:
     )
 
 
+def _without(config: Mapping, dotted: frozenset[str] | set[str]) -> dict:
+    """``config`` without the keys named by dotted paths (``trainer.log_every_n_steps``)."""
+    kept = {}
+    for key, item in config.items():
+        if key in dotted:
+            continue
+        nested = {d.split(".", 1)[1] for d in dotted if d.startswith(f"{key}.")}
+        kept[key] = _without(item, nested) if nested and isinstance(item, Mapping) else item
+    return kept
+
+
 def config_hash(config: Mapping, ignore_task: bool = False) -> str:
     """First 16 hex chars of sha256 over the canonical JSON of ``config``.
 
-    Ignores the volatile top-level keys (seed, results_dir, run_name, logger, hydra) and
+    Ignores the ``VOLATILE_KEYS`` (seed, results_dir, run_name, label, logger ...) and
     absolute path prefixes; with ``ignore_task`` also the task group, which gives the
     protocol hash: the same training recipe applied to different tasks.
     """
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
-    kept = {key: item for key, item in config.items() if key not in dropped}
+    kept = _without(config, dropped)
     text = json.dumps(_canonical(kept, "config"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

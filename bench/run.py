@@ -27,8 +27,9 @@ from lit_models.throughput import Throughput
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 log = logging.getLogger("plmbench")
 
-#: one line per failed run of this process, so the CLI can exit non-zero after a sweep
-FAILURES: list[str] = []
+#: (one line, was it bad input) per failed run of this process: the CLI exits non-zero after a
+#: sweep, with 2 when every failure was bad input (PlmbenchError) and 1 when something crashed
+FAILURES: list[tuple[str, bool]] = []
 
 
 def checkpoint_package(name: str) -> str:
@@ -110,7 +111,7 @@ def build(cfg: DictConfig):
 
 def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
     """Fit, validate at the end, export a pretrained net; what the record needs from the run."""
-    L.seed_everything(cfg.seed, workers=True)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, dm, tokenizer = build(cfg)
     throughput = Throughput()
     trainer = L.Trainer(
@@ -134,6 +135,12 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
         "data": dm.fingerprints,
         "steps": trainer.global_step,
     }
+
+
+def record_error(err: Exception) -> str:
+    """One line: bad input is its own message, anything else is prefixed by its type."""
+    text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
+    return " ".join(text.split())
 
 
 def now() -> str:
@@ -168,7 +175,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
     try:
         record.update(train_and_evaluate(cfg, run_dir), status="ok", error=None)
     except Exception as err:
-        record.update(status="failed", error=" ".join(f"{type(err).__name__}: {err}".split()))
+        record.update(status="failed", error=record_error(err))
         raise
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
@@ -185,11 +192,10 @@ def main(cfg: DictConfig) -> None:
     try:
         record = execute(cfg, run_dir)
     except Exception as err:
-        line = " ".join(str(err).split()) if isinstance(err, PlmbenchError) else None
-        if line is None:
+        bad_input = isinstance(err, PlmbenchError)
+        if not bad_input:
             log.exception("run %s failed", run_dir)
-            line = f"{type(err).__name__}: {' '.join(str(err).split())}"
-        FAILURES.append(f"{run_dir}: {line}")
+        FAILURES.append((f"{run_dir}: {record_error(err)}", bad_input))
         return
     metrics = record["metrics"].items()
     shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}

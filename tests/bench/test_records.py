@@ -55,6 +55,17 @@ def test_config_hash_ignores_seed_results_dir_run_name_logger_hydra():
     assert config_hash({k: v for k, v in CONFIG.items() if k != "seed"}) == config_hash(CONFIG)
 
 
+def test_config_hash_ignores_naming_and_verbosity_but_not_training_settings():
+    trainer = {"max_steps": 100, "enable_progress_bar": True, "log_every_n_steps": 10}
+    base = with_changes(trainer=trainer)
+    renamed = with_changes(
+        label="bert-tiny-v2", skip_completed=False, num_workers=4,
+        trainer={**trainer, "enable_progress_bar": False, "log_every_n_steps": 1},
+    )
+    assert config_hash(renamed) == config_hash(base)
+    assert config_hash(with_changes(trainer={**trainer, "max_steps": 200})) != config_hash(base)
+
+
 def test_config_hash_ignores_absolute_path_prefixes_but_not_their_tail():
     moved = with_changes(
         init_from="ckpt:/scratch/bob/checkout/ckpts/pretrain-1/last.ckpt",
