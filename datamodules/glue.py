@@ -14,13 +14,11 @@ from collections.abc import Mapping
 from functools import partial
 
 import datasets
-import lightning as L
-import torch
 from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader
 
 from bench.errors import PlmbenchError
+from datamodules.base import PlmDataModule
 from datamodules.collate import pad_collate
 from datamodules.sources import load_split
 from datamodules.tokenization import SpecialTokens, tokenizer_fingerprint
@@ -53,7 +51,7 @@ def _task_dict(task: Mapping | DictConfig) -> dict:
     return config
 
 
-class GlueDataModule(L.LightningDataModule):
+class GlueDataModule(PlmDataModule):
     """Tokenized, dynamically padded splits of one GLUE-style task."""
 
     def __init__(
@@ -63,34 +61,28 @@ class GlueDataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        super().__init__()
-        self.task = _task_dict(task)
-        self.tokenizer = tokenizer
         self.special = SpecialTokens.of(tokenizer)
-        self.num_workers = num_workers
-        self.seed = seed
-        eval_splits = self.task["splits"].get("eval") or []
-        self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
+        collate = partial(pad_collate, pad_id=self.special.pad)
+        super().__init__(_task_dict(task), collate, num_workers, seed)
+        self.tokenizer = tokenizer
         # a copy, so the caller's tokenizer keeps its settings; pairs lose tokens from the longer
         # side first (BERT's _truncate_seq_pair)
         self.encoder = Tokenizer.from_str(tokenizer.to_str())
         self.encoder.no_padding()
         self.encoder.enable_truncation(self.task["max_length"], strategy="longest_first")
-        self.train_set: datasets.Dataset | None = None
-        self.eval_sets: list[datasets.Dataset] = []
 
     @property
     def is_regression(self) -> bool:
         return self.task["num_labels"] == 1
 
     def setup(self, stage: str | None = None) -> None:
-        if self.train_set is not None or self.eval_sets:  # Lightning calls it once per stage
+        if self.train_data is not None or self.eval_data:  # Lightning calls it once per stage
             return
         train_split = self.task["splits"].get("train")
         if train_split:
-            self.train_set = self._prepare(train_split, self.task.get("max_train_samples"))
+            self.train_data = self._prepare(train_split, self.task.get("max_train_samples"))
         cap = self.task.get("max_eval_samples")
-        self.eval_sets = [self._prepare(split, cap) for split in self.eval_split_names]
+        self.eval_data = [self._prepare(split, cap) for split in self.eval_split_names]
 
     def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
         """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
@@ -131,39 +123,6 @@ class GlueDataModule(L.LightningDataModule):
     @property
     def fingerprints(self) -> dict[str, str]:
         """The ``datasets`` fingerprint of each tokenized split (source rows, tokenizer, caps)."""
-        evals = zip(self.eval_split_names, self.eval_sets, strict=True)
-        splits = {"train": self.train_set, **dict(evals)}
+        evals = zip(self.eval_split_names, self.eval_data, strict=True)
+        splits = {"train": self.train_data, **dict(evals)}
         return {split: data._fingerprint for split, data in splits.items() if data is not None}
-
-    def _loaded_train_set(self) -> datasets.Dataset:
-        if self.train_set is None:
-            raise PlmbenchError(
-                f"task {self.task['name']} has no train split loaded; call setup() first and "
-                "give the task a splits.train entry"
-            )
-        return self.train_set
-
-    @property
-    def num_train_examples(self) -> int:
-        return len(self._loaded_train_set())
-
-    def _loader(self, data: datasets.Dataset, batch_size: int, **kwargs) -> DataLoader:
-        return DataLoader(
-            data,
-            batch_size=batch_size,
-            collate_fn=partial(pad_collate, pad_id=self.special.pad),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-            **kwargs,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.seed)
-        return self._loader(
-            self._loaded_train_set(), self.task["batch_size"], shuffle=True, generator=generator
-        )
-
-    def val_dataloader(self) -> list[DataLoader]:
-        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
-        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
-        return [self._loader(data, batch_size) for data in self.eval_sets]

@@ -20,14 +20,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import datasets
-import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 from tokenizers import Tokenizer
 from torch import Tensor
-from torch.utils.data import DataLoader
 
 from bench.errors import PlmbenchError
+from datamodules.base import PlmDataModule
 from datamodules.sources import load_split
 from datamodules.tokenization import CONTINUATION_PREFIX, SpecialTokens, tokenizer_fingerprint
 from lit_models.objectives.mlm import MaskingConfig, MLMCollator
@@ -141,7 +140,7 @@ def wordpiece_continuations(tokenizer: Tokenizer) -> Tensor:
     return flags
 
 
-class PretrainDataModule(L.LightningDataModule):
+class PretrainDataModule(PlmDataModule):
     """MLM (+ NSP) batches from a document corpus: keys input_ids, attention_mask,
     token_type_ids, labels (+ next_sentence_label when ``nsp``)."""
 
@@ -154,10 +153,7 @@ class PretrainDataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        super().__init__()
-        self.task = _task_config(task)
         self.masking, self.nsp = masking, nsp
-        self.num_workers, self.seed = num_workers, seed
         self.special = SpecialTokens.of(tokenizer)
         # a copy without padding or truncation: sentences are cut when pairs are built
         self.encoder = Tokenizer.from_str(tokenizer.to_str())
@@ -172,18 +168,15 @@ class PretrainDataModule(L.LightningDataModule):
             wordpiece_continuations(tokenizer) if masking.whole_word else None,
             seed,
         )
-        eval_splits = self.task["splits"].get("eval") or []
-        self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
+        super().__init__(_task_config(task), self.collator, num_workers, seed)
         # a corpus with one split holds out its last `eval_documents` documents for validation
         self.held_out = self.task.get("eval_documents") or 0
         if self.held_out:
             self.eval_split_names.append(HELD_OUT)
         self.tokenized: dict[str, datasets.Dataset] = {}  # split -> rows of sentence token ids
-        self.train_examples: list[dict] | None = None
-        self.eval_examples: list[list[dict]] = []
 
     def setup(self, stage: str | None = None) -> None:
-        if self.train_examples is not None or self.eval_examples:  # once for all stages
+        if self.train_data is not None or self.eval_data:  # once for all stages
             return
         train_split = self.task["splits"].get("train")
         if train_split:
@@ -195,13 +188,13 @@ class PretrainDataModule(L.LightningDataModule):
             copies = self.masking.dupe_factor if static else 1
             # static: each copy is paired and masked anew (BERT's dupe_factor loop)
             examples = [ex for _ in range(copies) for ex in self._examples(documents, rng)]
-            self.train_examples = self._with_mask_seeds(examples, rng) if static else examples
+            self.train_data = self._with_mask_seeds(examples, rng) if static else examples
         for split in self.eval_split_names:
             rng = random.Random(f"{self.seed}:{split}")
             # eval masks are fixed, so eval losses compare across epochs and runs
             split_documents = held_out if split == HELD_OUT else self.documents(split)
             examples = self._examples(split_documents, rng)
-            self.eval_examples.append(self._with_mask_seeds(examples, rng))
+            self.eval_data.append(self._with_mask_seeds(examples, rng))
 
     @property
     def fingerprints(self) -> dict[str, str]:
@@ -263,37 +256,3 @@ class PretrainDataModule(L.LightningDataModule):
     @staticmethod
     def _with_mask_seeds(examples: list[dict], rng: random.Random) -> list[dict]:
         return [{**example, "mask_seed": rng.getrandbits(63)} for example in examples]
-
-    def _loaded_train_examples(self) -> list[dict]:
-        if self.train_examples is None:
-            raise PlmbenchError(
-                f"task {self.task['name']} has no train split loaded; call setup() first and "
-                "give the task a splits.train entry"
-            )
-        return self.train_examples
-
-    @property
-    def num_train_examples(self) -> int:
-        return len(self._loaded_train_examples())
-
-    def _loader(self, examples: list[dict], batch_size: int, **kwargs) -> DataLoader:
-        return DataLoader(
-            examples,
-            batch_size=batch_size,
-            collate_fn=self.collator,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-            **kwargs,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.seed)
-        return self._loader(
-            self._loaded_train_examples(), self.task["batch_size"], shuffle=True,
-            generator=generator,
-        )
-
-    def val_dataloader(self) -> list[DataLoader]:
-        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
-        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
-        return [self._loader(examples, batch_size) for examples in self.eval_examples]

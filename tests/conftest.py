@@ -21,6 +21,18 @@ MIRROR_CANDIDATES = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """Test models are tiny: intra-op threads buy nothing, and on a shared 2-core machine two
+    spinning OpenMP threads per op slow them down several times."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def datasets_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A per-test `datasets` cache, so tests neither read nor pollute ~/.cache."""

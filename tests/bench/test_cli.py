@@ -153,17 +153,6 @@ def clean_cli_state():
     reset_cli_state()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models gain nothing from intra-op threads, and on a shared 2-core machine two
-    spinning OpenMP threads per op slow these runs down several times; restored afterwards."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def real_mirror(tmp_path_factory) -> Iterator[Path]:

@@ -23,14 +23,6 @@ OVERRIDES = ["model=bert-tiny"]
 TOLERANCE = 1e-5
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matrices: one intra-op thread is faster, and immune to a busy second core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def model_cfg(overrides: list[str] = OVERRIDES):
     from hydra import compose, initialize_config_dir

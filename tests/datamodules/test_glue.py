@@ -50,7 +50,7 @@ def test_rte_pairs_padding_and_labels(mirror, tokenizer) -> None:
 
     # first N rows, in file order, tokenized exactly as the tokenizer encodes the pair
     rows = raw_rows("rte", "train", 48)
-    for example, row in zip(dm.train_set, rows, strict=True):
+    for example, row in zip(dm.train_data, rows, strict=True):
         expected = tokenizer.encode(row["sentence1"], row["sentence2"])
         if len(expected.ids) > 128:  # truncation itself is checked below
             assert len(example["input_ids"]) == 128
@@ -83,7 +83,7 @@ def test_shuffle_is_seeded(mirror, tokenizer) -> None:
         dm.setup()
         seen = [tuple(ids[mask.bool()].tolist()) for b in dm.train_dataloader()
                 for ids, mask in zip(b["input_ids"], b["attention_mask"], strict=True)]
-        return seen, [tuple(ids) for ids in dm.train_set["input_ids"]]
+        return seen, [tuple(ids) for ids in dm.train_data["input_ids"]]
 
     order, file_order = epoch(0)
     assert sorted(order) == sorted(file_order) and order != file_order  # a permutation
@@ -95,7 +95,7 @@ def test_longest_first_truncation(mirror, tokenizer) -> None:
     dm = GlueDataModule(glue_task("rte", max_length=24, max_train_samples=100), tokenizer)
     dm.setup()
     truncated = 0
-    for example, row in zip(dm.train_set, raw_rows("rte", "train", 100), strict=True):
+    for example, row in zip(dm.train_data, raw_rows("rte", "train", 100), strict=True):
         a = tokenizer.encode(row["sentence1"], add_special_tokens=False).ids
         b = tokenizer.encode(row["sentence2"], add_special_tokens=False).ids
         ids, types = example["input_ids"], example["token_type_ids"]
@@ -127,7 +127,7 @@ def test_sst2_single_sentence_with_a_padding_tokenizer(mirror, minilm_path) -> N
     dm = GlueDataModule(glue_task("sst2", max_train_samples=16), padding)
     dm.setup()
     assert padding.padding is not None  # the caller's tokenizer is left as it was
-    assert max(len(ids) for ids in dm.train_set["input_ids"]) < 128  # but examples are unpadded
+    assert max(len(ids) for ids in dm.train_data["input_ids"]) < 128  # but examples are unpadded
     batch = next(iter(dm.train_dataloader()))
     assert (batch["token_type_ids"] == 0).all()
     lengths = batch["attention_mask"].sum(1).tolist()
@@ -149,21 +149,21 @@ def test_tokenized_splits_are_cached_by_fingerprint(mirror, tokenizer, monkeypat
     first = GlueDataModule(glue_task("rte"), tokenizer)
     first.setup()
     assert calls  # tokenized once
-    cache_file = first.train_set.cache_files[0]["filename"]
+    cache_file = first.train_data.cache_files[0]["filename"]
     assert tokenizer_fingerprint(tokenizer)  # the caller's tokenizer is untouched and hashable
 
     calls.clear()
     second = GlueDataModule(glue_task("rte"), tokenizer)
     second.setup()
     assert calls == []  # same fingerprint: read back from the cache file
-    assert second.train_set.cache_files[0]["filename"] == cache_file
-    assert second.train_set["input_ids"] == first.train_set["input_ids"]
+    assert second.train_data.cache_files[0]["filename"] == cache_file
+    assert second.train_data["input_ids"] == first.train_data["input_ids"]
 
     shorter = GlueDataModule(glue_task("rte", max_length=32), tokenizer)
     shorter.setup()
     assert calls  # max_length changed: re-tokenized into a new cache file
-    assert shorter.train_set.cache_files[0]["filename"] != cache_file
-    assert max(len(ids) for ids in shorter.train_set["input_ids"]) == 32
+    assert shorter.train_data.cache_files[0]["filename"] != cache_file
+    assert max(len(ids) for ids in shorter.train_data["input_ids"]) == 32
 
 
 def test_two_eval_splits_missing_offline_is_a_plmbench_error(mirror, tokenizer) -> None:

@@ -97,7 +97,7 @@ def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
     # eval masks are fixed; training masks are drawn anew (dynamic masking)
     val = dm.val_dataloader()[0]
     assert epoch_rows(val) == epoch_rows(val)
-    examples = dm.train_examples[:8]
+    examples = dm.train_data[:8]
     assert not torch.equal(dm.collator(examples)["labels"], dm.collator(examples)["labels"])
 
 
@@ -110,7 +110,7 @@ def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> No
     dynamic.setup("fit")
     # three copies, each paired anew (so not exactly 3x), each with its own mask seed
     assert 2.7 < static.num_train_examples / dynamic.num_train_examples < 3.3
-    seeds = [example["mask_seed"] for example in static.train_examples]
+    seeds = [example["mask_seed"] for example in static.train_data]
     assert len(set(seeds)) == len(seeds)
     loader = static.train_dataloader()
     first, second = epoch_rows(loader), epoch_rows(loader)
@@ -140,6 +140,30 @@ def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None
         assert torch.equal(selected[:, 1:][piece], selected[:, :-1][piece])
         pieces_selected += int(selected[:, 1:][piece].sum())
     assert pieces_selected > 0
+
+
+def test_single_split_corpus_holds_out_its_last_documents(mirror, tokenizer) -> None:
+    """task.eval_documents: the last N documents become the "heldout" eval split, disjoint from
+    the training examples (a single-split corpus still gets a validation MLM loss)."""
+    task = {**WIKIPEDIA, "max_train_samples": 12, "eval_documents": 3}
+    dm = PretrainDataModule(task, tokenizer, MaskingConfig(), nsp=False)
+    assert dm.eval_split_names == ["heldout"]
+    dm.setup("fit")
+    documents = dm.documents("train")
+    assert len(documents) == 12
+
+    special = {dm.special.cls, dm.special.sep}  # packing separates documents with [SEP]
+
+    def tokens(examples) -> set[int]:
+        return {t for ex in examples for t in ex["input_ids"]} - special
+
+    held_out = {t for doc in documents[-3:] for sentence in doc for t in sentence}
+    train = {t for doc in documents[:-3] for sentence in doc for t in sentence}
+    assert tokens(dm.eval_data[0]) <= held_out
+    assert tokens(dm.train_data) <= train
+    # the held-out articles contribute words the training articles lack, and none of them leak
+    assert tokens(dm.eval_data[0]) - train and not (tokens(dm.train_data) - train)
+    assert len(dm.val_dataloader()) == 1
 
 
 def test_tokenized_sentences_are_cached_by_fingerprint(mirror, tokenizer) -> None:

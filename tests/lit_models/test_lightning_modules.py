@@ -45,14 +45,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matrices: one intra-op thread is faster, and immune to a busy second core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def trainer(max_steps: int = 30, **kwargs) -> L.Trainer:
     return L.Trainer(

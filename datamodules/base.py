@@ -1,0 +1,56 @@
+"""What every task DataModule shares: a training set and one eval set per eval split, batched by
+the family's collate function. Subclasses fill ``train_data`` and ``eval_data`` in ``setup``."""
+
+from collections.abc import Callable, Mapping, Sequence
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader
+
+from bench.errors import PlmbenchError
+
+
+class PlmDataModule(L.LightningDataModule):
+    def __init__(self, task: Mapping, collate_fn: Callable, num_workers: int, seed: int) -> None:
+        super().__init__()
+        self.task = task
+        self.collate_fn = collate_fn
+        self.num_workers, self.seed = num_workers, seed
+        eval_splits = task["splits"].get("eval") or []
+        self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
+        self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
+        self.eval_data: list[Sequence] = []  # one per eval split, in eval_split_names' order
+
+    def _loaded_train_data(self) -> Sequence:
+        if self.train_data is None:
+            raise PlmbenchError(
+                f"task {self.task['name']} has no train split loaded; call setup() first and "
+                "give the task a splits.train entry"
+            )
+        return self.train_data
+
+    @property
+    def num_train_examples(self) -> int:
+        return len(self._loaded_train_data())
+
+    def _loader(self, data: Sequence, batch_size: int, **kwargs) -> DataLoader:
+        return DataLoader(
+            data,
+            batch_size=batch_size,
+            collate_fn=self.collate_fn,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+            **kwargs,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        """Shuffled with a generator seeded by the run's seed, so batches are reproducible."""
+        generator = torch.Generator().manual_seed(self.seed)
+        return self._loader(
+            self._loaded_train_data(), self.task["batch_size"], shuffle=True, generator=generator
+        )
+
+    def val_dataloader(self) -> list[DataLoader]:
+        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
+        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
+        return [self._loader(data, batch_size) for data in self.eval_data]
