@@ -52,7 +52,8 @@ def cmd_run(args: list[str]) -> int:
 
     if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
         check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
-    sys.argv = ["plmbench run", *args]
+    # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
+    sys.argv = [run.__file__, *args]
     run.main()
     for line, _ in run.FAILURES:
         print(f"error: {line}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 import hydra
 import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from bench.errors import PlmbenchError
@@ -179,7 +180,8 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
         raise
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
-        write_record(run_dir, record)
+        if rank_zero_only.rank == 0:  # under DDP every rank runs this; one record per run
+            write_record(run_dir, record)
     return record
 
 
@@ -197,6 +199,12 @@ def main(cfg: DictConfig) -> None:
             log.exception("run %s failed", run_dir)
         FAILURES.append((f"{run_dir}: {record_error(err)}", bad_input))
         return
+    if rank_zero_only.rank != 0:
+        return
     metrics = record["metrics"].items()
     shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
     log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
+
+
+if __name__ == "__main__":  # Lightning's DDP launcher re-runs this file for each extra rank
+    main()

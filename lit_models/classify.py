@@ -58,7 +58,8 @@ class LitClassifier(PlmModule):
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         scores = self(batch)
         split = self.eval_splits[dataloader_idx]
-        self.log(f"{split}/loss", self.loss(scores, batch["labels"]), add_dataloader_idx=False)
+        loss = self.loss(scores, batch["labels"])
+        self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
         predictions = scores.float() if self.num_labels == 1 else scores.argmax(-1)
         self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
 

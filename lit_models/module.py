@@ -26,6 +26,7 @@ class PlmModule(L.LightningModule):
         """Log ``<split>/<name>`` and keep the values for the run record."""
         values = {name: float(v) for name, v in values.items()}
         self.last_metrics[split] = values
+        # torchmetrics already reduced the values over ranks: the sync is a no-op all-reduce
         self.log_dict({f"{split}/{k}": v for k, v in values.items()}, prog_bar=True,
-                      add_dataloader_idx=False)
+                      add_dataloader_idx=False, sync_dist=True)
         self.validated_at_step = self.global_step
