@@ -15,14 +15,17 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+import torch
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from bench.errors import PlmbenchError
+from bench.predictions import write_predictions
 from bench.records import config_hash, is_complete, software_versions, write_record
 from datamodules.sources import load_split
-from lit_models.build import EXPORT_DIR, build_net
+from lit_models.build import EXPORT_DIR, build_net, checkpoint_dir
+from lit_models.hf import to_hf
 from lit_models.throughput import Throughput
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -70,17 +73,22 @@ def make_logger(cfg: DictConfig, run_dir: Path):
     raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
 
 
+def needs_fine_tuned_classifier(task: DictConfig) -> PlmbenchError:
+    return PlmbenchError(
+        f"task {task.name} has no training split, so init_from must be a classifier fine-tuned "
+        f"with {task.num_labels} labels (for GLUE AX: an MNLI run saved with save_model=true, "
+        "as init_from=ckpt:<run dir>)"
+    )
+
+
 def build(cfg: DictConfig):
     """(LightningModule, DataModule, tokenizer) for the composed config."""
     task = cfg.task
     pretraining = task.family == "pretrain"
     if task.family not in ("pretrain", "classification"):
         raise PlmbenchError(f"task family {task.family!r} has no runner yet")
-    if task.splits.train is None:
-        raise PlmbenchError(
-            f"task {task.name} has no training split; evaluate it with a model fine-tuned on its "
-            "source task (GLUE AX: MNLI) once classifier export lands"
-        )
+    if task.splits.train is None and cfg.init_from == "scratch":
+        raise needs_fine_tuned_classifier(task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, pretraining, lambda: training_texts(task))
     eval_splits = list(task.splits.eval)
     if pretraining:
@@ -103,15 +111,34 @@ def build(cfg: DictConfig):
     else:
         from datamodules.glue import GlueDataModule
         from lit_models.classify import LitClassifier
+        from lit_models.hf import read_classifier
 
         dm = GlueDataModule(task, tokenizer, num_workers=cfg.num_workers, seed=cfg.seed)
+        fine_tuned = cfg.init_from != "scratch"
+        head = read_classifier(checkpoint_dir(cfg.init_from)) if fine_tuned else None
         module = LitClassifier(net, task.num_labels, task.metrics, eval_splits, cfg.optim,
-                               task.classifier_dropout)
+                               task.classifier_dropout, head)
+        if task.splits.train is None and not module.fine_tuned_head:
+            raise needs_fine_tuned_classifier(task)
     return module, dm, tokenizer
 
 
+def predict(trainer: L.Trainer, module, dm, run_dir: Path, label_names) -> dict[str, str]:
+    """GLUE-format prediction files of every eval split; split -> path relative to the run."""
+    dm.setup("predict")
+    loaders = dm.val_dataloader()
+    outputs = trainer.predict(module, dataloaders=loaders)
+    per_split = outputs if len(loaders) > 1 else [outputs]
+    return {
+        split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
+                   .relative_to(run_dir))
+        for split, batches in zip(dm.eval_split_names, per_split, strict=True)
+    }
+
+
 def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
-    """Fit, validate at the end, export a pretrained net; what the record needs from the run."""
+    """Fit and validate at the end (or, without a training split, predict), export the net when
+    pretraining or asked to (save_model); what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, dm, tokenizer = build(cfg)
     throughput = Throughput()
@@ -122,14 +149,20 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
         callbacks=[throughput, LearningRateMonitor(logging_interval="step")],
         enable_checkpointing=False,
     )
-    trainer.fit(module, datamodule=dm)
-    if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
-        trainer.validate(module, datamodule=dm, verbose=False)
+    predictions = {}
+    if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
+        predictions = predict(trainer, module, dm, run_dir, cfg.task.label_names)
+    else:
+        trainer.fit(module, datamodule=dm)
+        if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
+            trainer.validate(module, datamodule=dm, verbose=False)
     if cfg.task.family == "pretrain":
-        from lit_models.hf import to_hf
-
         to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
+    elif cfg.save_model:
+        to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.classifier,
+              list(cfg.task.label_names))
     return {
+        "predictions": predictions,
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),

@@ -23,6 +23,7 @@ class LitClassifier(PlmModule):
         eval_splits: Sequence[str],
         optim: Mapping,
         classifier_dropout: float = 0.1,
+        classifier_state: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
         config = encoder.config
         super().__init__(optim, config.num_hidden_layers)
@@ -32,6 +33,11 @@ class LitClassifier(PlmModule):
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         nn.init.normal_(self.classifier.weight, std=config.initializer_range)
         nn.init.zeros_(self.classifier.bias)
+        # a fine-tuned head of a checkpoint is kept when it has this task's label count
+        shape = self.classifier.weight.shape
+        self.fine_tuned_head = bool(classifier_state) and classifier_state["weight"].shape == shape
+        if self.fine_tuned_head:
+            self.classifier.load_state_dict(classifier_state)
         self.eval_splits = list(eval_splits)
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 

@@ -214,10 +214,13 @@ def _write_tokenizer(tokenizer: Tokenizer, max_length: int, directory: Path) -> 
         (directory / f"{name}.json").write_text(json.dumps(content, indent=2) + "\n")
 
 
-def hf_state_dict(net: BertModel | BertForPreTraining) -> dict[str, Tensor]:
+def hf_state_dict(net: BertModel | BertForPreTraining, prefix: str | None = None
+                  ) -> dict[str, Tensor]:
     """``net``'s weights under transformers' names (the fused qkv split back into three), as
-    transformers' ``BertModel`` or ``BertForPreTraining`` / ``BertForMaskedLM`` name them."""
-    prefix = "bert." if isinstance(net, BertForPreTraining) else ""
+    transformers' ``BertModel`` or ``BertForPreTraining`` / ``BertForMaskedLM`` name them;
+    ``prefix`` overrides the encoder's prefix ("bert." inside transformers' task models)."""
+    if prefix is None:
+        prefix = "bert." if isinstance(net, BertForPreTraining) else ""
     weights = {}
     for name, param in net.named_parameters():
         theirs = hf_names(name)
@@ -226,17 +229,48 @@ def hf_state_dict(net: BertModel | BertForPreTraining) -> dict[str, Tensor]:
     return weights
 
 
-def to_hf(net: nn.Module, tokenizer: Tokenizer, directory: str | Path) -> Path:
+def read_classifier(directory: str | Path) -> dict[str, Tensor]:
+    """The ``classifier.weight`` / ``classifier.bias`` of a fine-tuned sequence classification
+    checkpoint (transformers' BertForSequenceClassification layout); empty when it has none."""
+    weights = [Path(directory) / f for f in WEIGHT_FILES if (Path(directory) / f).is_file()]
+    state = _read_weights(weights[0]) if weights else {}
+    return {k.removeprefix("classifier."): v for k, v in state.items()
+            if k.startswith("classifier.")}
+
+
+def to_hf(
+    net: nn.Module,
+    tokenizer: Tokenizer,
+    directory: str | Path,
+    classifier: nn.Linear | None = None,
+    label_names: list[str] | None = None,
+) -> Path:
     """Write ``net`` (``BertModel`` or ``BertForPreTraining``) and ``tokenizer`` as a directory
-    that ``transformers.AutoModel`` / ``BertForPreTraining`` and ``AutoTokenizer`` load.
-    The directory appears complete or not at all (written beside it, then renamed)."""
+    that ``transformers.AutoModel`` / ``BertForPreTraining`` and ``AutoTokenizer`` load; with a
+    ``classifier`` over a ``BertModel``'s pooled output, as a ``BertForSequenceClassification``
+    (one output = regression). The directory appears complete or not at all (written beside
+    it, then renamed)."""
     if not isinstance(net, (BertModel, BertForPreTraining)):
         raise PlmbenchError(
             f"to_hf exports BertModel or BertForPreTraining, not {type(net).__name__}"
         )
-    weights = hf_state_dict(net)
+    architecture = type(net).__name__
     config = {k: v for k, v in asdict(net.config).items() if k != "pre_norm"}
-    config |= {"model_type": "bert", "architectures": [type(net).__name__]}
+    if classifier is None:
+        weights = hf_state_dict(net)
+    else:
+        architecture = "BertForSequenceClassification"
+        weights = hf_state_dict(net, prefix="bert.")
+        weights |= {f"classifier.{k}": v.detach().cpu().clone()
+                    for k, v in classifier.state_dict().items()}
+        labels = label_names or [f"LABEL_{i}" for i in range(classifier.out_features)]
+        config |= {
+            "id2label": dict(enumerate(labels)),
+            "label2id": {name: i for i, name in enumerate(labels)},
+            "problem_type": "regression" if classifier.out_features == 1
+            else "single_label_classification",
+        }
+    config |= {"model_type": "bert", "architectures": [architecture]}
 
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():

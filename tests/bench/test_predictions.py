@@ -1,0 +1,94 @@
+"""Fine-tuned classifiers in and out: a run with save_model=true exports a Hugging Face
+BertForSequenceClassification that transformers scores exactly as the run did, and a task
+without a training split (GLUE AX) is predicted by a fine-tuned checkpoint into GLUE-format
+files that match transformers' predictions."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from tests.bench.invoke import plmbench, read
+
+transformers = pytest.importorskip("transformers")
+
+TINY = [
+    "model=bert-tiny", "task.max_train_samples=64", "task.max_eval_samples=32",
+    "trainer.max_steps=4", "trainer.enable_progress_bar=false",
+]
+
+
+def logits_with_transformers(model_dir: Path, rows: list[dict], fields: list[str]) -> torch.Tensor:
+    """Logits by transformers' own model and tokenizer (truncated to 128 like the task)."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    texts = [[row[f] for row in rows] for f in fields]
+    inputs = tokenizer(*texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+    with torch.no_grad():
+        return model(**inputs).logits
+
+
+def predict_with_transformers(model_dir: Path, rows: list[dict], fields: list[str]) -> list[int]:
+    return logits_with_transformers(model_dir, rows, fields).argmax(-1).tolist()
+
+
+def test_save_model_exports_a_classifier_transformers_scores_the_same(mirror, tmp_path):
+    results = tmp_path / "results"
+    done = plmbench("run", *TINY, "task=glue/rte", "save_model=true", f"results_dir={results}")
+    assert done.rc == 0, done.err
+    run_dir = results / "glue/rte/bert-tiny/seed0"
+    config = json.loads((run_dir / "model/config.json").read_text())
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
+    rows = pq.read_table(mirror / "glue/rte/validation.parquet").to_pylist()[:32]
+    predicted = predict_with_transformers(run_dir / "model", rows, ["sentence1", "sentence2"])
+    accuracy = sum(p == row["label"] for p, row in zip(predicted, rows, strict=True)) / 32
+    assert read(run_dir)["metrics"]["validation"]["accuracy"] == pytest.approx(accuracy)
+
+
+def test_ax_is_predicted_by_a_fine_tuned_checkpoint(mirror, minilm_path, tmp_path):
+    """A random 3-label BertForSequenceClassification stands in for an MNLI model (MNLI is not
+    in the offline mirror); its predictions through plmbench equal transformers' own."""
+    checkpoint = tmp_path / "mnli-classifier"
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64, num_labels=3)
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(config)
+    model.save_pretrained(checkpoint)
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+        shutil.copy(minilm_path / name, checkpoint / name)
+    rows = pq.read_table(mirror / "glue/ax/test.parquet").to_pylist()[:40]
+    # a random BERT's pooled outputs barely differ between inputs: centre the head's logits on
+    # these rows, so the differences decide the class and several classes occur
+    logits = logits_with_transformers(checkpoint, rows, ["premise", "hypothesis"])
+    with torch.no_grad():
+        model.classifier.weight.mul_(1e3)
+        model.classifier.bias.copy_(-1e3 * logits.mean(0))
+    model.save_pretrained(checkpoint)
+
+    results = tmp_path / "results"
+    done = plmbench("run", "task=glue/ax", "task.max_eval_samples=40", f"init_from=hf:{checkpoint}",
+                    "trainer.enable_progress_bar=false", f"results_dir={results}")
+    assert done.rc == 0, done.err
+    run_dir = results / "glue/ax/bert-tiny/seed0"
+    record = read(run_dir)
+    assert record["status"] == "ok" and record["predictions"] == {"test": "predictions/test.tsv"}
+    with (run_dir / "predictions/test.tsv").open(newline="") as handle:
+        written = list(csv.DictReader(handle, delimiter="\t"))
+    assert [int(row["index"]) for row in written] == list(range(40))
+    expected = predict_with_transformers(checkpoint, rows, ["premise", "hypothesis"])
+    names = ["entailment", "neutral", "contradiction"]
+    assert [row["prediction"] for row in written] == [names[i] for i in expected]
+    assert len(set(expected)) > 1  # a head that always says one class would prove little
+
+
+def test_ax_without_a_fine_tuned_head_is_refused(mirror, tmp_path):
+    done = plmbench("run", "task=glue/ax", "trainer.enable_progress_bar=false",
+                    f"results_dir={tmp_path}")
+    assert done.rc == 2
+    assert "no training split, so init_from must be a classifier fine-tuned with 3 labels" in (
+        done.err)
