@@ -49,6 +49,16 @@ class Throughput(L.Callback):
             on_epoch=False,
         )
 
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Under DDP: the job's totals, tokens summed over ranks, time the slowest rank's."""
+        if trainer.world_size == 1:
+            return
+        counts = torch.tensor([self.tokens, self.samples, self.flops], dtype=torch.float64)
+        counts = trainer.strategy.reduce(counts.to(pl_module.device), reduce_op="sum")
+        seconds = torch.tensor(self.seconds, dtype=torch.float64, device=pl_module.device)
+        self.seconds = float(trainer.strategy.reduce(seconds, reduce_op="max"))
+        self.tokens, self.samples, self.flops = (int(counts[0]), int(counts[1]), float(counts[2]))
+
     def summary(self) -> dict[str, float]:
         """Run totals for the record (empty before any training step)."""
         if self.seconds == 0:

@@ -515,4 +515,9 @@ def test_ddp_on_two_cpu_processes_writes_one_record(mirror, tmp_path):
     record = read(results / "glue/rte/bert-tiny/seed0")
     assert record["status"] == "ok" and record["hardware"]["devices"] == 2
     assert 0 <= record["metrics"]["validation"]["accuracy"] <= 1
+    # throughput covers both ranks: 64 training rows per epoch (32 per rank), 3 one-step epochs
+    throughput = record["throughput"]
+    assert record["steps"] == 3
+    samples = throughput["train_samples_per_s"] * throughput["train_step_seconds"]
+    assert samples == pytest.approx(3 * 64)
     assert done.stderr.count(" ok in ") + done.stdout.count(" ok in ") == 1
