@@ -94,8 +94,13 @@ def cmd_data(args: argparse.Namespace) -> int:
         for path in mirror_dataset(args.dataset, args.config):
             print(path)
         return 0
+    entries = list_mirror()
+    if not entries:
+        print(f"no datasets under {mirror_root()}: point PLMBENCH_DATA at a mirror, or fill one "
+              "with `plmbench data mirror DATASET [CONFIG]`")
+        return 0
     table = Table("dataset", "config", "split", "rows", "MB", title=f"mirror: {mirror_root()}")
-    for entry in list_mirror():
+    for entry in entries:
         table.add_row(entry["dataset"], entry["config"], entry["split"], f"{entry['rows']:,}",
                       f"{entry['bytes'] / 1e6:.1f}")
     Console().print(table)
