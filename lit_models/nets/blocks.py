@@ -46,8 +46,9 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
 
 def padding_mask(attention_mask: Tensor | None) -> Tensor | None:
     """``[B, T]`` 1 = token / 0 = pad -> boolean ``[B, 1, 1, T]`` (True = key may be attended),
-    broadcast over heads and query positions. ``None`` (no padding) stays ``None``."""
-    if attention_mask is None:
+    broadcast over heads and query positions. A batch without padding needs no mask (``None``),
+    which lets SDPA take its flash kernel on GPU (full-length packed pretraining batches)."""
+    if attention_mask is None or bool(attention_mask.all()):
         return None
     return attention_mask[:, None, None, :].bool()
 

@@ -239,3 +239,15 @@ def test_bad_configs_and_inputs_raise_one_line_errors():
     net = BertModel(BertConfig(**CONFIGS["gelu_new-3heads"]))
     with pytest.raises(PlmbenchError, match="exceeds max_position_embeddings 24"):
         net(torch.ones(1, 25, dtype=torch.long))
+
+
+def test_a_batch_without_padding_needs_no_mask():
+    """No mask lets SDPA use its flash kernel; the outputs equal those under an all-ones mask."""
+    torch.manual_seed(0)
+    assert padding_mask(torch.ones(2, 7, dtype=torch.long)) is None
+    assert padding_mask(None) is None
+    attention = MultiHeadSelfAttention(16, 4).eval()
+    x = torch.randn(2, 7, 16)
+    all_ones = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    with torch.no_grad():
+        assert max_diff(attention(x, None), attention(x, all_ones)) <= 1e-6
