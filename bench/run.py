@@ -22,7 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from bench.errors import PlmbenchError
 from bench.predictions import write_predictions
-from bench.records import config_hash, is_complete, software_versions, write_record
+from bench.records import (
+    SCHEMA_VERSION,
+    config_hash,
+    is_complete,
+    software_versions,
+    write_record,
+)
 from datamodules.sources import load_split
 from lit_models.build import EXPORT_DIR, build_net, checkpoint_dir
 from lit_models.hf import to_hf
@@ -185,7 +191,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
     """Run and record; a failure still writes a complete record with status failed."""
     config = OmegaConf.to_container(cfg, resolve=True)
     record = {
-        "schema": 1,
+        "schema": SCHEMA_VERSION,
         "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
         "run_dir": str(run_dir),
         "model": cfg.model.name,

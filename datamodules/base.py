@@ -5,9 +5,23 @@ from collections.abc import Callable, Mapping, Sequence
 
 import lightning as L
 import torch
+from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from bench.errors import PlmbenchError
+
+
+def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
+    """The task config as a plain dict, with the ``required`` keys a DataModule needs."""
+    if isinstance(task, DictConfig):
+        task = OmegaConf.to_container(task, resolve=True)
+    config = dict(task)
+    missing = [key for key in required if key not in config]
+    if missing:
+        raise PlmbenchError(
+            f"task {config.get('name')} lacks keys {missing}; add them to the task YAML"
+        )
+    return config
 
 
 class PlmDataModule(L.LightningDataModule):

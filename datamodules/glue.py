@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from functools import partial
 
 import datasets
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tokenizers import Tokenizer
 
 from bench.errors import PlmbenchError
-from datamodules.base import PlmDataModule
+from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import pad_collate
 from datamodules.sources import load_split
 from datamodules.tokenization import SpecialTokens, tokenizer_fingerprint
@@ -31,13 +31,8 @@ REQUIRED_KEYS = (
 
 def _task_dict(task: Mapping | DictConfig) -> dict:
     """The task config as a plain dict, checked for what this module needs."""
-    if isinstance(task, DictConfig):
-        task = OmegaConf.to_container(task, resolve=True)
-    config = dict(task)
-    name = config.get("name")
-    missing = [key for key in REQUIRED_KEYS if key not in config]
-    if missing:
-        raise PlmbenchError(f"task {name} lacks keys {missing}; add them to the task YAML")
+    config = task_config(task, REQUIRED_KEYS)
+    name = config["name"]
     if not 1 <= len(config["text_fields"]) <= 2:
         raise PlmbenchError(
             f"task {name}: text_fields must name one or two columns, got {config['text_fields']}; "

@@ -21,12 +21,12 @@ from typing import TypeVar
 
 import datasets
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tokenizers import Tokenizer
 from torch import Tensor
 
 from bench.errors import PlmbenchError
-from datamodules.base import PlmDataModule
+from datamodules.base import PlmDataModule, task_config
 from datamodules.sources import load_split
 from datamodules.tokenization import CONTINUATION_PREFIX, SpecialTokens, tokenizer_fingerprint
 from lit_models.objectives.mlm import MaskingConfig, MLMCollator
@@ -51,12 +51,7 @@ T = TypeVar("T")
 
 def _task_config(task: Mapping | DictConfig) -> dict:
     """The task config as a plain dict, checked for what this module needs."""
-    if isinstance(task, DictConfig):
-        task = OmegaConf.to_container(task, resolve=True)
-    config = dict(task)
-    missing = [key for key in REQUIRED_KEYS if key not in config]
-    if missing:
-        raise PlmbenchError(f"task {config.get('name')} lacks keys {missing}; add them to its YAML")
+    config = task_config(task, REQUIRED_KEYS)
     if config["document_format"] not in DOCUMENT_FORMATS:
         raise PlmbenchError(
             f"task {config['name']}: document_format {config['document_format']!r} is not one "
