@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 DEFAULT_RESULTS = "results"
 

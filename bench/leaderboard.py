@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 MISSING = "–"
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.nets.bert import BertForPreTraining
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"

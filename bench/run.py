@@ -20,7 +20,6 @@ from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from bench.errors import PlmbenchError
 from bench.predictions import write_predictions
 from bench.records import (
     SCHEMA_VERSION,
@@ -29,6 +28,7 @@ from bench.records import (
     software_versions,
     write_record,
 )
+from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
 from lit_models.build import EXPORT_DIR, build_net, checkpoint_dir
 from lit_models.hf import to_hf

@@ -8,7 +8,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 
 def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:

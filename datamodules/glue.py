@@ -17,9 +17,9 @@ import datasets
 from omegaconf import DictConfig
 from tokenizers import Tokenizer
 
-from bench.errors import PlmbenchError
 from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import pad_collate
+from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
 from datamodules.tokenization import SpecialTokens, tokenizer_fingerprint
 

@@ -25,8 +25,8 @@ from omegaconf import DictConfig
 from tokenizers import Tokenizer
 from torch import Tensor
 
-from bench.errors import PlmbenchError
 from datamodules.base import PlmDataModule, task_config
+from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
 from datamodules.tokenization import CONTINUATION_PREFIX, SpecialTokens, tokenizer_fingerprint
 from lit_models.objectives.mlm import MaskingConfig, MLMCollator

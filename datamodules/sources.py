@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import datasets
 import pyarrow.parquet as pq
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 CONNECT_TIMEOUT_S = 2.0

@@ -16,7 +16,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors, trainers
 from tokenizers.models import WordPiece
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 #: BERT's special tokens, in the id order train_wordpiece gives them ([PAD] = 0).
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

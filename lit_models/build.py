@@ -15,7 +15,7 @@ from pathlib import Path
 import tokenizers
 from torch import nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import SpecialTokens, train_wordpiece
 from lit_models.hf import from_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel

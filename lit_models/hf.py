@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 from torch import Tensor, nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import SPECIAL_TOKENS, load_tokenizer
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 

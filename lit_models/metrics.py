@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import torchmetrics
 from torchmetrics import classification, regression
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 
 def _classification(name: str, num_labels: int) -> torchmetrics.Metric:

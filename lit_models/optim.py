@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 SCHEDULES = ("linear", "cosine", "constant")
 _LAYER = re.compile(r"\blayers\.(\d+)\.")

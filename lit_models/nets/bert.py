@@ -18,7 +18,6 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
-from bench.errors import PlmbenchError
 from lit_models.nets.blocks import (
     TransformerEncoder,
     TransformerLayer,
@@ -70,7 +69,7 @@ class BertEmbeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
         T = input_ids.shape[1]
         if T > self.position_embeddings.num_embeddings:
-            raise PlmbenchError(
+            raise ValueError(
                 f"sequence length {T} exceeds max_position_embeddings "
                 f"{self.position_embeddings.num_embeddings}; truncate inputs (task max_length)"
             )

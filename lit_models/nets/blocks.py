@@ -18,8 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bench.errors import PlmbenchError
-
 #: ``hidden_act`` names as in Hugging Face configs: exact erf GELU (Hendrycks & Gimpel 2016),
 #: its tanh approximation (``gelu_new``, as in the original BERT/GPT-2 code), ReLU and SiLU.
 #: The aliases are transformers' other names for the same functions.
@@ -38,7 +36,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 def activation(name: str) -> Callable[[Tensor], Tensor]:
     """The activation function called ``name`` in a model config."""
     if name not in ACTIVATIONS:
-        raise PlmbenchError(
+        raise ValueError(
             f"unknown hidden_act {name!r}; use one of {sorted(ACTIVATIONS)} in the model config"
         )
     return ACTIVATIONS[name]
@@ -64,7 +62,7 @@ class MultiHeadSelfAttention(nn.Module):
     def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
         if hidden_size % num_heads:
-            raise PlmbenchError(
+            raise ValueError(
                 f"hidden_size {hidden_size} is not divisible by num_attention_heads {num_heads}; "
                 "pick a head count that divides the hidden size"
             )

@@ -23,8 +23,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
-from bench.errors import PlmbenchError
 from datamodules.collate import pad_collate
+from datamodules.errors import PlmbenchError
 
 if TYPE_CHECKING:
     from datamodules.tokenization import SpecialTokens

@@ -17,7 +17,7 @@ import random
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 
 IS_NEXT, NOT_NEXT = 0, 1
 

@@ -9,9 +9,9 @@ import statistics
 
 import pytest
 
-from bench.errors import PlmbenchError
 from bench.leaderboard import BOARDS, GLUE, build_table, get_board, render_csv, render_markdown
 from bench.records import iter_records, write_record
+from datamodules.errors import PlmbenchError
 
 # task -> [(column label, split, metric)] for the synthetic sweep: one- and two-metric tasks,
 # and MNLI's two splits.

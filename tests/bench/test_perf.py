@@ -12,8 +12,8 @@ import argparse
 import pytest
 import torch
 
-from bench.errors import PlmbenchError
 from bench.perf import loss_functions, measure, ours_and_reference, perf_batch, render
+from datamodules.errors import PlmbenchError
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.mlm import IGNORE_INDEX
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from bench import records
-from bench.errors import PlmbenchError
 from bench.records import (
     config_hash,
     is_complete,
@@ -21,6 +20,7 @@ from bench.records import (
     software_versions,
     write_record,
 )
+from datamodules.errors import PlmbenchError
 
 CONFIG = {
     "seed": 3,

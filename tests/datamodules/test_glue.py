@@ -6,7 +6,7 @@ import torch
 from omegaconf import OmegaConf
 from tokenizers import Tokenizer
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.glue import GlueDataModule
 from datamodules.sources import mirror_path
 from datamodules.tokenization import load_tokenizer, tokenizer_fingerprint

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.pretrain import PretrainDataModule, corpus_texts, wordpiece_continuations
 from datamodules.sources import mirror_path
 from datamodules.tokenization import load_tokenizer, train_wordpiece

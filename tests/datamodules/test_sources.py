@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench.errors import PlmbenchError
 from datamodules import sources
+from datamodules.errors import PlmbenchError
 from datamodules.sources import (
     hub_unreachable_reason,
     list_mirror,

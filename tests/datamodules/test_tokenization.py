@@ -8,7 +8,7 @@ import torch
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import (
     SPECIAL_TOKENS,
     SpecialTokens,

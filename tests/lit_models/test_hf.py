@@ -12,8 +12,8 @@ from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 from torch.nn.utils import vector_to_parameters
 
-from bench.errors import PlmbenchError
 from datamodules.collate import pad_collate
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import SPECIAL_TOKENS, bert_wordpiece_tokenizer
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel

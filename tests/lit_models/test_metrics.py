@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from lit_models.metrics import build_metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:Metric `SpearmanCorrcoef`:UserWarning")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from lit_models.classify import LitClassifier
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.optim import configure_adamw, lr_multiplier, param_groups

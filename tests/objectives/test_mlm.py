@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import SpecialTokens
 from lit_models.objectives.mlm import (
     IGNORE_INDEX,

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.errors import PlmbenchError
+from datamodules.errors import PlmbenchError
 from lit_models.objectives.nsp import IS_NEXT, NOT_NEXT, make_segment_pairs, next_sentence_loss
 
 CLS, SEP = 2, 3
