@@ -1,14 +1,17 @@
-"""Transformer encoder blocks shared by every architecture in ``lit_models/nets``.
+"""Transformer layers shared by every architecture in ``lit_models/nets`` (attention itself is in
+``attention.py``).
 
-Vaswani et al. 2017, "Attention Is All You Need": scaled dot-product attention (§3.2.1, Eq. 1)
-softmax(Q K^T / sqrt(d_k)) V, multi-head attention (§3.2.2), the position-wise feed-forward
-network (§3.3, Eq. 2) and residual + LayerNorm sub-layers (§3.1) in the post-LN order
-LayerNorm(x + Sublayer(x)) that BERT uses (Devlin et al. 2019, §3). The pre-LN order
-x + Sublayer(LayerNorm(x)) with a final LayerNorm follows Xiong et al. 2020, "On Layer
-Normalization in the Transformer Architecture", §3 (Figure 1b).
+Vaswani et al. 2017, "Attention Is All You Need": the position-wise feed-forward network (§3.3,
+Eq. 2) and residual + LayerNorm sub-layers (§3.1) in the post-LN order LayerNorm(x +
+Sublayer(x)) that BERT (Devlin et al. 2019, §3) and BART use; decoder layers insert
+encoder-decoder attention between self-attention and the feed-forward network (§3.1). The pre-LN
+order x + Sublayer(LayerNorm(x)) with a final norm after the stack follows Xiong et al. 2020,
+"On Layer Normalization in the Transformer Architecture", §3 (Figure 1b), as GPT-2 and T5 do.
 
-Attention runs through ``torch.nn.functional.scaled_dot_product_attention`` so GPUs get the
-flash / memory-efficient kernels; padding enters as a boolean mask (True = may attend).
+T5 (Raffel et al. 2020, §2.1) drops every bias and uses a scale-only norm, RMSNorm (Zhang &
+Sennrich 2019, "Root Mean Square Layer Normalization"): x / RMS(x) * g; T5 v1.1 uses the
+gated-GELU feed-forward (Shazeer 2020, "GLU Variants Improve Transformer"):
+(act(x W_0) * x W_1) W_2.
 """
 
 from collections.abc import Callable, Sequence
@@ -17,6 +20,8 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from lit_models.nets.attention import LayerCache, MultiHeadCrossAttention, MultiHeadSelfAttention
 
 #: ``hidden_act`` names as in Hugging Face configs: exact erf GELU (Hendrycks & Gimpel 2016),
 #: its tanh approximation (``gelu_new``, as in the original BERT/GPT-2 code), ReLU and SiLU.
@@ -51,55 +56,49 @@ def padding_mask(attention_mask: Tensor | None) -> Tensor | None:
     return attention_mask[:, None, None, :].bool()
 
 
-class MultiHeadSelfAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O (§3.2.2) with Q = K = V = x.
-
-    The per-head projections W^Q_i, W^K_i, W^V_i are one fused ``qkv`` Linear whose output rows
-    are [all query heads; all key heads; all value heads], so checkpoints with separate
-    query/key/value matrices map onto it by concatenation along the output dimension.
-    """
-
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
-        super().__init__()
-        if hidden_size % num_heads:
-            raise ValueError(
-                f"hidden_size {hidden_size} is not divisible by num_attention_heads {num_heads}; "
-                "pick a head count that divides the hidden size"
-            )
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
-        self.out = nn.Linear(hidden_size, hidden_size)
-
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``x`` [B, T, H], ``mask`` boolean broadcastable to [B, heads, T, T] -> [B, T, H]."""
-        B, T, H = x.shape
-        # [B, T, 3, heads, d_k] -> three [B, heads, T, d_k] views, no copies
-        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, -1).transpose(1, 3).unbind(2)
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0
-        )
-        return self.out(y.transpose(1, 2).reshape(B, T, H))
+def make_norm(kind: str, size: int, eps: float, bias: bool = True) -> nn.Module:
+    """``kind`` "layernorm" (with a bias unless ``bias=False``) or "rmsnorm" (scale only, T5)."""
+    if kind == "layernorm":
+        return nn.LayerNorm(size, eps=eps, bias=bias)
+    if kind == "rmsnorm":
+        return nn.RMSNorm(size, eps=eps)
+    raise ValueError(f"unknown norm {kind!r}; use 'layernorm' or 'rmsnorm' in the model config")
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = act(x W_1 + b_1) W_2 + b_2 (§3.3, Eq. 2; GELU in BERT)."""
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2 (§3.3, Eq. 2; GELU in BERT), or with ``gated=True``
+    (act(x W_0) * x W_1) W_2 (T5 v1.1), W_0 and W_1 fused in ``linear1`` as [W_0; W_1] rows."""
 
-    def __init__(self, hidden_size: int, intermediate_size: int, hidden_act: str = "gelu"):
+    def __init__(
+        self,
+        hidden_size: int,
+        intermediate_size: int,
+        hidden_act: str = "gelu",
+        gated: bool = False,
+        bias: bool = True,
+    ):
         super().__init__()
-        self.linear1 = nn.Linear(hidden_size, intermediate_size)
+        self.gated = gated
+        self.linear1 = nn.Linear(hidden_size, (1 + gated) * intermediate_size, bias=bias)
         self.act = activation(hidden_act)
-        self.linear2 = nn.Linear(intermediate_size, hidden_size)
+        self.linear2 = nn.Linear(intermediate_size, hidden_size, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.act(self.linear1(x)))
+        h = self.linear1(x)
+        if self.gated:
+            gate, h = h.chunk(2, dim=-1)
+            return self.linear2(self.act(gate) * h)
+        return self.linear2(self.act(h))
 
 
 class TransformerLayer(nn.Module):
-    """Self-attention then feed-forward, each wrapped in dropout + residual + LayerNorm.
+    """Self-attention, cross-attention over an encoder ``memory`` (decoder layers, with
+    ``cross_attention=True``), then feed-forward; each wrapped in dropout + residual + norm.
 
-    post-LN (``pre_norm=False``, BERT): x = LN(x + Dropout(Sublayer(x)));
-    pre-LN (``pre_norm=True``, Xiong et al. 2020): x = x + Dropout(Sublayer(LN(x))).
+    post-LN (``pre_norm=False``, BERT, BART): x = Norm(x + Dropout(Sublayer(x)));
+    pre-LN (``pre_norm=True``, GPT-2, T5, Xiong et al. 2020): x = x + Dropout(Sublayer(Norm(x))).
+    ``norm`` "layernorm" or "rmsnorm"; ``bias=False`` drops the biases of every Linear and
+    LayerNorm (T5); ``head_dim`` and ``scale`` go to the attention (T5: d_kv and 1.0).
     """
 
     def __init__(
@@ -112,28 +111,68 @@ class TransformerLayer(nn.Module):
         attention_dropout: float = 0.1,
         layer_norm_eps: float = 1e-12,
         pre_norm: bool = False,
+        *,
+        cross_attention: bool = False,
+        head_dim: int | None = None,
+        scale: float | None = None,
+        norm: str = "layernorm",
+        bias: bool = True,
+        gated: bool = False,
     ):
         super().__init__()
         self.pre_norm = pre_norm
-        self.attention = MultiHeadSelfAttention(hidden_size, num_heads, attention_dropout)
-        self.attention_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
-        self.feed_forward = FeedForward(hidden_size, intermediate_size, hidden_act)
-        self.ffn_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        attention = dict(dropout=attention_dropout, head_dim=head_dim, scale=scale, bias=bias)
+        self.attention = MultiHeadSelfAttention(hidden_size, num_heads, **attention)
+        self.attention_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
+        self.cross_attention = self.cross_attention_norm = None
+        if cross_attention:
+            self.cross_attention = MultiHeadCrossAttention(hidden_size, num_heads, **attention)
+            self.cross_attention_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
+        self.feed_forward = FeedForward(hidden_size, intermediate_size, hidden_act, gated, bias)
+        self.ffn_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        *,
+        bias: Tensor | None = None,
+        causal: bool = False,
+        memory: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
+    ) -> Tensor:
+        """``x`` [B, T, H] -> [B, T, H]. Self-attention: boolean ``mask`` and additive ``bias``
+        broadcast to [B, heads, T, Tk] (Tk = T plus the positions in ``cache``), ``causal`` for
+        decoders. Cross-attention: ``memory`` [B, S, H] with ``memory_mask`` [B, 1, 1, S]; once
+        ``cache`` holds memory's keys/values, ``memory`` may be None."""
+        if self.cross_attention is None and memory is not None:
+            raise ValueError("memory given to a layer without cross-attention; "
+                             "build decoder layers with cross_attention=True")
+        self_cache = None if cache is None else cache.self_attention
+        x = self._residual(
+            x, self.attention_norm, lambda h: self.attention(h, mask, bias, causal, self_cache)
+        )
+        if self.cross_attention is not None:
+            cross_cache = None if cache is None else cache.cross_attention
+            x = self._residual(
+                x,
+                self.cross_attention_norm,
+                lambda h: self.cross_attention(h, memory, memory_mask, cache=cross_cache),
+            )
+        return self._residual(x, self.ffn_norm, self.feed_forward)
+
+    def _residual(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.pre_norm:
-            x = x + self.dropout(self.attention(self.attention_norm(x), mask))
-            return x + self.dropout(self.feed_forward(self.ffn_norm(x)))
-        x = self.attention_norm(x + self.dropout(self.attention(x, mask)))
-        return self.ffn_norm(x + self.dropout(self.feed_forward(x)))
+            return x + self.dropout(sublayer(norm(x)))
+        return norm(x + self.dropout(sublayer(x)))
 
 
 class TransformerEncoder(nn.Module):
-    """A stack of layers; pre-LN stacks end with ``final_norm`` (Xiong et al. 2020, §3).
-
-    The same layer object may appear several times (cross-layer parameter sharing).
-    """
+    """A stack of layers (encoder or decoder); pre-LN stacks end with ``final_norm`` (Xiong et
+    al. 2020, §3). The same layer object may appear several times (cross-layer parameter
+    sharing, ALBERT)."""
 
     def __init__(self, layers: Sequence[TransformerLayer], final_norm: nn.Module | None = None):
         super().__init__()
@@ -141,12 +180,35 @@ class TransformerEncoder(nn.Module):
         self.final_norm = final_norm
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, output_hidden_states: bool = False
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        output_hidden_states: bool = False,
+        *,
+        bias: Tensor | None = None,
+        causal: bool = False,
+        memory: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        caches: Sequence[LayerCache] | None = None,
     ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
-        """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``)."""
+        """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``).
+        Every layer gets the same ``mask``, ``bias`` (T5 shares its relative position bias
+        across layers), ``causal`` and ``memory``; ``caches`` holds one ``LayerCache`` per
+        entry of ``layers``."""
+        if caches is not None and len(caches) != len(self.layers):
+            raise ValueError(f"{len(caches)} caches for {len(self.layers)} layers; "
+                             "pass one LayerCache per layer")
         hidden_states = [x] if output_hidden_states else None
-        for layer in self.layers:
-            x = layer(x, mask)
+        for i, layer in enumerate(self.layers):
+            x = layer(
+                x,
+                mask,
+                bias=bias,
+                causal=causal,
+                memory=memory,
+                memory_mask=memory_mask,
+                cache=None if caches is None else caches[i],
+            )
             if hidden_states is not None:
                 hidden_states.append(x)
         if self.final_norm is not None:
@@ -156,7 +218,7 @@ class TransformerEncoder(nn.Module):
 
 def init_normal_(module: nn.Module, std: float) -> None:
     """BERT initialisation as in transformers (the original TF code draws a truncated normal):
-    weights N(0, std), biases 0, LayerNorm weight 1 / bias 0, padding embedding row 0.
+    weights N(0, std), biases 0, norm weight 1 / bias 0, padding embedding row 0.
     Use as ``model.apply(partial(init_normal_, std=config.initializer_range))``."""
     if isinstance(module, (nn.Linear, nn.Embedding)):
         nn.init.normal_(module.weight, mean=0.0, std=std)
@@ -165,6 +227,7 @@ def init_normal_(module: nn.Module, std: float) -> None:
     if isinstance(module, nn.Embedding) and module.padding_idx is not None:
         with torch.no_grad():
             module.weight[module.padding_idx].zero_()
-    if isinstance(module, nn.LayerNorm):
+    if isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
         nn.init.ones_(module.weight)
+    if isinstance(module, nn.LayerNorm) and module.bias is not None:
         nn.init.zeros_(module.bias)

@@ -1,0 +1,217 @@
+"""Multi-head attention shared by every architecture in ``lit_models/nets``: self-attention
+(encoders, decoders) and cross-attention (encoder-decoder), with an optional key/value cache.
+
+Vaswani et al. 2017, "Attention Is All You Need": scaled dot-product attention (§3.2.1, Eq. 1)
+softmax(Q K^T / sqrt(d_k)) V, multi-head attention (§3.2.2), decoder self-attention masked so
+that position i sees positions <= i (§3.2.3), and encoder-decoder attention whose queries come
+from the decoder and keys/values from the encoder output (§3.2.3). Generalised here to
+softmax(Q K^T * scale + bias + mask) V, where
+
+- ``scale`` defaults to 1/sqrt(d_k); T5 uses 1 (Raffel et al. 2020, "Exploring the Limits of
+  Transfer Learning with a Unified Text-to-Text Transformer", §2.1: the scaling is folded into
+  the initialisation), DeBERTa 1/sqrt(3 d_k) (He et al. 2021, "DeBERTa", §3.1);
+- ``bias`` is an additive float term broadcastable to [B, heads, Tq, Tk]: T5's learned bucketed
+  relative position bias (Raffel et al. 2020, §2.1), or another relative-position score;
+- ``mask`` is boolean (True = may attend): padding, and the causal triangle of decoders.
+
+Everything runs through ``torch.nn.functional.scaled_dot_product_attention`` (SDPA) so GPUs get
+the flash / memory-efficient kernels: with no mask and no bias it gets ``attn_mask=None``, and a
+causal pass without padding, bias or cache takes SDPA's own ``is_causal`` fast path.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    bias: Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    dropout: float = 0.0,
+) -> Tensor:
+    """softmax(q k^T * scale + bias + mask) v for ``q`` [B, heads, Tq, d], ``k``/``v``
+    [B, heads, Tk, d] -> [B, heads, Tq, d]; ``scale`` None = 1/sqrt(d).
+
+    ``mask`` (boolean, True = may attend) and ``bias`` (float) broadcast to [B, heads, Tq, Tk].
+    ``causal``: the queries are the last Tq of Tk positions (Tk - Tq earlier ones are cached), so
+    query i, at absolute position Tk - Tq + i, sees keys 0 .. Tk - Tq + i.
+    """
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    if causal and Tq == 1:  # the newest position sees every key
+        causal = False
+    if causal and (mask is not None or bias is not None or Tq != Tk):
+        # SDPA refuses attn_mask with is_causal, and its triangle is aligned top-left (no cache)
+        triangle = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(Tk - Tq)
+        mask = triangle if mask is None else mask & triangle
+        causal = False
+    if bias is not None:
+        bias = bias.to(q.dtype)
+        mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal, scale=scale
+    )
+
+
+def split_heads(x: Tensor, n: int, num_heads: int) -> tuple[Tensor, ...]:
+    """[B, T, n * heads * d] whose features are n blocks of all heads -> n [B, heads, T, d]
+    views (no copies)."""
+    B, T, _ = x.shape
+    return x.view(B, T, n, num_heads, -1).transpose(1, 3).unbind(2)
+
+
+@dataclass
+class KVCache:
+    """Keys and values [B, heads, T, d] of the positions attended so far (incremental decoding).
+
+    Self-attention appends each step's keys/values; cross-attention fills it once with the
+    encoder output's and reuses them at every later step.
+    """
+
+    k: Tensor | None = None
+    v: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """Positions held: the absolute position of the next query."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add [B, heads, t, d] keys/values -> all keys/values held, [B, heads, T + t, d]."""
+        if self.k is not None:
+            k, v = torch.cat([self.k, k], dim=-2), torch.cat([self.v, v], dim=-2)
+        self.k, self.v = k, v
+        return k, v
+
+
+@dataclass
+class LayerCache:
+    """The caches of one decoder layer: its self-attention and its cross-attention."""
+
+    self_attention: KVCache = field(default_factory=KVCache)
+    cross_attention: KVCache = field(default_factory=KVCache)
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O (§3.2.2): what self- and cross-attention
+    share. Subclasses define the input projections and the output projection ``out``
+    ([heads * head_dim] -> hidden).
+
+    ``head_dim`` None = hidden_size / num_heads; T5 sets it apart (``d_kv``), so the inner size
+    heads * head_dim may differ from the hidden size. ``bias=False`` drops every Linear bias (T5).
+    """
+
+    out: nn.Linear
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        head_dim: int | None = None,
+        scale: float | None = None,
+    ):
+        super().__init__()
+        if head_dim is None:
+            if hidden_size % num_heads:
+                raise ValueError(
+                    f"hidden_size {hidden_size} is not divisible by num_attention_heads "
+                    f"{num_heads}; pick a head count that divides the hidden size"
+                )
+            head_dim = hidden_size // num_heads
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.inner_size = num_heads * head_dim
+        self.scale = scale
+        self.dropout = dropout
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
+        causal: bool,
+    ) -> Tensor:
+        """Per-head attention, heads concatenated, then W^O: -> [B, Tq, hidden]."""
+        dropout = self.dropout if self.training else 0.0
+        y = attend(q, k, v, mask, bias, causal, self.scale, dropout)
+        B, _, T, _ = y.shape
+        return self.out(y.transpose(1, 2).reshape(B, T, self.inner_size))
+
+
+class MultiHeadSelfAttention(MultiHeadAttention):
+    """Q = K = V = x. The per-head projections W^Q_i, W^K_i, W^V_i are one fused ``qkv`` Linear
+    whose output features are [all query heads; all key heads; all value heads], so checkpoints
+    with separate query/key/value matrices map onto it by concatenation along dim 0."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        head_dim: int | None = None,
+        scale: float | None = None,
+        bias: bool = True,
+    ):
+        super().__init__(hidden_size, num_heads, dropout, head_dim, scale)
+        self.qkv = nn.Linear(hidden_size, 3 * self.inner_size, bias=bias)
+        self.out = nn.Linear(self.inner_size, hidden_size, bias=bias)
+
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        bias: Tensor | None = None,
+        causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """``x`` [B, T, H] -> [B, T, H]. ``mask``/``bias`` broadcast to [B, heads, T, Tk] where
+        Tk = T plus the positions already in ``cache``, which gets this step's keys/values."""
+        q, k, v = split_heads(self.qkv(x), 3, self.num_heads)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        return self.attend(q, k, v, mask, bias, causal)
+
+
+class MultiHeadCrossAttention(MultiHeadAttention):
+    """Queries from ``x`` (decoder), keys and values from ``memory`` (encoder output): a ``q``
+    Linear and a fused ``kv`` Linear ([all key heads; all value heads])."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        head_dim: int | None = None,
+        scale: float | None = None,
+        bias: bool = True,
+    ):
+        super().__init__(hidden_size, num_heads, dropout, head_dim, scale)
+        self.q = nn.Linear(hidden_size, self.inner_size, bias=bias)
+        self.kv = nn.Linear(hidden_size, 2 * self.inner_size, bias=bias)
+        self.out = nn.Linear(self.inner_size, hidden_size, bias=bias)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor | None,
+        mask: Tensor | None = None,
+        bias: Tensor | None = None,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """``x`` [B, T, H], ``memory`` [B, S, H] -> [B, T, H]; ``mask``/``bias`` broadcast to
+        [B, heads, T, S]. A filled ``cache`` holds memory's keys/values and replaces ``memory``
+        (which may then be None); an empty one is filled from it."""
+        (q,) = split_heads(self.q(x), 1, self.num_heads)
+        if cache is not None and cache.k is not None:
+            k, v = cache.k, cache.v
+        elif memory is None:
+            raise ValueError("cross-attention needs the encoder memory or a filled KVCache")
+        else:
+            k, v = split_heads(self.kv(memory), 2, self.num_heads)
+            if cache is not None:
+                cache.append(k, v)
+        return self.attend(q, k, v, mask, bias, causal=False)
