@@ -3,7 +3,7 @@
 A Hugging Face checkpoint directory holds ``config.json`` (keys = ``BertConfig`` fields),
 ``model.safetensors`` or ``pytorch_model.bin`` (weights named after transformers' modules) and
 ``tokenizer.json`` or ``vocab.txt``. ``HF_NAMES`` is the whole weight mapping: our module names
-to theirs. Our attention has one fused ``qkv`` projection (``blocks.MultiHeadSelfAttention``)
+to theirs. Our attention has one fused ``qkv`` projection (``attention.MultiHeadSelfAttention``)
 where BERT has separate query/key/value matrices: they are concatenated along the output
 dimension on import and split on export. The masked-LM decoder is tied to the token
 embeddings (Devlin et al. 2019, §3.1 / ``run_pretraining.py``), so transformers' duplicate
