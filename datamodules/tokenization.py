@@ -96,8 +96,8 @@ _DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_cl
                   "unigram": "T5TokenizerFast"}
 
 
-def _json(component: Any) -> dict[str, Any]:
-    return json.loads(component.to_str()) if isinstance(component, Tokenizer) else component
+def _json(backend: Tokenizer) -> dict[str, Any]:
+    return json.loads(backend.to_str())
 
 
 class TextTokenizer:
