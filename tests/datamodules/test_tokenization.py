@@ -306,3 +306,15 @@ def test_load_tokenizer_missing_names_the_path(tmp_path) -> None:
     with pytest.raises(PlmbenchError, match="no tokenizer at .*tokenizer.json.*vocab.txt") as info:
         load_tokenizer(tmp_path / "nowhere")
     assert str(tmp_path / "nowhere") in str(info.value) and "\n" not in str(info.value)
+
+
+def test_load_byte_level_bpe_from_vocab_and_merges(tmp_path) -> None:
+    tokenizer = train_tokenizer(ROBERTA, CORPUS, vocab_size=300, lowercase=False)
+    save_tokenizer(tokenizer, tmp_path, max_length=64)
+    (tmp_path / "tokenizer.json").unlink()  # as older RoBERTa / GPT-2 checkpoints ship
+    legacy = load_tokenizer(tmp_path)
+    assert legacy.special == tokenizer.special and legacy.family == "bpe"
+    batch = [*CORPUS[:4], "the <mask> fox", tuple(CORPUS[:2])]
+    assert [e.ids for e in legacy.backend.encode_batch(batch)] == [
+        e.ids for e in tokenizer.backend.encode_batch(batch)
+    ]
