@@ -1,123 +1,411 @@
-"""BERT WordPiece tokenization on the Hugging Face `tokenizers` fast path.
+"""Subword tokenizers in three families, on the Hugging Face `tokenizers` fast path.
 
-Devlin et al. 2019 (BERT), §3 "Input/Output Representations": WordPiece embeddings (Wu et al.
-2016, §4.1) with a 30,000-token vocabulary; every sequence starts with [CLS], sentence pairs are
-packed as "[CLS] A [SEP] B [SEP]" with segment (token type) ids 0 for A and 1 for B.
-The normalizer / pre-tokenizer reproduce BERT's BasicTokenizer (clean text, split CJK
-characters, optional lowercasing with accent stripping, split on whitespace and punctuation).
+- wordpiece: Devlin et al. 2019 (BERT), §3: WordPiece (Wu et al. 2016, §4.1) behind BERT's
+  BasicTokenizer (clean text, split CJK characters, optional lowercasing with accent stripping,
+  split on whitespace and punctuation); continuations carry a "##" prefix.
+- bpe: byte-level BPE, Sennrich et al. 2016 merges over the bytes of the text as GPT-2 does
+  (Radford et al. 2019, §2.2), so nothing is unknown; a word's leading space is part of its first
+  token ("Ġ"). RoBERTa, GPT-2 and BART use it.
+- unigram: Kudo 2018's unigram language model over NFKC-normalized text, spaces as "▁"
+  (SentencePiece's Metaspace); T5, ALBERT and XLNet use it.
+
+Special tokens are found by role (pad, unk, cls/bos, sep/eos, mask), never by their strings: an
+architecture's TokenizerSpec names them for scratch vocabularies, a checkpoint's own files name
+them for pretrained ones (``datamodules.vocab_files``). The trainers number the learned tokens in
+hash-map order, so every family is renumbered canonically: the spec's tokens first, in its order.
 """
 
 import hashlib
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, fields
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors, trainers
-from tokenizers.models import WordPiece
+import torch
+from tokenizers import (
+    AddedToken,
+    Tokenizer,
+    decoders,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
+from tokenizers.models import BPE, Unigram, WordPiece
 
+from datamodules import vocab_files
 from datamodules.errors import PlmbenchError
 
-#: BERT's special tokens, in the id order train_wordpiece gives them ([PAD] = 0).
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+FAMILIES = ("wordpiece", "bpe", "unigram")
+ROLES = tuple(vocab_files.ROLE_KEYS)  # pad, unk, cls, sep, mask
 CONTINUATION_PREFIX = "##"
+METASPACE = "▁"
+BYTE_LEVEL_SPACE = "Ġ"  # the byte-level alphabet's stand-in for a space
+_FAMILY_OF_MODEL = {"WordPiece": "wordpiece", "BPE": "bpe", "Unigram": "unigram"}
 
 
 @dataclass(frozen=True)
 class SpecialTokens:
-    """Ids of BERT's special tokens in one vocabulary."""
+    """Ids by role in one vocabulary; None where it has no token in that role."""
 
     pad: int
-    unk: int
-    cls: int
-    sep: int
-    mask: int
+    unk: int | None
+    cls: int | None  # cls / bos: starts a sequence
+    sep: int | None  # sep / eos: ends a segment
+    mask: int | None
 
-    @classmethod
-    def of(cls, tokenizer: Tokenizer) -> "SpecialTokens":
-        ids = {f.name: tokenizer.token_to_id(f"[{f.name.upper()}]") for f in fields(cls)}
-        missing = [f"[{name.upper()}]" for name, i in ids.items() if i is None]
-        if missing:
-            raise PlmbenchError(
-                f"tokenizer vocabulary lacks special tokens {missing}; use a BERT-style WordPiece "
-                f"vocabulary with {list(SPECIAL_TOKENS)} (e.g. train one with train_wordpiece)"
-            )
-        return cls(**ids)
+    @property
+    def ids(self) -> frozenset[int]:
+        return frozenset(i for i in (self.pad, self.unk, self.cls, self.sep, self.mask)
+                         if i is not None)
 
 
-def _bert_pipeline(tokenizer: Tokenizer, lowercase: bool) -> Tokenizer:
-    """Attach BERT's normalizer, pre-tokenizer, [CLS]/[SEP] template and decoder."""
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    special = SpecialTokens.of(tokenizer)  # checked before add_special_tokens could append them
-    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))  # never split, skipped when decoding
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", special.cls), ("[SEP]", special.sep)],
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """What an architecture registers for its vocabularies: the family, its special tokens as
+    (role, string) in id order, post-processing templates over role names ("cls $A sep",
+    ``:1`` for segment ids) and the transformers class named in tokenizer_config.json."""
+
+    family: str
+    tokens: tuple[tuple[str, str], ...]
+    single: str
+    pair: str
+    tokenizer_class: str
+
+
+BERT = TokenizerSpec(
+    "wordpiece",
+    (("pad", "[PAD]"), ("unk", "[UNK]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("mask", "[MASK]")),
+    single="cls $A sep",
+    pair="cls $A sep $B:1 sep:1",
+    tokenizer_class="BertTokenizerFast",
+)
+ROBERTA = TokenizerSpec(
+    "bpe",
+    (("cls", "<s>"), ("pad", "<pad>"), ("sep", "</s>"), ("unk", "<unk>"), ("mask", "<mask>")),
+    single="cls $A sep",
+    pair="cls $A sep sep $B sep",
+    tokenizer_class="RobertaTokenizerFast",
+)
+#: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
+_DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
+                  "unigram": "T5TokenizerFast"}
+
+
+def _json(backend: Tokenizer) -> dict[str, Any]:
+    return json.loads(backend.to_str())
+
+
+class TextTokenizer:
+    """A ``tokenizers.Tokenizer`` (padding and truncation off: collation pads, datamodules
+    truncate on a copy) with its family and the ids of its special tokens by role."""
+
+    def __init__(self, backend: Tokenizer, family: str, special: SpecialTokens,
+                 tokenizer_class: str) -> None:
+        backend.no_padding()
+        backend.no_truncation()
+        self.backend, self.family, self.special = backend, family, special
+        self.tokenizer_class = tokenizer_class
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size()
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """role -> token string, for the roles this vocabulary has."""
+        ids = {role: getattr(self.special, role) for role in ROLES}
+        return {role: self.backend.id_to_token(i) for role, i in ids.items() if i is not None}
+
+    @property
+    def fingerprint(self) -> str:
+        """Short stable hash of the backend (vocabulary, pipeline) and the roles."""
+        key = [self.backend.to_str(), self.family, self.roles]
+        return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+
+    @property
+    def lowercase(self) -> bool:
+        """Whether the normalizer lowercases."""
+        def lowers(normalizer: dict[str, Any] | None) -> bool:
+            if not normalizer:
+                return False
+            if normalizer["type"] == "Sequence":
+                return any(lowers(inner) for inner in normalizer["normalizers"])
+            return normalizer["type"] == "Lowercase" or bool(normalizer.get("lowercase"))
+
+        return lowers(_json(self.backend)["normalizer"])
+
+    def truncating(self, max_length: int) -> Tokenizer:
+        """A copy that truncates the longer segment first to ``max_length`` tokens; no padding."""
+        copy = Tokenizer.from_str(self.backend.to_str())
+        copy.enable_truncation(max_length, strategy="longest_first")
+        return copy
+
+    def word_start_mask(self) -> torch.Tensor:
+        """bool [vocab_size]: True where a token begins a word (wordpiece: no "##" prefix;
+        byte-level BPE: "Ġ" first; metaspace: "▁" first) and on every special token."""
+        vocab = self.backend.get_vocab()
+        if self.family == "wordpiece":
+            prefix = self.backend.model.continuing_subword_prefix
+            starts = [i for token, i in vocab.items() if not token.startswith(prefix)]
+        else:
+            marker = _word_marker(_json(self.backend)["pre_tokenizer"])
+            starts = [i for token, i in vocab.items() if token.startswith(marker)]
+        specials = [i for i, t in self.backend.get_added_tokens_decoder().items() if t.special]
+        mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+        mask[[*starts, *specials, *self.special.ids]] = True
+        return mask
+
+
+def _word_marker(pre_tokenizer: dict[str, Any] | None) -> str:
+    steps = [pre_tokenizer] if pre_tokenizer else []
+    steps = [s for step in steps for s in step.get("pretokenizers", [step])]
+    for step in steps:
+        if step["type"] == "Metaspace":
+            return step["replacement"]
+        if step["type"] == "ByteLevel":
+            return BYTE_LEVEL_SPACE
+    raise PlmbenchError(
+        f"cannot tell where words start with pre-tokenizer {pre_tokenizer}; use a byte-level "
+        "or metaspace pre-tokenizer"
     )
-    tokenizer.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX)
-    return tokenizer
 
 
-def train_wordpiece(
-    texts: Iterable[str], vocab_size: int, lowercase: bool = True, min_frequency: int = 2
-) -> Tokenizer:
-    """Learn a WordPiece vocabulary of at most ``vocab_size`` tokens from ``texts``."""
-    model = WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUATION_PREFIX)
-    learner = Tokenizer(model)
-    # the trainer sees the normalized, pre-tokenized words, so the pipeline goes on first
-    learner.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    learner.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=list(SPECIAL_TOKENS),
-        continuing_subword_prefix=CONTINUATION_PREFIX,
-    )
-    learner.train_from_iterator(texts, trainer=trainer)
-    # The learned token set is deterministic but the trainer numbers it in hash-map order, so
-    # ids would differ between runs; renumber canonically (specials first, then sorted).
-    learned = set(learner.get_vocab()) - set(SPECIAL_TOKENS)
-    ordered = [*SPECIAL_TOKENS, *sorted(learned)]
-    return bert_wordpiece_tokenizer({token: i for i, token in enumerate(ordered)}, lowercase)
-
-
-def bert_wordpiece_tokenizer(
-    vocab: dict[str, int] | str | Path, lowercase: bool = True
-) -> Tokenizer:
-    """BERT tokenizer from a token -> id mapping or a ``vocab.txt`` (one token per line)."""
-    if not isinstance(vocab, dict):
-        if not Path(vocab).is_file():
-            raise PlmbenchError(f"vocabulary file {vocab} not found; pass a BERT vocab.txt path")
-        vocab = WordPiece.read_file(str(vocab))
-    model = WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=CONTINUATION_PREFIX)
-    return _bert_pipeline(Tokenizer(model), lowercase)
-
-
-def load_tokenizer(path: str | Path) -> Tokenizer:
-    """Tokenizer from a ``tokenizer.json`` file, or a directory holding ``tokenizer.json`` or a
-    ``vocab.txt`` (lowercasing then read from ``tokenizer_config.json``'s ``do_lower_case``).
-    Padding and truncation are switched off: collation pads, datamodules truncate on a copy."""
-    path = Path(path)
-    file = path / "tokenizer.json" if path.is_dir() else path
-    if file.is_file():
-        tokenizer = Tokenizer.from_file(str(file))
-    elif (path / "vocab.txt").is_file():
-        config = path / "tokenizer_config.json"
-        settings = json.loads(config.read_text()) if config.is_file() else {}
-        lowercase = settings.get("do_lower_case", True)
-        tokenizer = bert_wordpiece_tokenizer(path / "vocab.txt", lowercase)
+def _pipeline(backend: Tokenizer, family: str, lowercase: bool) -> Tokenizer:
+    """The family's normalizer, pre-tokenizer and decoder (what the trainer sees, too)."""
+    if family == "wordpiece":
+        backend.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        backend.decoder = decoders.WordPiece(prefix=CONTINUATION_PREFIX)
+    elif family == "bpe":
+        if lowercase:
+            backend.normalizer = normalizers.Lowercase()
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
     else:
+        nfkc = [normalizers.NFKC()]
+        backend.normalizer = normalizers.Sequence(nfkc + [normalizers.Lowercase()] * lowercase)
+        backend.pre_tokenizer = pre_tokenizers.Metaspace(METASPACE, prepend_scheme="always")
+        backend.decoder = decoders.Metaspace(METASPACE, prepend_scheme="always")
+    return backend
+
+
+def _template(template: str, ids: dict[str, tuple[str, int]]) -> str:
+    """Role names -> token strings in a template; "$A", "$B:1" and ":1" suffixes pass through."""
+    pieces = []
+    for piece in template.split():
+        name, colon, type_id = piece.partition(":")
+        if not name.startswith("$"):
+            if name not in ids:
+                raise PlmbenchError(
+                    f"template {template!r} names role {name!r} but the vocabulary has only "
+                    f"{sorted(ids)}; add ({name!r}, <token>) to the spec's tokens"
+                )
+            name = ids[name][0]
+        pieces.append(name + colon + type_id)
+    return " ".join(pieces)
+
+
+def _assemble(model: Any, spec: TokenizerSpec, lowercase: bool, where: str) -> TextTokenizer:
+    """Tokenizer from a model whose vocabulary holds the spec's tokens: pipeline, special tokens
+    (never split, skipped when decoding) and post-processing templates."""
+    backend = _pipeline(Tokenizer(model), spec.family, lowercase)
+    special = _special(backend, dict(spec.tokens), where)  # before add_special_tokens appends
+    ids = {role: (token, getattr(special, role)) for role, token in spec.tokens}
+    # a token that carries its leading space (Ġ / ▁) would leave that space before a mask
+    # behind as a token of its own, so the mask eats it, as RoBERTa's and ALBERT's do
+    backend.add_special_tokens([
+        AddedToken(token, special=True, normalized=False,
+                   lstrip=role == "mask" and spec.family != "wordpiece")
+        for role, token in spec.tokens
+    ])
+    template = processors.TemplateProcessing(
+        single=_template(spec.single, ids),
+        pair=_template(spec.pair, ids),
+        special_tokens=list(ids.values()),
+    )
+    if spec.family == "bpe":  # offsets without the leading space, as RobertaProcessing trims
+        template = processors.Sequence([processors.ByteLevel(trim_offsets=True), template])
+    backend.post_processor = template
+    return TextTokenizer(backend, spec.family, special, spec.tokenizer_class)
+
+
+def _special(backend: Tokenizer, roles: dict[str, str], where: str) -> SpecialTokens:
+    strange = sorted(set(roles) - set(ROLES))
+    if strange:
+        raise PlmbenchError(f"unknown special-token roles {strange}; use roles from {ROLES}")
+    if "pad" not in roles:
         raise PlmbenchError(
-            f"no tokenizer at {path}: expected a tokenizer.json file or a directory with "
-            "tokenizer.json or vocab.txt; point the model's tokenizer path at one"
+            f"tokenizer at {where} names no pad token; add tokenizer_config.json with a "
+            '"pad_token" (or a pad role to the spec)'
         )
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return tokenizer
+    ids = {role: backend.token_to_id(token) for role, token in roles.items()}
+    unknown = [roles[role] for role, i in ids.items() if i is None]
+    if unknown:
+        raise PlmbenchError(
+            f"tokenizer at {where} lacks the special tokens {unknown} named for roles; add them "
+            "to the vocabulary or name others in tokenizer_config.json / the spec"
+        )
+    return SpecialTokens(**{role: ids.get(role) for role in ROLES})
 
 
-def tokenizer_fingerprint(tokenizer: Tokenizer) -> str:
-    """Short stable hash of the whole tokenizer (vocabulary, pipeline, truncation settings)."""
+def _require_unk(spec: TokenizerSpec) -> str:
+    unk = dict(spec.tokens).get("unk")
+    if unk is None:
+        raise PlmbenchError(f"{spec.family} vocabularies need an unknown token; add "
+                            '("unk", <token>) to the spec\'s tokens')
+    return unk
+
+
+def train_tokenizer(spec: TokenizerSpec, texts: Iterable[str], vocab_size: int, lowercase: bool,
+                    min_frequency: int = 2) -> TextTokenizer:
+    """Learn a vocabulary of at most ``vocab_size`` tokens of the spec's family from ``texts``
+    (unigram pruning has no frequency floor: ``min_frequency`` is for wordpiece and bpe)."""
+    if spec.family not in FAMILIES:
+        raise PlmbenchError(f"unknown tokenizer family {spec.family!r}; use one of {FAMILIES}")
+    specials = [token for _, token in spec.tokens]
+    if spec.family == "wordpiece":
+        learner = Tokenizer(WordPiece(unk_token=_require_unk(spec),
+                                      continuing_subword_prefix=CONTINUATION_PREFIX))
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+            continuing_subword_prefix=CONTINUATION_PREFIX, show_progress=False)
+    elif spec.family == "bpe":
+        learner = Tokenizer(BPE())
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    else:
+        learner = Tokenizer(Unigram())
+        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                          unk_token=_require_unk(spec), show_progress=False)
+    # the trainer sees normalized, pre-tokenized words, so the pipeline goes on first
+    _pipeline(learner, spec.family, lowercase).train_from_iterator(texts, trainer=trainer)
+    learned = _json(learner)["model"]
+    if spec.family == "wordpiece":
+        ordered = [*specials, *sorted(set(learned["vocab"]) - set(specials))]
+        model = WordPiece({token: i for i, token in enumerate(ordered)}, unk_token=learned[
+            "unk_token"], continuing_subword_prefix=CONTINUATION_PREFIX)
+    elif spec.family == "bpe":  # the alphabet sorted, then each merge's token in merge order
+        merges = [tuple(merge) for merge in learned["merges"]]
+        merged = ["".join(merge) for merge in merges]
+        alphabet = sorted(set(learned["vocab"]) - set(specials) - set(merged))
+        ordered = list(dict.fromkeys([*specials, *alphabet, *merged]))
+        model = BPE({token: i for i, token in enumerate(ordered)}, merges)
+    else:  # the most probable pieces first, as SentencePiece numbers them. The EM sums scores
+        # in hash-map order, so they are rounded above that float noise; the trainer still
+        # spaces the scores of equally rare required characters in hash-map order, so their
+        # few ids can differ between runs
+        pieces = [(piece, round(score, 6)) for piece, score in learned["vocab"]
+                  if piece not in specials]
+        vocab = [(token, 0.0) for token in specials]
+        vocab += sorted(pieces, key=lambda piece_score: (-piece_score[1], piece_score[0]))
+        model = Unigram(vocab, unk_id=specials.index(_require_unk(spec)))
+    return _assemble(model, spec, lowercase, where="trained from texts")
+
+
+def cache_root() -> Path:
+    """``$PLMBENCH_CACHE``, else ``~/.cache/plmbench``."""
+    root = os.environ.get("PLMBENCH_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "plmbench"
+
+
+def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], vocab_size: int,
+                      lowercase: bool, corpus_key: str) -> TextTokenizer:
+    """A vocabulary trained on ``texts()`` once per (corpus_key, spec, vocab_size, lowercase),
+    kept under ``cache_root()/tokenizers/<hash>/`` in Hugging Face's layout; a cache hit never
+    calls ``texts``. ``corpus_key`` must change whenever the texts do."""
+    key = json.dumps([corpus_key, spec.family, spec.tokens, spec.single, spec.pair,
+                      spec.tokenizer_class, vocab_size, lowercase])
+    directory = cache_root() / "tokenizers" / hashlib.sha256(key.encode()).hexdigest()[:16]
+    if not directory.is_dir():
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+        try:
+            save_tokenizer(train_tokenizer(spec, texts(), vocab_size, lowercase), staging)
+            os.rename(staging, directory)  # atomic: readers see all of it or none
+        except OSError:
+            if not directory.is_dir():  # not a concurrent writer that got there first
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return load_tokenizer(directory)
+
+
+def load_tokenizer(path: str | Path) -> TextTokenizer:
+    """Tokenizer from a directory as Hugging Face writes it (tokenizer.json; else a BERT
+    vocab.txt, lowercasing from tokenizer_config.json's do_lower_case; else byte-level BPE's
+    vocab.json + merges.txt), or from a tokenizer.json file with its config files beside it.
+    Roles come from the tokenizer's own files (``datamodules.vocab_files``)."""
+    path = Path(path)
+    directory, file = (path, path / "tokenizer.json") if path.is_dir() else (path.parent, path)
+    if not path.exists():
+        raise _no_tokenizer(path)
+    config = vocab_files.read_config(directory)
+    roles = vocab_files.config_roles(config)
+    if file.is_file():
+        backend = Tokenizer.from_file(str(file))
+        roles = {**vocab_files.backend_roles(_json(backend)), **roles}
+        family = _FAMILY_OF_MODEL.get(type(backend.model).__name__)
+        if family is None:
+            raise PlmbenchError(f"{file} holds a {type(backend.model).__name__} model; use a "
+                                f"WordPiece, BPE or Unigram tokenizer")
+        special = _special(backend, roles, str(directory))
+        return TextTokenizer(backend, family, special,
+                             config.get("tokenizer_class", _DEFAULT_CLASS[family]))
+    legacy = BERT if (directory / "vocab.txt").is_file() else ROBERTA
+    spec = replace(legacy, tokens=tuple(roles.items()),
+                   tokenizer_class=config.get("tokenizer_class", legacy.tokenizer_class))
+    if legacy is BERT:
+        model = WordPiece(WordPiece.read_file(str(directory / "vocab.txt")),
+                          unk_token=_require_unk(spec),
+                          continuing_subword_prefix=CONTINUATION_PREFIX)
+        return _assemble(model, spec, config.get("do_lower_case", True), str(directory))
+    if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+        model = BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
+        return _assemble(model, spec, False, str(directory))
+    raise _no_tokenizer(path)
+
+
+def _no_tokenizer(path: Path) -> PlmbenchError:
+    return PlmbenchError(
+        f"no tokenizer at {path}: expected a tokenizer.json file or a directory with "
+        "tokenizer.json, vocab.txt or vocab.json + merges.txt; point the tokenizer path at one"
+    )
+
+
+def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None = None) -> None:
+    """Write ``tok`` as transformers' ``AutoTokenizer.from_pretrained(directory)`` loads it:
+    tokenizer.json, tokenizer_config.json (class, ``model_max_length`` unless None, roles),
+    special_tokens_map.json and the family's legacy files (vocab.txt; vocab.json + merges.txt).
+
+    transformers 5's model classes (RobertaTokenizer, T5Tokenizer, ...) rebuild their own
+    normalizer and pre-tokenizer around the vocabulary. Where that would encode differently from
+    ours (a lowercasing byte-level BPE; every unigram pipeline, ours being NFKC rather than
+    SentencePiece's charsmap) the config names PreTrainedTokenizerFast, which loads
+    tokenizer.json as it is."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tok.backend.save(str(directory / "tokenizer.json"))
+    rebuilt_differently = tok.family == "unigram" or (tok.family == "bpe" and tok.lowercase)
+    tokenizer_class = "PreTrainedTokenizerFast" if rebuilt_differently else tok.tokenizer_class
+    config = vocab_files.hf_config(tok.roles, tokenizer_class, tok.family, tok.lowercase,
+                                   max_length)
+    tokens = vocab_files.special_tokens_map(tok.roles, tok.family)
+    for name, content in ((vocab_files.CONFIG_FILE, config), (vocab_files.MAP_FILE, tokens)):
+        (directory / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+    if tok.family != "unigram":  # SentencePiece's binary model file is not ours to write
+        tok.backend.model.save(str(directory))
+
+
+def tokenizer_fingerprint(tokenizer: TextTokenizer | Tokenizer) -> str:
+    """Short stable hash of the whole tokenizer (vocabulary, pipeline, roles where known, and a
+    bare backend's truncation settings)."""
+    if isinstance(tokenizer, TextTokenizer):
+        return tokenizer.fingerprint
     return hashlib.sha256(tokenizer.to_str().encode()).hexdigest()[:16]
