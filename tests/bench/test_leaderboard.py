@@ -322,11 +322,12 @@ def pretrain_task(name="pretrain/wikipedia", split="heldout") -> dict:
     return task_config(name, [
         col("MLM loss", f"metrics.{split}.mlm_loss", higher_is_better=False, format=".3f"),
         col("perplexity", f"metrics.{split}.perplexity", higher_is_better=False, format=".2f"),
-        col("tokens", "throughput.train_tokens", score=False, format=".3g"),
-        col("FLOPs", "throughput.train_flops", score=False, format=".2e"),
-        col("tokens/s", "throughput.train_tokens_per_s", score=False, format=",.0f"),
+        col("tokens", "throughput.train_tokens", score=False, format="#.3g"),
+        col("FLOPs", "throughput.train_flops", score=False, format="#.3g"),
+        col("tokens/s", "throughput.train_tokens_per_s", higher_is_better=True, score=False,
+            format=",.0f"),
         col("wall time (s)", "wall_time_s", higher_is_better=False, score=False, format=",.0f"),
-        col("parameters", "parameters", score=False, format=".3g"),
+        col("parameters", "parameters", score=False, format="#.3g"),
     ], metrics=[], splits=[split], board="pretrain")
 
 
@@ -354,8 +355,8 @@ def test_pretrain_board_shows_losses_as_they_are_and_has_no_score():
         seed_losses = losses[cells[0]]
         assert cells[1] == cell_text(seed_losses, scale=1, spec=".3f")  # raw, not x100
         assert cells[2] == cell_text([math.exp(x) for x in seed_losses], scale=1, spec=".2f")
-        assert cells[3:] == ["1.23e+06 ± 0 (n=2)", "3.20e+15 ± 0.00e+00 (n=2)",
-                             "45,679 ± 0 (n=2)", "3,600 ± 0 (n=2)", "4.39e+06 ± 0 (n=2)"]
+        assert cells[3:] == ["1.23e+06 ± 0.00 (n=2)", "3.20e+15 ± 0.00 (n=2)",
+                             "45,679 ± 0 (n=2)", "3,600 ± 0 (n=2)", "4.39e+06 ± 0.00 (n=2)"]
     assert "Lower is better: MLM loss, perplexity, wall time (s)." in text
     assert "raw values" in text and "score" not in text.lower()
     rows = list(csv.DictReader(io.StringIO(render_csv(table))))
@@ -440,6 +441,7 @@ def test_shipped_task_yamls_give_the_glue_columns_and_resolve_the_pretrain_split
                                   throughput={"train_tokens": 1000}))
             if task["name"] == "pretrain/wikipedia":
                 assert task["columns"][0]["value"] == "metrics.heldout.mlm_loss"
+                assert task["columns"] == pretrain_task()["columns"]  # this file's copy
             if task["name"] == "pretrain/wikitext":
                 assert task["columns"][0]["value"] == "metrics.validation.mlm_loss"
     glue = build_table(records, "glue")
