@@ -122,7 +122,10 @@ def parser() -> argparse.ArgumentParser:
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
-    lb.add_argument("--board", default="glue", help="benchmark board (default: glue)")
+    from bench.leaderboard import known_boards
+
+    lb.add_argument("--board", default="glue",
+                    help=f"board, one of conf/board/: {', '.join(known_boards())} (default: glue)")
     lb.add_argument("--format", choices=["md", "csv"], default="md")
     lb.add_argument("--out", help="write to this file instead of stdout")
     data = sub.add_parser("data", help="the local data mirror")

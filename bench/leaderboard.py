@@ -1,78 +1,232 @@
 """Leaderboards: a pure function of run records (DESIGN.md contract 8); nothing is re-run.
 
+This module knows no task by name. A board is a YAML file, ``conf/board/<name>.yaml``, that
+says how columns are ordered, scaled and scored; the columns themselves come from the records:
+each record carries its resolved task config (``config.task``), whose ``columns`` list says
+which values of the record to show (dotted paths such as ``metrics.validation.f1`` or
+``throughput.train_tokens_per_s``). A task without ``columns`` gets one column per (eval split,
+metric in ``task.metrics``). So a new task YAML reaches its board with no change here.
+
 Records of one board are grouped into rows by (label, protocol_hash); a cell aggregates the
-seeds of one row on one task column: mean ± sample std (0 for one seed), median and n. The
-row's score is GLUE's official aggregate (Wang et al. 2019, "GLUE: A Multi-Task Benchmark and
-Analysis Platform for Natural Language Understanding", evaluation paragraph): a task with
-several metrics (MRPC, STS-B, QQP; MNLI's two splits) scores the unweighted mean of those
-metrics, and the benchmark score is the macro-average of the task scores. Here it is taken over
-the tasks a row has, and reported with their count, so a partial sweep still gets a number.
+seeds of one row on one column: mean ± sample std (0 for one seed), median and n. A row's score
+follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official aggregate (Wang et
+al. 2019, evaluation paragraph): a task with several scoring columns scores their unweighted
+mean, and the board score is the macro-average of the task scores, taken over the tasks a row
+has and reported with their count, so a partial sweep still gets a number; ``mean`` is the
+plain mean of the scoring columns a row has; ``none`` gives no score.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from datamodules.errors import PlmbenchError
 
 MISSING = "–"
+#: where the board YAMLs live: <repo>/conf/board/<name>.yaml
+BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
+AGGREGATES = ("task_macro", "mean", "none")
+DEFAULT_FORMAT = ".4g"
+
+
+def _check_format(spec: object, where: str) -> str:
+    """``spec`` if it is a str format spec for a float (".1f", ",.0f", ".2e"), else an error."""
+    if not isinstance(spec, str):
+        raise PlmbenchError(f"{where}: format must be a format spec string such as '.1f'")
+    try:
+        format(1.0, spec)
+    except (ValueError, TypeError) as err:
+        raise PlmbenchError(f"{where}: format {spec!r} is not a float format spec: {err}") from None
+    return spec
+
+
+def _check_scale(scale: object, where: str) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
+        raise PlmbenchError(f"{where}: scale must be a positive number, not {scale!r}")
+    return float(scale)
+
+
+def _check_bool(value: object, key: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise PlmbenchError(f"{where}: {key} must be true or false, not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
 class Board:
-    """A benchmark: task name -> its columns as (column label, split, metric)."""
+    """How a benchmark's columns are ordered, scaled and scored (``conf/board/<name>.yaml``)."""
 
     name: str
-    tasks: dict[str, list[tuple[str, str, str]]]
+    title: str = ""
+    task_order: tuple[str, ...] = ()
+    scale: float = 1.0  # column defaults, each overridable by a column
+    higher_is_better: bool = True
+    format: str = DEFAULT_FORMAT
+    aggregate: str = "none"  # task_macro | mean | none
     score_label: str = "Score"
+    score_format: str = ""  # "" = the columns' default format
+    note: str = ""  # appended to the Markdown footnote (e.g. a citation)
 
-    @property
-    def columns(self) -> list[tuple[str, str, str, str]]:
-        """Every column as (task, column label, split, metric), in board order."""
-        return [(task, *column) for task, columns in self.tasks.items() for column in columns]
+    @classmethod
+    def from_config(cls, config: Mapping, where: str = "board") -> Board:
+        """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
+        known = {"name", "title", "task_order", "defaults", "aggregate", "note"}
+        if unknown := sorted(set(config) - known):
+            raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+        name = config.get("name")
+        if not isinstance(name, str) or not name:
+            raise PlmbenchError(f"{where}: name must be a non-empty string")
+        order = config.get("task_order") or []
+        if isinstance(order, str) or not all(isinstance(task, str) for task in order):
+            raise PlmbenchError(f"{where}: task_order must be a list of task names")
+        defaults = config.get("defaults") or {}
+        if unknown := sorted(set(defaults) - {"scale", "higher_is_better", "format"}):
+            raise PlmbenchError(f"{where}: unknown defaults {unknown}")
+        aggregate = config.get("aggregate") or {}
+        if unknown := sorted(set(aggregate) - {"method", "label", "format"}):
+            raise PlmbenchError(f"{where}: unknown aggregate keys {unknown}")
+        method = aggregate.get("method", "none")
+        if method not in AGGREGATES:
+            raise PlmbenchError(
+                f"{where}: aggregate.method {method!r} is not one of {', '.join(AGGREGATES)}"
+            )
+        return cls(
+            name=name,
+            title=str(config.get("title") or name),
+            task_order=tuple(order),
+            scale=_check_scale(defaults.get("scale", 1), f"{where} defaults"),
+            higher_is_better=_check_bool(
+                defaults.get("higher_is_better", True), "higher_is_better", f"{where} defaults"
+            ),
+            format=_check_format(defaults.get("format", DEFAULT_FORMAT), f"{where} defaults"),
+            aggregate=method,
+            score_label=str(aggregate.get("label") or "Score"),
+            score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
+            note=str(config.get("note") or ""),
+        )
+
+    def task_rank(self, task: str) -> tuple[int, str]:
+        """Sort key of a task: its place in ``task_order``, unlisted tasks after, by name."""
+        order = self.task_order
+        return (order.index(task), "") if task in order else (len(order), task)
 
 
-GLUE = Board(
-    "glue",
-    {  # column order = the GLUE paper's task order
-        "glue/cola": [("CoLA (MCC)", "validation", "matthews")],
-        "glue/sst2": [("SST-2 (acc)", "validation", "accuracy")],
-        "glue/mrpc": [("MRPC (F1)", "validation", "f1"), ("MRPC (acc)", "validation", "accuracy")],
-        "glue/stsb": [
-            ("STS-B (P)", "validation", "pearson"),
-            ("STS-B (S)", "validation", "spearman"),
-        ],
-        "glue/qqp": [("QQP (F1)", "validation", "f1"), ("QQP (acc)", "validation", "accuracy")],
-        "glue/mnli": [
-            ("MNLI-m", "validation_matched", "accuracy"),
-            ("MNLI-mm", "validation_mismatched", "accuracy"),
-        ],
-        "glue/qnli": [("QNLI (acc)", "validation", "accuracy")],
-        "glue/rte": [("RTE (acc)", "validation", "accuracy")],
-        "glue/wnli": [("WNLI (acc)", "validation", "accuracy")],
-    },
-    score_label="GLUE score",
-)
-BOARDS = {"glue": GLUE}
+def known_boards() -> list[str]:
+    """The names of the boards under ``conf/board``, sorted."""
+    return sorted(path.stem for path in BOARD_DIR.glob("*.yaml"))
 
 
 def get_board(name: str) -> Board:
-    """The board called ``name``; PlmbenchError listing the known boards otherwise."""
-    if name not in BOARDS:
-        raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(sorted(BOARDS))}")
-    return BOARDS[name]
+    """The board ``conf/board/<name>.yaml``; PlmbenchError listing the known boards otherwise."""
+    from omegaconf import OmegaConf
+
+    known = known_boards()
+    if name not in known:
+        raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(known)}")
+    path = BOARD_DIR / f"{name}.yaml"
+    config = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(config, Mapping):
+        raise PlmbenchError(f"{path}: a board is a mapping of name, title, task_order, ...")
+    board = Board.from_config(config, str(path))
+    if board.name != name:
+        raise PlmbenchError(f"{path}: name {board.name!r} differs from the file name {name!r}")
+    return board
+
+
+@dataclass(frozen=True)
+class Column:
+    """One leaderboard column: a value of a task's records, shown as ``format(value * scale)``."""
+
+    task: str
+    label: str  # unique on a rendered table: a label two tasks share gets " [task]"
+    value: str  # dotted path into the record: metrics.validation.f1, wall_time_s, ...
+    scale: float
+    higher_is_better: bool
+    score: bool  # counts in the board's aggregate
+    format: str
+
+    def show(self, x: float) -> str:
+        return format(x * self.scale, self.format)
+
+    def text(self, cell: Cell) -> str:
+        return f"{self.show(cell.mean)} ± {self.show(cell.std)} (n={cell.n})"
+
+
+def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Column]:
+    """The columns a resolved task config asks for, the board's defaults filled in.
+
+    ``task.columns`` when present (an empty list: none); else one column per (eval split,
+    metric in ``task.metrics``), labelled "<task name> <metric>" (+ " [<split>]" when the task
+    has several eval splits).
+    """
+    name = task.get("name")
+    if not isinstance(name, str):
+        raise PlmbenchError(f"{where}: the task config has no name")
+    specs = task.get("columns")
+    if specs is None:
+        splits = (task.get("splits") or {}).get("eval") or []
+        splits = [splits] if isinstance(splits, str) else list(splits)
+        specs = [
+            {
+                "label": f"{name} {metric}" + (f" [{split}]" if len(splits) > 1 else ""),
+                "value": f"metrics.{split}.{metric}",
+            }
+            for split in splits
+            for metric in task.get("metrics") or []
+        ]
+    if isinstance(specs, str | Mapping) or not isinstance(specs, Iterable):
+        raise PlmbenchError(f"{where}: task {name} columns must be a list")
+    columns, labels = [], set()
+    for i, spec in enumerate(specs):
+        at = f"{where}: task {name} columns[{i}]"
+        if not isinstance(spec, Mapping):
+            raise PlmbenchError(f"{at} must be a mapping with label and value")
+        known = {"label", "value", "scale", "higher_is_better", "score", "format"}
+        if unknown := sorted(set(spec) - known):
+            raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
+        label, value = spec.get("label"), spec.get("value")
+        if not isinstance(label, str) or not label or not isinstance(value, str) or not value:
+            raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record)")
+        if label in labels:
+            raise PlmbenchError(f"{at}: label {label!r} appears twice")
+        labels.add(label)
+        columns.append(Column(
+            task=name,
+            label=label,
+            value=value,
+            scale=_check_scale(spec.get("scale", board.scale), at),
+            higher_is_better=_check_bool(
+                spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
+            ),
+            score=_check_bool(spec.get("score", True), "score", at),
+            format=_check_format(spec.get("format", board.format), at),
+        ))
+    return columns
+
+
+def lookup(record: Mapping, path: str) -> float | None:
+    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+    value: object = record
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One (row, column): a metric over seeds, on the 0..1 scale the records use."""
+    """One (row, column): a value over seeds, unscaled (as the records hold it)."""
 
     mean: float
     std: float  # sample standard deviation, 0 for a single seed
@@ -81,11 +235,9 @@ class Cell:
 
     @classmethod
     def of(cls, values: list[float]) -> Cell:
+        values = sorted(values)  # the same seeds give the same floats in any record order
         std = statistics.stdev(values) if len(values) > 1 else 0.0
         return cls(statistics.mean(values), std, statistics.median(values), len(values))
-
-    def __str__(self) -> str:  # ×100, one decimal: the GLUE convention
-        return f"{100 * self.mean:.1f} ± {100 * self.std:.1f} (n={self.n})"
 
 
 @dataclass
@@ -95,8 +247,8 @@ class Row:
     label: str
     protocol_hash: str
     cells: dict[str, Cell]
-    score: float  # macro-average over ``n_tasks`` task scores, 0..1
-    n_tasks: int
+    score: float | None  # scaled as the columns are; None when the board has no aggregate
+    n_scored: int  # tasks (task_macro) or columns (mean) the score covers
 
 
 @dataclass
@@ -104,23 +256,19 @@ class Table:
     """A rendered-to-be leaderboard; ``n_records`` counts the records that gave a value."""
 
     board: Board
+    columns: list[Column] = field(default_factory=list)  # those with a value, in board order
     rows: list[Row] = field(default_factory=list)
     n_records: int = 0
+    n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
 
     @property
-    def columns(self) -> list[str]:
-        """Column labels that hold a value in at least one row, in board order."""
-        return [c[1] for c in self.board.columns if any(c[1] in row.cells for row in self.rows)]
+    def labels(self) -> list[str]:
+        return [column.label for column in self.columns]
 
-
-def _metric(record: Mapping, split: str, metric: str) -> float | None:
-    """metrics[split][metric] as a finite float, None when absent or not a number."""
-    by_split = record.get("metrics")
-    by_metric = by_split.get(split) if isinstance(by_split, Mapping) else None
-    value = by_metric.get(metric) if isinstance(by_metric, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
+    @property
+    def score_higher_is_better(self) -> bool:
+        directions = {c.higher_is_better for c in self.columns if c.score}
+        return directions != {False}
 
 
 def _select(records: Iterable[Mapping], board: Board) -> dict[tuple, Mapping]:
@@ -129,7 +277,7 @@ def _select(records: Iterable[Mapping], board: Board) -> dict[tuple, Mapping]:
     for record in records:
         if record.get("status") != "ok" or record.get("board") != board.name:
             continue
-        if record.get("task") not in board.tasks:
+        if not isinstance(record.get("task"), str):
             continue
         label = record.get("label") or record.get("model") or "?"
         seed = record.get("seed", record.get("run_id"))
@@ -142,45 +290,176 @@ def _select(records: Iterable[Mapping], board: Board) -> dict[tuple, Mapping]:
     return chosen
 
 
-def _score(cells: dict[str, Cell], board: Board) -> tuple[float, int]:
-    """(macro-average of task scores, number of tasks): a task scores its metrics' mean."""
-    task_scores = []
-    for columns in board.tasks.values():
-        means = [cells[label].mean for label, _, _ in columns if label in cells]
-        if means:
-            task_scores.append(statistics.mean(means))
-    return statistics.mean(task_scores), len(task_scores)
+def _record_columns(record: Mapping, board: Board) -> list[Column]:
+    """The columns the record's own task config asks for; none without a task config."""
+    config = record.get("config")
+    task = config.get("task") if isinstance(config, Mapping) else None
+    if not isinstance(task, Mapping):
+        return []
+    where = f"record {record.get('run_dir') or record.get('run_id') or record['task']}"
+    columns = task_columns(task, board, where)
+    # the record's task is what its columns belong to, whatever config.task.name says
+    return [replace(column, task=record["task"]) for column in columns]
+
+
+def _board_columns(by_task: dict[str, list[tuple[Mapping, list[Column]]]], board: Board):
+    """Every (task, label) column in board order; a column's looks from its newest record."""
+    ordered = []
+    for task in sorted(by_task, key=board.task_rank):
+        newest_first = sorted(
+            by_task[task],
+            key=lambda pair: (
+                pair[0].get("finished_at") or "",
+                json.dumps([asdict(c) for c in pair[1]], sort_keys=True),
+            ),
+            reverse=True,
+        )
+        seen: dict[str, Column] = {}
+        for _, columns in newest_first:
+            for column in columns:
+                seen.setdefault(column.label, column)
+        ordered += seen.values()
+    return ordered
+
+
+def _unique_labels(columns: list[Column]) -> list[Column]:
+    """Columns whose label another task's column shares get " [task]" appended."""
+    tasks_of = defaultdict(set)
+    for column in columns:
+        tasks_of[column.label].add(column.task)
+    return [
+        replace(column, label=f"{column.label} [{column.task}]")
+        if len(tasks_of[column.label]) > 1 else column
+        for column in columns
+    ]
+
+
+def _score(cells: dict[str, Cell], columns: list[Column], board: Board):
+    """(score, how many tasks or columns it covers) of one row; (None, 0) without a score."""
+    scoring = [c for c in columns if c.score and c.label in cells]
+    if board.aggregate == "none" or not scoring:
+        return None, 0
+    if board.aggregate == "mean":
+        return statistics.mean(c.scale * cells[c.label].mean for c in scoring), len(scoring)
+    by_task = defaultdict(list)
+    for column in scoring:
+        by_task[column.task].append(column.scale * cells[column.label].mean)
+    return statistics.mean(statistics.mean(v) for v in by_task.values()), len(by_task)
 
 
 def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
-    """Aggregate the board's ok records into rows sorted by score, best first."""
+    """Aggregate the board's ok records into rows sorted by score (best first), then label."""
     board = get_board(board) if isinstance(board, str) else board
-    values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    selected = sorted(_select(records, board).items(), key=lambda item: repr(item[0]))
+    by_task: dict[str, list[tuple[Mapping, list[Column]]]] = defaultdict(list)
+    values: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     n_records = 0
-    for (label, protocol, task, _seed), record in _select(records, board).items():
+    for (label, protocol, task, _seed), record in selected:
+        columns = _record_columns(record, board)
         found = [
-            (column, value)
-            for column, split, metric in board.tasks[task]
-            if (value := _metric(record, split, metric)) is not None
+            (c.label, value) for c in columns if (value := lookup(record, c.value)) is not None
         ]
-        for column, value in found:
-            values[label, protocol][column].append(value)
-        n_records += bool(found)
+        if not found:
+            continue
+        by_task[task].append((record, columns))
+        for column_label, value in found:
+            values[label, protocol][task, column_label].append(value)
+        n_records += 1
+
+    columns = [
+        c for c in _board_columns(by_task, board)
+        if any((c.task, c.label) in row for row in values.values())
+    ]
+    shown = _unique_labels(columns)
+    if board.aggregate != "none":
+        directions = {c.higher_is_better for c in shown if c.score}
+        if len(directions) > 1:
+            ups = [c.label for c in shown if c.score and c.higher_is_better]
+            downs = [c.label for c in shown if c.score and not c.higher_is_better]
+            raise PlmbenchError(
+                f"board {board.name!r} averages columns where higher is better ({', '.join(ups)}) "
+                f"with columns where lower is better ({', '.join(downs)}); "
+                "set score: false on one kind"
+            )
+    scoring = [c for c in shown if c.score]
+    if board.aggregate == "task_macro":
+        n_scorable = len(set(board.task_order) | {c.task for c in scoring})
+    else:
+        n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
     protocols_per_label = defaultdict(set)
     for label, protocol in values:
         protocols_per_label[label].add(protocol)
     rows = []
     for (label, protocol), by_column in values.items():
-        cells = {column: Cell.of(sorted(seeds)) for column, seeds in by_column.items()}
-        shown = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
-        rows.append(Row(shown, protocol, cells, *_score(cells, board)))
-    rows.sort(key=lambda row: (-row.score, row.label, row.protocol_hash))
-    return Table(board, rows, n_records)
+        cells = {
+            new.label: Cell.of(by_column[old.task, old.label])
+            for old, new in zip(columns, shown, strict=True)
+            if (old.task, old.label) in by_column
+        }
+        name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board)))
+    table = Table(board, shown, [], n_records, n_scorable)
+    sign = -1 if table.score_higher_is_better else 1
+    rows.sort(key=lambda row: (
+        row.score is None, 0.0 if row.score is None else sign * row.score,
+        row.label, row.protocol_hash,
+    ))
+    table.rows = rows
+    return table
 
 
-def _score_text(row: Row, board: Board) -> str:
-    return f"{100 * row.score:.1f} ({row.n_tasks}/{len(board.tasks)} tasks)"
+def _score_text(row: Row, table: Table) -> str:
+    if row.score is None:
+        return MISSING
+    board = table.board
+    what = "tasks" if board.aggregate == "task_macro" else "columns"
+    value = format(row.score, board.score_format or board.format)
+    return f"{value} ({row.n_scored}/{table.n_scorable} {what})"
+
+
+def _scale_text(columns: list[Column]) -> str:
+    """How the cells are scaled: "×100", "raw values", or per group of columns."""
+    by_scale: dict[float, list[str]] = defaultdict(list)
+    for column in columns:
+        by_scale[column.scale].append(column.label)
+
+    def factor(scale: float) -> str:
+        return "raw values" if scale == 1 else f"×{scale:g}"
+
+    if len(by_scale) == 1:
+        return factor(next(iter(by_scale)))
+    # groups in column order
+    return "; ".join(f"{factor(s)}: {', '.join(labels)}" for s, labels in by_scale.items())
+
+
+def _footnote(table: Table) -> str:
+    board = table.board
+    parts = [
+        f"Cells: mean ± std over seeds (n), sample std (0 for one seed), "
+        f"{_scale_text(table.columns)}."
+    ]
+    lower = [c.label for c in table.columns if not c.higher_is_better]
+    if lower:
+        parts.append(f"Lower is better: {', '.join(lower)}.")
+    scoring = [c.label for c in table.columns if c.score]
+    direction = "" if table.score_higher_is_better else " (lower is better)"
+    if board.aggregate == "task_macro":
+        parts.append(
+            f"{board.score_label}{direction}: mean over the tasks a row has of each task's mean "
+            f"over its scoring columns, with the number of tasks it covers "
+            f"of the {table.n_scorable} on this board."
+        )
+    elif board.aggregate == "mean":
+        parts.append(
+            f"{board.score_label}{direction}: mean of the scoring columns a row has "
+            f"({', '.join(scoring)}), with the number it covers."
+        )
+    if board.note:
+        parts.append(board.note)
+    return " ".join(parts)
 
 
 def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
@@ -189,12 +468,14 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     if not table.rows:
         where = f"under {results_dir}" if results_dir is not None else "in the given records"
         return f"No finished runs of board {board.name!r} {where}.\n"
-    header = ["Model", board.score_label, *table.columns]
+    scored = board.aggregate != "none"
+    header = ["Model", *([board.score_label] if scored else []), *table.labels]
     body = [
-        [row.label.replace("|", "\\|"), _score_text(row, board)]
-        + [str(row.cells[c]) if c in row.cells else MISSING for c in table.columns]
+        [row.label.replace("|", "\\|"), *([_score_text(row, table)] if scored else [])]
+        + [c.text(row.cells[c.label]) if c.label in row.cells else MISSING for c in table.columns]
         for row in table.rows
     ]
+    header = [text.replace("|", "\\|") for text in header]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -206,36 +487,43 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     rule = "|".join([":" + "-" * (widths[0] + 1)] + ["-" * (w + 1) + ":" for w in widths[1:]])
     plural = "s" if table.n_records != 1 else ""
     return "\n".join([
-        f"## Leaderboard {board.name!r} ({table.n_records} record{plural} used)",
+        f"## {board.title}: board {board.name!r} ({table.n_records} record{plural} used)",
         "",
         line(header),
         f"|{rule}|",
         *(line(cells) for cells in body),
         "",
-        "Cells: mean ± std over seeds (n), ×100, sample std (0 for one seed). "
-        f"{board.score_label}: mean over the tasks present of each task's metric mean "
-        f"(Wang et al. 2019), with the number of tasks it covers.",
+        _footnote(table),
         "",
     ])
 
 
 def render_csv(table: Table) -> str:
-    """The table as CSV: score, task count and per column mean, std, median, n (×100)."""
+    """The table as CSV: score and its coverage, per column mean, std, median, n (scaled).
+
+    Numbers are Python's shortest round-tripping float text, so the CSV loses nothing.
+    """
+    board = table.board
     stats = ("mean", "std", "median", "n")
+    score_header = {
+        "task_macro": ["score", "n_tasks"], "mean": ["score", "n_columns"], "none": []
+    }[board.aggregate]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["model", "protocol_hash", "score", "n_tasks"]
-        + [f"{column} {stat}" for column in table.columns for stat in stats]
+        ["model", "protocol_hash", *score_header]
+        + [f"{label} {stat}" for label in table.labels for stat in stats]
     )
     for row in table.rows:
-        fields = [row.label, row.protocol_hash, f"{100 * row.score:.4f}", row.n_tasks]
+        fields = [row.label, row.protocol_hash]
+        if score_header:
+            fields += ["", ""] if row.score is None else [repr(float(row.score)), row.n_scored]
         for column in table.columns:
-            cell = row.cells.get(column)
+            cell = row.cells.get(column.label)
             if cell is None:
                 fields += [""] * len(stats)
             else:
-                scaled = [f"{100 * x:.4f}" for x in (cell.mean, cell.std, cell.median)]
+                scaled = [repr(column.scale * x) for x in (cell.mean, cell.std, cell.median)]
                 fields += [*scaled, cell.n]
         writer.writerow(fields)
     return out.getvalue()
