@@ -3,27 +3,28 @@
 Both implementations get the same config, weights, batch and masks, in one process: a full
 training step (forward, backward, AdamW update) is timed after warm-up, and the median of the
 repeats is reported as tokens/s, with the achieved model FLOP/s (lit_models/flops.py counts
-what each one computes: ours applies the vocabulary decoder at the masked positions only,
-``BertForMaskedLM`` at every position) and the memory the step keeps: bytes saved for backward
-(activations) and, on CUDA, the allocator's peak.
+what each one computes: ours applies the vocabulary decoder at the masked positions only, the
+architecture's ``*ForMaskedLM`` at every position) and the memory the step keeps: bytes saved for
+backward (activations) and, on CUDA, the allocator's peak. Any registered architecture with a
+transformers counterpart: ``model=<preset>`` picks it.
 
     plmbench perf model=bert-mini [--batch-size 32] [--seq-len 128] [--repeats 7] [--device cpu]
 """
 
 import argparse
+import re
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 
 import torch
 import torch.nn.functional as F
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import Arch, get_arch
 from lit_models.flops import EncoderShape, mlm_training_flops
-from lit_models.nets.bert import BertForPreTraining
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
-
-VOCAB_SPECIALS = 5  # ids 0..4: [PAD] [UNK] [CLS] [SEP] [MASK], as our WordPiece vocabularies
 
 
 def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
@@ -54,38 +55,51 @@ def time_steps(step: Callable[[], None], device: torch.device, warmup: int, repe
     return statistics.median(times)
 
 
+def special_ids(arch: Arch) -> dict[str, int]:
+    """Role -> id of a scratch vocabulary of ``arch`` (its special tokens come first)."""
+    return {role: i for i, (role, _) in enumerate(arch.tokenizer.tokens)}
+
+
 def ours_and_reference(model_cfg, device: torch.device):
-    """Our BertForPreTraining and transformers' BertForMaskedLM with identical weights."""
+    """Our pretraining net and transformers' masked-LM model of the same architecture, with
+    identical weights."""
     import transformers
 
     from lit_models.build import net_config
     from lit_models.hf import hf_state_dict
 
-    config = net_config(model_cfg, model_cfg["vocab_size"], pad_token_id=0)
-    ours = BertForPreTraining(config).to(device)
-    hf_config = transformers.BertConfig(
-        **{k: v for k, v in vars(config).items() if k != "pre_norm"}, attn_implementation="sdpa"
+    arch = get_arch(model_cfg["arch"])
+    config = net_config(arch, model_cfg, model_cfg["vocab_size"], special_ids(arch)["pad"])
+    ours = arch.pretraining(config).to(device)
+    layout = arch.hf
+    hf_config = transformers.AutoConfig.for_model(
+        layout.model_type,
+        **{k: v for k, v in asdict(config).items() if k not in layout.config_only_ours},
+        attn_implementation="sdpa",
     )
-    reference = transformers.BertForMaskedLM(hf_config).to(device)
+    reference = getattr(transformers, layout.classes["mlm"])(hf_config).to(device)
     missing, unexpected = reference.load_state_dict(hf_state_dict(ours), strict=False)
-    # the decoder is tied to the embeddings, and BertForMaskedLM has no pooler or NSP head;
-    # any other weight left out would void the comparison
-    missing = set(missing) - {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
-    unexpected = [
-        k for k in unexpected if not k.startswith(("bert.pooler.", "cls.seq_relationship."))
-    ]
+    # tied copies are no weights of their own, and the masked-LM model has no pooler nor other
+    # pretraining heads (a misnamed masked-LM weight would show up missing); any other weight
+    # left out would void the comparison
+    skipped = re.compile(layout.skipped)
+    missing = [k for k in missing if not skipped.search(k)]
+    unexpected = [k for k in unexpected if not (
+        k.removeprefix(layout.prefix).startswith("pooler.") or k.startswith(layout.head_prefixes))]
     if missing or unexpected:
         raise RuntimeError(f"weights not carried over: missing {missing}, unexpected {unexpected}")
-    return config, ours, reference
+    return arch, config, ours, reference
 
 
-def perf_batch(config, batch_size: int, seq_len: int, device: torch.device) -> dict:
-    """A full-length batch ([CLS] random tokens [SEP]) masked as MLM pretraining masks it."""
-    ids = torch.randint(VOCAB_SPECIALS, config.vocab_size, (batch_size, seq_len))
-    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
+def perf_batch(arch: Arch, config, batch_size: int, seq_len: int, device: torch.device) -> dict:
+    """A full-length batch (cls, random tokens, sep) masked as MLM pretraining masks it."""
+    roles = special_ids(arch)
+    ids = torch.randint(len(roles), config.vocab_size, (batch_size, seq_len))
+    ids[:, 0], ids[:, -1] = roles["cls"], roles["sep"]
     special = torch.zeros(config.vocab_size, dtype=torch.bool)
-    special[:VOCAB_SPECIALS] = True
-    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size, mask_id=4)
+    special[: len(roles)] = True
+    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size,
+                                    mask_id=roles["mask"])
     return {
         "input_ids": corrupted.to(device),
         "attention_mask": torch.ones_like(corrupted).to(device),
@@ -95,7 +109,7 @@ def perf_batch(config, batch_size: int, seq_len: int, device: torch.device) -> d
 
 def loss_functions(ours, reference, batch: dict) -> dict[str, Callable[[], torch.Tensor]]:
     """The MLM loss of each implementation on ``batch``: ours over the masked positions only,
-    transformers' over logits at every position (as BertForMaskedLM computes them)."""
+    transformers' over logits at every position (as its *ForMaskedLM computes them)."""
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     labels = batch["labels"]
 
@@ -135,9 +149,9 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
         )
     device = torch.device(args.device)
     torch.manual_seed(0)
-    config, ours, reference = ours_and_reference(model_cfg, device)
+    arch, config, ours, reference = ours_and_reference(model_cfg, device)
     shape = EncoderShape.of(config)
-    batch = perf_batch(config, args.batch_size, args.seq_len, device)
+    batch = perf_batch(arch, config, args.batch_size, args.seq_len, device)
     losses = loss_functions(ours, reference, batch)
     predicted = int((batch["labels"] != -100).sum())
     every_position = args.batch_size * args.seq_len

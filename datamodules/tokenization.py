@@ -358,7 +358,8 @@ def load_tokenizer(path: str | Path) -> TextTokenizer:
         return TextTokenizer(backend, family, special,
                              config.get("tokenizer_class", _DEFAULT_CLASS[family]))
     legacy = BERT if (directory / "vocab.txt").is_file() else ROBERTA
-    spec = replace(legacy, tokens=tuple(roles.items()),
+    # a bare vocabulary file: the roles its transformers class defaults to, unless configured
+    spec = replace(legacy, tokens=tuple({**dict(legacy.tokens), **roles}.items()),
                    tokenizer_class=config.get("tokenizer_class", legacy.tokenizer_class))
     if legacy is BERT:
         model = WordPiece(WordPiece.read_file(str(directory / "vocab.txt")),

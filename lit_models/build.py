@@ -1,39 +1,36 @@
 """Build a net and its tokenizer from a model preset and ``init_from``.
 
 ``init_from`` is one of:
-- ``scratch``: a fresh net of the preset's sizes and a WordPiece vocabulary trained on the run's
-  own training text (the caller passes it in);
+- ``scratch``: a fresh net of the preset's sizes and a vocabulary of the architecture's tokenizer
+  family trained on the run's own (capped) training text, cached by a fingerprint of the corpus;
 - ``hf:<dir>``: a Hugging Face checkpoint directory, imported by ``lit_models.hf.from_hf``;
-- ``ckpt:<dir>``: a plmbench pretraining run directory (or its ``model/`` export), which holds
-  the same Hugging Face layout.
+- ``ckpt:<dir>``: a plmbench run directory (or its ``model/`` export), which holds the same
+  Hugging Face layout.
+The architecture comes from the registry (``lit_models.archs``): the preset's ``arch`` for scratch
+nets, the checkpoint's ``model_type`` otherwise (they must agree).
 """
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-import tokenizers
 from torch import nn
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import SpecialTokens, train_wordpiece
-from lit_models.hf import from_hf
-from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from datamodules.tokenization import TextTokenizer, scratch_tokenizer
+from lit_models.archs import Arch, get_arch
+from lit_models.hf import from_hf, read_config
 
-#: arch name -> (config dataclass, encoder class, encoder-with-pretraining-heads class)
-ARCHS = {"bert": (BertConfig, BertModel, BertForPreTraining)}
-
-#: the subdirectory a pretraining run exports its net and tokenizer to (Hugging Face layout)
+#: the subdirectory a run exports its net and tokenizer to (Hugging Face layout)
 EXPORT_DIR = "model"
 
 
-def net_config(model_cfg: Mapping, vocab_size: int, pad_token_id: int):
+def net_config(arch: Arch, model_cfg: Mapping, vocab_size: int, pad_token_id: int):
     """The arch's config dataclass from the preset's fields of the same names."""
-    config_cls = ARCHS[model_cfg["arch"]][0]
-    names = {f.name for f in dataclasses.fields(config_cls)}
+    names = {f.name for f in dataclasses.fields(arch.config)}
     values = {k: v for k, v in model_cfg.items() if k in names}
     values.update(vocab_size=vocab_size, pad_token_id=pad_token_id)
-    return config_cls(**values)
+    return arch.config(**values)
 
 
 def checkpoint_dir(init_from: str) -> Path:
@@ -45,7 +42,7 @@ def checkpoint_dir(init_from: str) -> Path:
     if not path.is_dir():
         raise PlmbenchError(
             f"init_from={init_from}: no directory {path}; point it at a Hugging Face checkpoint "
-            f"(hf:<dir>) or a finished plmbench pretraining run (ckpt:<run dir>)"
+            f"(hf:<dir>) or a finished plmbench run saved with its model (ckpt:<run dir>)"
         )
     return path
 
@@ -54,20 +51,30 @@ def build_net(
     model_cfg: Mapping,
     init_from: str,
     with_heads: bool,
-    training_texts: Callable[[], Iterable[str]],
-) -> tuple[nn.Module, tokenizers.Tokenizer]:
-    """(net, tokenizer): an encoder, or with ``with_heads`` the encoder and pretraining heads."""
-    arch = model_cfg["arch"]
-    if arch not in ARCHS:
-        raise PlmbenchError(f"model.arch={arch!r} is not implemented yet: use one of {list(ARCHS)}")
+    vocabulary_corpus: Callable[[], tuple[str, Iterable[str]]],
+) -> tuple[nn.Module, TextTokenizer]:
+    """(net, tokenizer): an encoder, or with ``with_heads`` the encoder and pretraining heads.
+
+    ``vocabulary_corpus()`` gives (a key for the corpus, its texts) for scratch vocabularies.
+    """
+    arch = get_arch(model_cfg["arch"])
     kind = init_from.partition(":")[0]
     if kind in ("hf", "ckpt"):
-        return from_hf(checkpoint_dir(init_from), with_heads=with_heads)
+        directory = checkpoint_dir(init_from)
+        found, _ = read_config(directory)
+        if found is not arch:
+            raise PlmbenchError(
+                f"init_from={init_from} is a {found.name} checkpoint but model={model_cfg['name']} "
+                f"is a {arch.name} preset; pick a {found.name} preset"
+            )
+        return from_hf(directory, with_heads=with_heads)
     if init_from != "scratch":
         raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
-    tokenizer = train_wordpiece(
-        training_texts(), vocab_size=model_cfg["vocab_size"], lowercase=model_cfg["lowercase"]
-    )
-    config = net_config(model_cfg, tokenizer.get_vocab_size(), SpecialTokens.of(tokenizer).pad)
-    _, encoder_cls, pretraining_cls = ARCHS[arch]
-    return (pretraining_cls if with_heads else encoder_cls)(config), tokenizer
+    key, texts = vocabulary_corpus()
+    tokenizer = scratch_tokenizer(arch.tokenizer, lambda: texts, model_cfg["vocab_size"],
+                                  model_cfg.get("lowercase", False), key)
+    config = net_config(arch, model_cfg, tokenizer.vocab_size, tokenizer.special.pad)
+    try:
+        return (arch.pretraining if with_heads else arch.encoder)(config), tokenizer
+    except ValueError as err:  # nets reject impossible sizes with plain errors
+        raise PlmbenchError(f"model={model_cfg['name']}: {err}") from None

@@ -46,6 +46,11 @@ class BertConfig:
     initializer_range: float = 0.02
     pre_norm: bool = False  # not in the paper: pre-LN layers (Xiong et al. 2020)
 
+    @property
+    def max_length(self) -> int:
+        """The longest input, in tokens, the position embeddings cover."""
+        return self.max_position_embeddings
+
 
 @dataclass
 class EncoderOutput:
@@ -84,10 +89,12 @@ class BertEmbeddings(nn.Module):
 class BertModel(nn.Module):
     """Embeddings + Transformer encoder + optional [CLS] pooler."""
 
+    embeddings_class = BertEmbeddings  # architectures on BERT's encoder swap their embeddings
+
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
         super().__init__()
         self.config = config
-        self.embeddings = BertEmbeddings(config)
+        self.embeddings = self.embeddings_class(config)
         layers = [
             TransformerLayer(
                 config.hidden_size,
@@ -123,12 +130,14 @@ class BertModel(nn.Module):
 
 class BertMLMHead(nn.Module):
     """Masked-LM head (§3.1 Task #1): LayerNorm(act(W h + b)) E^T + b_vocab, E the token
-    embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states."""
+    embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states.
+    ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU)."""
 
-    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding,
+                 hidden_act: str | None = None):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = activation(config.hidden_act)
+        self.act = activation(hidden_act or config.hidden_act)
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))

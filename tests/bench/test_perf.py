@@ -36,8 +36,8 @@ def model_cfg(overrides: list[str] = OVERRIDES):
 def nets_and_batch(batch_size: int, seq_len: int):
     """The nets and batch ``measure`` times (same seed, same order of draws)."""
     torch.manual_seed(0)
-    config, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
-    batch = perf_batch(config, batch_size, seq_len, torch.device("cpu"))
+    arch, config, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
+    batch = perf_batch(arch, config, batch_size, seq_len, torch.device("cpu"))
     return config, ours.eval(), reference.eval(), batch
 
 
@@ -123,7 +123,7 @@ def test_reference_gets_every_weight_of_ours():
     from lit_models.hf import hf_state_dict
 
     torch.manual_seed(0)
-    _, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
+    _, _, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
     result = reference.load_state_dict(hf_state_dict(ours), strict=False)
     assert set(result.missing_keys) <= {"cls.predictions.decoder.weight",
                                         "cls.predictions.decoder.bias"}

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tokenizers import Tokenizer
 from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import SPECIAL_TOKENS, bert_wordpiece_tokenizer
+from datamodules.tokenization import BERT, TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 
@@ -24,6 +23,7 @@ TOLERANCE = 1e-5
 #: a toy uncased WordPiece vocabulary: words, continuation pieces and punctuation
 WORDS = "the a cat dog sat on mat quick brown fox jump over lazy hello world it was and play"
 PIECES = "##s ##ed ##ing . , !"
+SPECIAL_TOKENS = [token for _, token in BERT.tokens]
 VOCAB = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *WORDS.split(), *PIECES.split()])}
 SENTENCES = [
     "The quick brown fox jumped over the lazy dog.",
@@ -43,15 +43,18 @@ TINY = dict(
 
 
 @pytest.fixture
-def tokenizer() -> Tokenizer:
-    return bert_wordpiece_tokenizer(VOCAB)
+def tokenizer(tmp_path_factory) -> TextTokenizer:
+    """BERT's tokenizer over the toy vocabulary, as a checkpoint's vocab.txt gives it."""
+    directory = tmp_path_factory.mktemp("vocab")
+    (directory / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCAB))
+    return load_tokenizer(directory)
 
 
-def encode(tokenizer: Tokenizer, sentences: list[str]) -> dict[str, torch.Tensor]:
+def encode(tokenizer: TextTokenizer, sentences: list[str]) -> dict[str, torch.Tensor]:
     """A dynamically padded batch, as the datamodules build it."""
-    encodings = tokenizer.encode_batch(sentences)
+    encodings = tokenizer.backend.encode_batch(sentences)
     examples = [{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings]
-    return pad_collate(examples, pad_id=tokenizer.token_to_id("[PAD]"))
+    return pad_collate(examples, pad_id=tokenizer.special.pad)
 
 
 def randomize_(model: torch.nn.Module) -> torch.nn.Module:
@@ -62,11 +65,11 @@ def randomize_(model: torch.nn.Module) -> torch.nn.Module:
     return model.eval()
 
 
-def hf_checkpoint(cls_name: str, directory: Path, tokenizer: Tokenizer) -> torch.nn.Module:
-    """A random transformers model saved with ``save_pretrained`` plus our tokenizer.json."""
+def hf_checkpoint(cls_name: str, directory: Path, tokenizer: TextTokenizer) -> torch.nn.Module:
+    """A random transformers model saved with ``save_pretrained`` plus our tokenizer files."""
     model = randomize_(getattr(transformers, cls_name)(transformers.BertConfig(**TINY)))
     model.save_pretrained(directory)
-    tokenizer.save(str(directory / "tokenizer.json"))
+    save_tokenizer(tokenizer, directory)
     return model
 
 
@@ -78,7 +81,7 @@ def assert_close(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None = N
 
 
 @pytest.mark.parametrize("cls_name", ["BertModel", "BertForMaskedLM", "BertForPreTraining"])
-def test_from_hf_matches_transformers(tmp_path: Path, tokenizer: Tokenizer, cls_name: str):
+def test_from_hf_matches_transformers(tmp_path: Path, tokenizer: TextTokenizer, cls_name: str):
     """Saves with and without the "bert." prefix, with and without pooler and heads."""
     hf = hf_checkpoint(cls_name, tmp_path, tokenizer)
     encoder_hf = hf if cls_name == "BertModel" else hf.bert
@@ -101,11 +104,11 @@ def test_from_hf_matches_transformers(tmp_path: Path, tokenizer: Tokenizer, cls_
             assert_close(net.mlm_head(out.last_hidden_state), mlm, mask)
         if cls_name == "BertForPreTraining":
             assert_close(net.nsp_head(out.pooler_output), theirs.seq_relationship_logits)
-    assert loaded_tokenizer.encode(*PAIR).ids == tokenizer.encode(*PAIR).ids
+    assert loaded_tokenizer.backend.encode(*PAIR).ids == tokenizer.backend.encode(*PAIR).ids
 
 
 def test_from_hf_reads_torch_bin_tf_names_tied_copies_and_vocab_txt(
-    tmp_path: Path, tokenizer: Tokenizer
+    tmp_path: Path, tokenizer: TextTokenizer
 ):
     """An old-style checkpoint: pytorch_model.bin holding the tied decoder copies, a
     position_ids buffer and TF-converted LayerNorm names (gamma/beta); a cased vocab.txt only."""
@@ -132,10 +135,10 @@ def test_from_hf_reads_torch_bin_tf_names_tied_copies_and_vocab_txt(
         assert_close(mlm, theirs.prediction_logits, batch["attention_mask"])
         assert_close(net.nsp_head(out.pooler_output), theirs.seq_relationship_logits)
     ids = [VOCAB[t] for t in ("[CLS]", "[UNK]", "world", "[SEP]")]
-    assert cased.encode("Hello world").ids == ids  # "Hello" is not lowercased into the vocab
+    assert cased.backend.encode("Hello world").ids == ids  # "Hello" is not lowercased
 
 
-def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: Tokenizer):
+def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: TextTokenizer):
     ours = randomize_(BertForPreTraining(BertConfig(**TINY)))
     path = to_hf(ours, tokenizer, tmp_path / "export")
     hf = transformers.BertForPreTraining.from_pretrained(path).eval()
@@ -153,7 +156,7 @@ def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: Tokenizer):
         assert_close(out.pooler_output, theirs_auto.pooler_output)
 
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    expected = tokenizer.encode(*PAIR)
+    expected = tokenizer.backend.encode(*PAIR)
     encoded = hf_tokenizer(*PAIR)
     assert encoded["input_ids"] == expected.ids and VOCAB["[UNK]"] not in expected.ids
     assert encoded["token_type_ids"] == expected.type_ids and 1 in expected.type_ids
@@ -163,7 +166,7 @@ def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: Tokenizer):
         assert torch.equal(a, b), name
 
 
-def test_to_hf_encoder_without_pooler(tmp_path: Path, tokenizer: Tokenizer):
+def test_to_hf_encoder_without_pooler(tmp_path: Path, tokenizer: TextTokenizer):
     ours = randomize_(BertModel(BertConfig(**TINY), add_pooling_layer=False))
     auto = transformers.AutoModel.from_pretrained(to_hf(ours, tokenizer, tmp_path / "e")).eval()
     batch = encode(tokenizer, SENTENCES)
@@ -186,7 +189,7 @@ def test_all_minilm_l6_v2_matches_transformers(minilm_path: Path):
     batch = encode(tokenizer, sentences)
     assert len(set(batch["attention_mask"].sum(1).tolist())) == 3  # really mixed lengths
     hf_ids = transformers.AutoTokenizer.from_pretrained(minilm_path)(sentences)["input_ids"]
-    assert [e.ids for e in tokenizer.encode_batch(sentences)] == hf_ids
+    assert [e.ids for e in tokenizer.backend.encode_batch(sentences)] == hf_ids
     mask = batch["attention_mask"]
     with torch.no_grad():
         out = net.eval()(**batch)
@@ -199,7 +202,7 @@ def test_all_minilm_l6_v2_matches_transformers(minilm_path: Path):
     assert pooled[0] @ pooled[1] > pooled[0] @ pooled[2] + 0.2
 
 
-def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: Tokenizer):
+def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: TextTokenizer):
     first = to_hf(BertModel(BertConfig(**TINY)), tokenizer, tmp_path / "export")
     second_net = randomize_(BertModel(BertConfig(**TINY)))
     to_hf(second_net, tokenizer, first)
@@ -214,15 +217,18 @@ def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: Tokenizer):
     from_hf(first)  # the previous export is intact
 
 
-def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: Tokenizer):
-    everything = "config.json, model.safetensors or pytorch_model.bin, tokenizer.json or vocab.txt"
+def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: TextTokenizer):
+    everything = ("config.json, model.safetensors or pytorch_model.bin, tokenizer.json or "
+                  "vocab.txt or vocab.json")
     with pytest.raises(PlmbenchError, match=f"nowhere is not .* it lacks {everything};"):
         from_hf(tmp_path / "nowhere")
     hf_checkpoint("BertModel", tmp_path, tokenizer)
-    (tmp_path / "tokenizer.json").rename(tmp_path / "tokenizer.json.bak")
-    with pytest.raises(PlmbenchError, match="lacks tokenizer.json or vocab.txt;"):
+    for name in ("tokenizer.json", "vocab.txt"):
+        (tmp_path / name).rename(tmp_path / f"{name}.bak")
+    with pytest.raises(PlmbenchError, match="lacks tokenizer.json or vocab.txt or vocab.json;"):
         from_hf(tmp_path)
-    (tmp_path / "tokenizer.json.bak").rename(tmp_path / "tokenizer.json")
+    for name in ("tokenizer.json", "vocab.txt"):
+        (tmp_path / f"{name}.bak").rename(tmp_path / name)
     weights = tmp_path / "model.safetensors"
     state = load_file(weights)
 
@@ -238,9 +244,11 @@ def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: Tokenizer):
     (tmp_path / "config.json").write_text(json.dumps({**config, "vocab_size": 50}))
     with pytest.raises(PlmbenchError, match=r"embeddings\.word_embeddings\.weight of shape"):
         from_hf(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(PlmbenchError, match="model_type 'roberta', not 'bert'"):
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "gpt_neo"}))
+    with pytest.raises(PlmbenchError, match="model_type 'gpt_neo'; plmbench imports"):
         from_hf(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
+    assert type(from_hf(tmp_path)[0]).__name__ == "RobertaModel"  # model_type picks the net
     (tmp_path / "config.json").write_text(json.dumps(config))
     weights.write_bytes(b"not a safetensors file")
     with pytest.raises(PlmbenchError, match="cannot read .*model.safetensors"):
@@ -257,14 +265,14 @@ def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: Tokenizer):
     ],
 )
 def test_from_hf_loads_the_encoder_of_fine_tuned_checkpoints(
-    tmp_path: Path, tokenizer: Tokenizer, cls_name: str, overrides: dict
+    tmp_path: Path, tokenizer: TextTokenizer, cls_name: str, overrides: dict
 ):
     """Task heads (classifier.*, qa_outputs.*) are skipped; the encoder still matches, also for
     activations that transformers names differently and configs unlike the other tests'."""
     config = transformers.BertConfig(**{**TINY, **overrides})
     hf = randomize_(getattr(transformers, cls_name)(config))
     hf.save_pretrained(tmp_path)
-    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    save_tokenizer(tokenizer, tmp_path)
     batch = encode(tokenizer, SENTENCES)
     encoder, _ = from_hf(tmp_path)
     with torch.no_grad():

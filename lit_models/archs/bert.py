@@ -1,0 +1,67 @@
+"""BERT's registration (Devlin et al. 2019): WordPiece vocabulary with [CLS]/[SEP] segments,
+transformers' ``Bert*`` checkpoint layout, classification over the pooled [CLS] state."""
+
+
+
+from datamodules import tokenization
+from lit_models.archs.spec import Arch, HFLayout
+from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from lit_models.nets.heads import PooledClassifier
+
+#: the encoder's modules (shared by every BERT-layout encoder: BERT, RoBERTa, ...). Our attention
+#: has one fused ``qkv`` projection where BERT has separate query/key/value matrices.
+ENCODER_NAMES = {
+    "embeddings.word_embeddings": "embeddings.word_embeddings",
+    "embeddings.position_embeddings": "embeddings.position_embeddings",
+    "embeddings.token_type_embeddings": "embeddings.token_type_embeddings",
+    "embeddings.norm": "embeddings.LayerNorm",
+    "encoder.layers.{i}.attention.qkv": (
+        "encoder.layer.{i}.attention.self.query",
+        "encoder.layer.{i}.attention.self.key",
+        "encoder.layer.{i}.attention.self.value",
+    ),
+    "encoder.layers.{i}.attention.out": "encoder.layer.{i}.attention.output.dense",
+    "encoder.layers.{i}.attention_norm": "encoder.layer.{i}.attention.output.LayerNorm",
+    "encoder.layers.{i}.feed_forward.linear1": "encoder.layer.{i}.intermediate.dense",
+    "encoder.layers.{i}.feed_forward.linear2": "encoder.layer.{i}.output.dense",
+    "encoder.layers.{i}.ffn_norm": "encoder.layer.{i}.output.LayerNorm",
+    "pooler": "pooler.dense",
+}
+
+
+def absolute_positions_only(hf_config: dict) -> str | None:
+    kind = hf_config.get("position_embedding_type", "absolute")
+    if kind != "absolute":
+        return f"position_embedding_type {kind!r}: only absolute position embeddings are supported"
+    return None
+
+
+ARCH = Arch(
+    name="bert",
+    config=BertConfig,
+    encoder=BertModel,
+    pretraining=BertForPreTraining,
+    tokenizer=tokenization.BERT,  # [CLS] A [SEP] B [SEP], segment ids 1 on B (§3, Figure 2)
+    hf=HFLayout(
+        model_type="bert",
+        prefix="bert.",
+        names={
+            **ENCODER_NAMES,
+            # §3.1: the masked-LM transform and bias (the decoder is tied to the embeddings)
+            "mlm_head.dense": "cls.predictions.transform.dense",
+            "mlm_head.norm": "cls.predictions.transform.LayerNorm",
+            "mlm_head.bias": "cls.predictions.bias",
+            "nsp_head": "cls.seq_relationship",
+        },
+        head_prefixes=("cls.",),
+        classifier_names={"out": "classifier"},
+        classes={"encoder": "BertModel", "pretraining": "BertForPreTraining",
+                 "mlm": "BertForMaskedLM", "classifier": "BertForSequenceClassification"},
+        skipped=r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$",
+        config_only_ours=("pre_norm",),
+        unsupported=absolute_positions_only,
+    ),
+    classification_head=PooledClassifier,
+)
+
+

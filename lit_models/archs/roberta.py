@@ -1,0 +1,35 @@
+"""RoBERTa's registration (Liu et al. 2019): byte-level BPE with <s>/</s> (pairs as
+"<s> A </s></s> B </s>", one segment), transformers' ``Roberta*`` layout, and the classification
+head that pools <s> itself (dense, tanh, out_proj)."""
+
+from datamodules import tokenization
+from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.spec import Arch, HFLayout
+from lit_models.nets.heads import FirstTokenClassifier
+from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
+
+ARCH = Arch(
+    name="roberta",
+    config=RobertaConfig,
+    encoder=RobertaModel,
+    pretraining=RobertaForMaskedLM,
+    tokenizer=tokenization.ROBERTA,  # fairseq's order <s>=0 <pad>=1 </s>=2 <unk>=3, then <mask>
+    hf=HFLayout(
+        model_type="roberta",
+        prefix="roberta.",
+        names={
+            **ENCODER_NAMES,
+            "mlm_head.dense": "lm_head.dense",
+            "mlm_head.norm": "lm_head.layer_norm",
+            "mlm_head.bias": "lm_head.bias",
+        },
+        head_prefixes=("lm_head.",),
+        classifier_names={"dense": "classifier.dense", "out": "classifier.out_proj"},
+        classes={"encoder": "RobertaModel", "pretraining": "RobertaForMaskedLM",
+                 "mlm": "RobertaForMaskedLM", "classifier": "RobertaForSequenceClassification"},
+        skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
+        config_only_ours=("pre_norm",),
+        unsupported=absolute_positions_only,
+    ),
+    classification_head=FirstTokenClassifier,
+)

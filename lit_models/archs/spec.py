@@ -1,0 +1,46 @@
+"""What an architecture registers: one ``Arch`` per architecture, in ``lit_models/archs/<arch>.py``.
+
+``build.py``, ``hf.py`` and the LightningModules ask the registration (``get_arch``) for
+everything architecture-specific; none of them names an architecture.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from torch import nn
+
+from datamodules.tokenization import TokenizerSpec
+
+#: our parameter names -> transformers' names: "{i}" is the layer index; a tuple is one of our
+#: tensors made of several of theirs, concatenated along dim 0 (e.g. a fused qkv projection)
+NameTable = Mapping[str, str | tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class HFLayout:
+    """How ``transformers`` lays out this architecture's checkpoints (config.json + weights)."""
+
+    model_type: str  # config.json "model_type"
+    prefix: str  # the encoder's prefix inside transformers' task models, e.g. "bert."
+    names: NameTable  # encoder and pretraining-head modules; head names are not prefixed
+    head_prefixes: tuple[str, ...]  # transformers' pretraining-head prefixes, e.g. ("cls.",)
+    classifier_names: Mapping[str, str]  # our classification-head modules -> theirs
+    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" -> class name
+    skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
+    task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
+    config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
+    unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
+
+
+@dataclass(frozen=True)
+class Arch:
+    """An architecture: its nets, vocabulary, checkpoint layout and classification pooling."""
+
+    name: str  # model presets' `arch`
+    config: type  # dataclass whose field names are transformers' config.json keys
+    encoder: type  # encoder(config) -> output with last_hidden_state (and pooler_output)
+    pretraining: type  # the encoder with its pretraining heads (.mlm_head, optionally .nsp_head)
+    tokenizer: TokenizerSpec  # family, special-token roles and templates of scratch vocabularies
+    hf: HFLayout
+    #: (config, num_labels, dropout) -> module mapping the encoder output to label scores
+    classification_head: Callable[..., nn.Module]

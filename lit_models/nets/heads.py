@@ -1,0 +1,46 @@
+"""Sequence classification heads: how an encoder's output becomes label scores.
+
+BERT (Devlin et al. 2019, §4.1): a linear layer W over C, the pooled [CLS] representation
+(the pooler's tanh(W_p h_[CLS] + b_p)): scores = W Dropout(C). RoBERTa (Liu et al. 2019, as
+released in fairseq's ``RobertaClassificationHead``): the pooling is part of the head:
+scores = W_o Dropout(tanh(W_d Dropout(h_<s>))).
+"""
+
+from torch import Tensor, nn
+
+
+def _init(module: nn.Linear, std: float) -> None:
+    nn.init.normal_(module.weight, std=std)
+    nn.init.zeros_(module.bias)
+
+
+class PooledClassifier(nn.Module):
+    """scores = W Dropout(C), C the encoder's pooler output (h_[CLS] when it has no pooler)."""
+
+    def __init__(self, config, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(config.hidden_size, num_labels)
+        _init(self.out, config.initializer_range)
+
+    def forward(self, encoded) -> Tensor:
+        pooled = encoded.pooler_output
+        if pooled is None:
+            pooled = encoded.last_hidden_state[:, 0]
+        return self.out(self.dropout(pooled))
+
+
+class FirstTokenClassifier(nn.Module):
+    """scores = W_o Dropout(tanh(W_d Dropout(h_0))), h_0 the first token's hidden state."""
+
+    def __init__(self, config, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, num_labels)
+        for linear in (self.dense, self.out):
+            _init(linear, config.initializer_range)
+
+    def forward(self, encoded) -> Tensor:
+        h = self.dropout(encoded.last_hidden_state[:, 0])
+        return self.out(self.dropout(self.dense(h).tanh()))

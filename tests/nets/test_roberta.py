@@ -1,0 +1,157 @@
+"""RoBERTa against transformers: random transformers checkpoints imported with ``from_hf`` give the
+same ``last_hidden_state`` (RobertaModel) and masked-LM logits (RobertaForMaskedLM) to 1e-5 in
+float32 on padded batches; our nets exported with ``to_hf`` load back into transformers equal; a
+fine-tuned RobertaForSequenceClassification keeps its head (dense, tanh, out_proj)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn.utils import vector_to_parameters
+
+from datamodules.collate import pad_collate
+from datamodules.tokenization import TextTokenizer, train_tokenizer
+from lit_models.archs import get_arch
+from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
+
+transformers = pytest.importorskip("transformers")
+
+TOLERANCE = 1e-5
+ROBERTA = get_arch("roberta")
+TEXT = [
+    "The quick brown fox jumped over the lazy dog.",
+    "Hello, world! It was a bright cold day in April, and the clocks were striking thirteen.",
+    "A cat sat on the mat and it was playing with a ball of wool.",
+    "Dogs jump. Cats sleep. Birds sing in the morning.",
+] * 20
+#: sizes no other test uses: odd head, layer and position counts, tanh GELU
+CONFIGS = [
+    dict(hidden_size=36, num_hidden_layers=3, num_attention_heads=3, intermediate_size=50,
+         hidden_act="gelu_new", max_position_embeddings=83),
+    dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+         hidden_act="gelu", max_position_embeddings=96, layer_norm_eps=1e-12),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    return train_tokenizer(ROBERTA.tokenizer, TEXT, vocab_size=300, lowercase=False)
+
+
+def batch(tokenizer: TextTokenizer, texts: list[str]) -> dict[str, torch.Tensor]:
+    """A dynamically padded batch, as the datamodules build it (lengths differ: padding)."""
+    encodings = tokenizer.backend.encode_batch(texts)
+    examples = [{"input_ids": e.ids} for e in encodings]
+    return pad_collate(examples, pad_id=tokenizer.special.pad)
+
+
+def randomize_(model: torch.nn.Module) -> torch.nn.Module:
+    """Every weight N(0, 0.3) (biases and LayerNorms too, unlike a fresh init)."""
+    torch.manual_seed(0)
+    n = sum(p.numel() for p in model.parameters())
+    vector_to_parameters(0.3 * torch.randn(n), model.parameters())
+    return model.eval()
+
+
+def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: Path,
+               **extra) -> torch.nn.Module:
+    """A random transformers RoBERTa saved with save_pretrained, beside our tokenizer files."""
+    values = dict(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
+                  type_vocab_size=1, layer_norm_eps=1e-5)
+    config = transformers.RobertaConfig(**{**values, **sizes, **extra})
+    model = randomize_(getattr(transformers, cls_name)(config))
+    model.save_pretrained(directory)
+    from datamodules.tokenization import save_tokenizer
+
+    save_tokenizer(tokenizer, directory, sizes["max_position_embeddings"] - 2)
+    return model
+
+
+def assert_close(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> None:
+    ours, theirs = ours[mask.bool()], theirs[mask.bool()]
+    assert ours.shape == theirs.shape
+    assert (ours - theirs).abs().max().item() <= TOLERANCE
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_from_hf_matches_roberta_model(sizes, tokenizer, tmp_path):
+    reference = checkpoint("RobertaModel", sizes, tokenizer, tmp_path)
+    net, loaded_tokenizer = from_hf(tmp_path)
+    assert isinstance(net, RobertaModel) and net.pooler is not None
+    assert loaded_tokenizer.special == tokenizer.special
+    inputs = batch(tokenizer, TEXT[:4])
+    assert (inputs["attention_mask"] == 0).any(), "the batch must be padded"
+    with torch.no_grad():
+        ours = net.eval()(**inputs)
+        theirs = reference(**inputs)
+    # every position, pads included: pads get position id pad as transformers numbers them
+    assert (ours.last_hidden_state - theirs.last_hidden_state).abs().max() <= TOLERANCE
+    assert (ours.pooler_output - theirs.pooler_output).abs().max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_from_hf_matches_roberta_for_masked_lm(sizes, tokenizer, tmp_path):
+    reference = checkpoint("RobertaForMaskedLM", sizes, tokenizer, tmp_path)
+    net, _ = from_hf(tmp_path, with_heads=True)
+    assert isinstance(net, RobertaForMaskedLM) and not hasattr(net, "nsp_head")
+    inputs = batch(tokenizer, TEXT[4:8])
+    with torch.no_grad():
+        hidden = net.eval()(**inputs).last_hidden_state
+        ours = net.mlm_head(hidden)
+        theirs = reference(**inputs).logits
+    assert_close(ours, theirs, inputs["attention_mask"])
+
+
+def test_position_ids_start_past_the_padding_index(tokenizer):
+    """fairseq's make_positions: the t-th non-pad token sits at pad + t, pads at pad."""
+    config = RobertaConfig(vocab_size=tokenizer.vocab_size, hidden_size=8, num_hidden_layers=1,
+                           num_attention_heads=2, intermediate_size=8, max_position_embeddings=12)
+    net = RobertaModel(config).eval()
+    pad = config.pad_token_id
+    ids = torch.tensor([[0, 7, 8, 2, pad, pad], [0, 9, 2, pad, pad, pad]])
+    seen = []
+    net.embeddings.position_embeddings.register_forward_hook(
+        lambda module, args, out: seen.append(args[0]))
+    net(ids)
+    assert seen[0].tolist() == [[2, 3, 4, 5, 1, 1], [2, 3, 4, 1, 1, 1]]
+    assert config.max_length == 10
+    with pytest.raises(ValueError, match="exceeds"):
+        net(torch.full((1, 11), 5))
+
+
+def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
+    config = RobertaConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
+                           **CONFIGS[0])
+    ours = randomize_(RobertaForMaskedLM(config))
+    to_hf(ours, tokenizer, tmp_path / "export")
+    theirs = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "export").eval()
+    assert type(theirs).__name__ == "RobertaForMaskedLM"
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
+    pair = hf_tokenizer("The cat sat.", "It was a dog!")["input_ids"]
+    assert pair == tokenizer.backend.encode("The cat sat.", "It was a dog!").ids
+    inputs = batch(tokenizer, TEXT[:3])
+    with torch.no_grad():
+        logits = ours.mlm_head(ours(**inputs).last_hidden_state)
+        assert_close(logits, theirs(**inputs).logits, inputs["attention_mask"])
+
+
+def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
+    """RobertaForSequenceClassification's head (dense, tanh, out_proj) is imported, applied and
+    exported as transformers does it."""
+    reference = checkpoint("RobertaForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
+                           num_labels=3)
+    encoder, _ = from_hf(tmp_path)
+    head = ROBERTA.classification_head(encoder.config, 3, dropout=0.1)
+    assert load_classification_head(head, tmp_path, ROBERTA)
+    inputs = batch(tokenizer, TEXT[:4])
+    with torch.no_grad():
+        ours = head.eval()(encoder.eval()(**inputs))
+        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
+    other = ROBERTA.classification_head(encoder.config, 2, dropout=0.1)
+    assert not load_classification_head(other, tmp_path, ROBERTA)  # another label count
+    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
+    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
+    with torch.no_grad():
+        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
+    assert again.config.id2label == {0: "a", 1: "b", 2: "c"}
