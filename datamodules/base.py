@@ -47,6 +47,11 @@ class PlmDataModule(L.LightningDataModule):
     def num_train_examples(self) -> int:
         return len(self._loaded_train_data())
 
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """What identifies each split's data (``datasets`` fingerprints), for the run record."""
+        return {}
+
     def _loader(self, data: Sequence, batch_size: int, **kwargs) -> DataLoader:
         return DataLoader(
             data,
@@ -59,10 +64,15 @@ class PlmDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled with a generator seeded by the run's seed, so batches are reproducible."""
+        data = self._loaded_train_data()
+        if len(data) == 0:
+            raise PlmbenchError(
+                f"task {self.task['name']} has no training examples left (split "
+                f"{self.task['splits']['train']}, max_train_samples="
+                f"{self.task.get('max_train_samples')}); raise task.max_train_samples"
+            )
         generator = torch.Generator().manual_seed(self.seed)
-        return self._loader(
-            self._loaded_train_data(), self.task["batch_size"], shuffle=True, generator=generator
-        )
+        return self._loader(data, self.task["batch_size"], shuffle=True, generator=generator)
 
     def val_dataloader(self) -> list[DataLoader]:
         """One loader per eval split, in the task's order (see ``eval_split_names``)."""

@@ -10,23 +10,40 @@ under a fingerprint of (tokenizer, task, split, max length, sample cap).
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
 
 import datasets
 from omegaconf import DictConfig
-from tokenizers import Tokenizer
 
 from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
-from datamodules.tokenization import SpecialTokens, tokenizer_fingerprint
+from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
 REQUIRED_KEYS = (
     "name", "dataset", "config", "text_fields", "label_field", "num_labels", "splits",
     "max_length", "batch_size",
 )
+
+
+def _load(task: dict, split: str, cap: int | None) -> datasets.Dataset:
+    """The raw rows of ``split`` (text fields and label), its first ``cap`` when capped."""
+    columns = [*task["text_fields"], task["label_field"]]
+    raw = load_split(task["dataset"], task["config"], split, columns, task.get("hub_id"))
+    return raw if cap is None else raw.select(range(min(cap, len(raw))))
+
+
+def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
+    """(what identifies it, the texts) of the capped training split, for a scratch vocabulary."""
+    task = _task_dict(task)
+    cap = task.get("max_train_samples")
+    split = task["splits"]["train"]
+    raw = _load(task, split, cap)
+    key = json.dumps([task["dataset"], task["config"], split, raw._fingerprint,
+                      task["text_fields"], cap])
+    return key, (text for field in task["text_fields"] for text in raw[field])
 
 
 def _task_dict(task: Mapping | DictConfig) -> dict:
@@ -52,19 +69,15 @@ class GlueDataModule(PlmDataModule):
     def __init__(
         self,
         task: Mapping | DictConfig,
-        tokenizer: Tokenizer,
+        tokenizer: TextTokenizer,
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        self.special = SpecialTokens.of(tokenizer)
-        collate = partial(pad_collate, pad_id=self.special.pad)
+        collate = partial(pad_collate, pad_id=tokenizer.special.pad)
         super().__init__(_task_dict(task), collate, num_workers, seed)
         self.tokenizer = tokenizer
-        # a copy, so the caller's tokenizer keeps its settings; pairs lose tokens from the longer
-        # side first (BERT's _truncate_seq_pair)
-        self.encoder = Tokenizer.from_str(tokenizer.to_str())
-        self.encoder.no_padding()
-        self.encoder.enable_truncation(self.task["max_length"], strategy="longest_first")
+        # pairs lose tokens from the longer side first (BERT's _truncate_seq_pair)
+        self.encoder = tokenizer.truncating(self.task["max_length"])
 
     @property
     def is_regression(self) -> bool:
@@ -82,10 +95,7 @@ class GlueDataModule(PlmDataModule):
     def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
         """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
         task = self.task
-        columns = [*task["text_fields"], task["label_field"]]
-        raw = load_split(task["dataset"], task["config"], split, columns, task.get("hub_id"))
-        if cap is not None:
-            raw = raw.select(range(min(cap, len(raw))))
+        raw = _load(task, split, cap)
         # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
                raw._fingerprint]

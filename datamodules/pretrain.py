@@ -16,21 +16,16 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import datasets
-import torch
 from omegaconf import DictConfig
-from tokenizers import Tokenizer
-from torch import Tensor
 
 from datamodules.base import PlmDataModule, task_config
 from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
-from datamodules.tokenization import CONTINUATION_PREFIX, SpecialTokens, tokenizer_fingerprint
-from lit_models.objectives.mlm import MaskingConfig, MLMCollator
-from lit_models.objectives.nsp import make_segment_pairs
+from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
 REQUIRED_KEYS = (
     "name", "dataset", "config", "text_field", "splits", "document_format", "max_length",
@@ -118,78 +113,83 @@ def _load_rows(task: dict, split: str, cap: int | None) -> datasets.Dataset:
     return raw.select(range(documents[-1][-1] + 1 if documents else 0))
 
 
-def corpus_texts(task: Mapping | DictConfig, split: str) -> Iterator[str]:
-    """The sentences of ``split``'s documents (capped as in the DataModule), e.g. to train a
-    WordPiece vocabulary for a model pretrained from scratch."""
+def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
+    """(what identifies it, the sentences) of the training split's capped documents, e.g. to
+    train the vocabulary of a model pretrained from scratch."""
     task = _task_config(task)
-    raw = _load_rows(task, split, _split_cap(task, split))
-    for document in _group_documents(_row_stream(raw, task), None):
-        yield from document
+    split = task["splits"]["train"]
+    cap = _split_cap(task, split)
+    raw = _load_rows(task, split, cap)
+    key = json.dumps([task["dataset"], task["config"], split, raw._fingerprint, task["text_field"],
+                      task["document_format"], cap])
+    documents = _group_documents(_row_stream(raw, task), None)
+    return key, (sentence for document in documents for sentence in document)
 
 
-def wordpiece_continuations(tokenizer: Tokenizer) -> Tensor:
-    """Bool tensor over the vocabulary: True for "##" pieces that continue the previous word."""
-    flags = torch.zeros(tokenizer.get_vocab_size(), dtype=torch.bool)
-    ids = [i for token, i in tokenizer.get_vocab().items() if token.startswith(CONTINUATION_PREFIX)]
-    flags[ids] = True
-    return flags
+#: documents -> sentences -> token ids (no special tokens), as the example builders take them
+Documents = list[list[list[int]]]
 
 
 class PretrainDataModule(PlmDataModule):
-    """MLM (+ NSP) batches from a document corpus: keys input_ids, attention_mask,
-    token_type_ids, labels (+ next_sentence_label when ``nsp``)."""
+    """Pretraining batches from a document corpus.
+
+    What an example is (NSP pairs, packed FULL-SENTENCES, ...) and how a batch is corrupted
+    (masking) belong to the objective: the run passes ``make_examples(documents, rng=rng)`` and the
+    objective's ``collate_fn`` in. Training data is ``copies`` passes of ``make_examples`` (static
+    masking duplicates the data, RoBERTa §4.1); with ``seeded`` every training example carries a
+    ``mask_seed`` so its corruption is fixed across epochs. Eval examples always carry one, so eval
+    losses compare across epochs and runs.
+    """
 
     def __init__(
         self,
         task: Mapping | DictConfig,
-        tokenizer: Tokenizer,
-        masking: MaskingConfig,
-        nsp: bool,
+        tokenizer: TextTokenizer,
+        make_examples: Callable[[Documents, random.Random], list[dict]],
+        collate_fn: Callable,
+        copies: int = 1,
+        seeded: bool = False,
         num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        self.masking, self.nsp = masking, nsp
-        self.special = SpecialTokens.of(tokenizer)
-        # a copy without padding or truncation: sentences are cut when pairs are built
-        self.encoder = Tokenizer.from_str(tokenizer.to_str())
-        self.encoder.no_padding()
-        self.encoder.no_truncation()
-        added_special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
-        self.collator = MLMCollator(
-            self.special,
-            tokenizer.get_vocab_size(),
-            masking,
-            added_special,
-            wordpiece_continuations(tokenizer) if masking.whole_word else None,
-            seed,
-        )
-        super().__init__(_task_config(task), self.collator, num_workers, seed)
-        # a corpus with one split holds out its last `eval_documents` documents for validation
+        super().__init__(_task_config(task), collate_fn, num_workers, seed)
+        self.make_examples, self.copies, self.seeded = make_examples, copies, seeded
+        # sentences are encoded without special tokens and cut when examples are built
+        self.encoder = tokenizer.backend
+        # a corpus with one split holds out its last `eval_documents` documents (split "heldout")
         self.held_out = self.task.get("eval_documents") or 0
-        if self.held_out:
-            self.eval_split_names.append(HELD_OUT)
+        if HELD_OUT in self.eval_split_names and not self.held_out:
+            raise PlmbenchError(
+                f"task {self.task['name']}: eval split {HELD_OUT!r} is carved from the training "
+                "split; set task.eval_documents to the number of documents to hold out"
+            )
         self.tokenized: dict[str, datasets.Dataset] = {}  # split -> rows of sentence token ids
 
     def setup(self, stage: str | None = None) -> None:
         if self.train_data is not None or self.eval_data:  # once for all stages
             return
         train_split = self.task["splits"].get("train")
+        held_out: Documents = []
         if train_split:
             rng = random.Random(f"{self.seed}:{train_split}")
             documents = self.documents(train_split)
             if self.held_out:
+                if len(documents) <= self.held_out:
+                    raise PlmbenchError(
+                        f"task {self.task['name']}: {len(documents)} training documents "
+                        f"(max_train_samples={self.task.get('max_train_samples')}) leave none "
+                        f"to train on after holding out eval_documents={self.held_out}; raise "
+                        "task.max_train_samples or lower task.eval_documents"
+                    )
                 documents, held_out = documents[: -self.held_out], documents[-self.held_out :]
-            static = self.masking.static
-            copies = self.masking.dupe_factor if static else 1
-            # static: each copy is paired and masked anew (BERT's dupe_factor loop)
-            examples = [ex for _ in range(copies) for ex in self._examples(documents, rng)]
-            self.train_data = self._with_mask_seeds(examples, rng) if static else examples
+            examples = [example for _ in range(self.copies)
+                        for example in self.make_examples(documents, rng=rng)]
+            self.train_data = self._with_mask_seeds(examples, rng) if self.seeded else examples
         for split in self.eval_split_names:
             rng = random.Random(f"{self.seed}:{split}")
-            # eval masks are fixed, so eval losses compare across epochs and runs
             split_documents = held_out if split == HELD_OUT else self.documents(split)
-            examples = self._examples(split_documents, rng)
-            self.eval_data.append(self._with_mask_seeds(examples, rng))
+            self.eval_data.append(self._with_mask_seeds(
+                self.make_examples(split_documents, rng=rng), rng))
 
     @property
     def fingerprints(self) -> dict[str, str]:
@@ -241,12 +241,6 @@ class PretrainDataModule(PlmDataModule):
             sentences.append(ids[start : start + len(row)])
             start += len(row)
         return {"doc_start": [starts for starts, _ in rows], "sentences": sentences}
-
-    def _examples(self, documents: list[list[list[int]]], rng: random.Random) -> list[dict]:
-        return make_segment_pairs(
-            documents, self.task["max_length"], self.nsp, rng,
-            cls_id=self.special.cls, sep_id=self.special.sep,
-        )
 
     @staticmethod
     def _with_mask_seeds(examples: list[dict], rng: random.Random) -> list[dict]:

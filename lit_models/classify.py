@@ -1,15 +1,28 @@
 """Sequence classification and regression fine-tuning (Devlin et al. 2019, §4.1).
 
-A linear layer over the pooled [CLS] representation C in R^H gives label scores W C, trained with
-cross-entropy (classification) or mean squared error (STS-B's 0..5 score, num_labels = 1).
+The architecture's classification head (``lit_models/nets/heads.py``) maps the encoder's output
+to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
+score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
+module, GLUE-format prediction files for tasks without a training split, and the export of the
+fine-tuned model with ``save_model``.
 """
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
+import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from datamodules import glue
+from datamodules.errors import PlmbenchError
+from datamodules.predictions import write_predictions
+from datamodules.tokenization import TextTokenizer
+from lit_models.archs import arch_of_net
+from lit_models.build import EXPORT_DIR, checkpoint_dir
+from lit_models.family import TaskFamily, check_max_length
+from lit_models.hf import load_classification_head, to_hf
 from lit_models.metrics import build_metrics
 from lit_models.module import PlmModule
 
@@ -18,26 +31,16 @@ class LitClassifier(PlmModule):
     def __init__(
         self,
         encoder: nn.Module,
+        head: nn.Module,
         num_labels: int,
         metrics: Sequence[str],
         eval_splits: Sequence[str],
         optim: Mapping,
-        classifier_dropout: float = 0.1,
-        classifier_state: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
-        config = encoder.config
-        super().__init__(optim, config.num_hidden_layers)
+        super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
+        self.head = head
         self.num_labels = num_labels
-        self.dropout = nn.Dropout(classifier_dropout)
-        self.classifier = nn.Linear(config.hidden_size, num_labels)
-        nn.init.normal_(self.classifier.weight, std=config.initializer_range)
-        nn.init.zeros_(self.classifier.bias)
-        # a fine-tuned head of a checkpoint is kept when it has this task's label count
-        shape = self.classifier.weight.shape
-        self.fine_tuned_head = bool(classifier_state) and classifier_state["weight"].shape == shape
-        if self.fine_tuned_head:
-            self.classifier.load_state_dict(classifier_state)
         self.eval_splits = list(eval_splits)
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 
@@ -47,8 +50,7 @@ class LitClassifier(PlmModule):
             attention_mask=batch["attention_mask"],
             token_type_ids=batch.get("token_type_ids"),
         )
-        pooled = out.pooler_output if out.pooler_output is not None else out.last_hidden_state[:, 0]
-        logits = self.classifier(self.dropout(pooled))
+        logits = self.head(out)
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
     def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -78,3 +80,52 @@ class LitClassifier(PlmModule):
     def predict_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
         scores = self(batch)
         return scores if self.num_labels == 1 else scores.argmax(-1)
+
+
+def no_training_split(task) -> PlmbenchError:
+    return PlmbenchError(
+        f"task {task['name']} has no training split, so init_from must be a classifier "
+        f"fine-tuned with {task['num_labels']} labels (for GLUE AX: an MNLI run saved "
+        "with save_model=true, as init_from=ckpt:<run dir>)"
+    )
+
+
+class Classification(TaskFamily):
+    """GLUE-style sentence (pair) classification and regression."""
+
+    def vocabulary_corpus(self, task):
+        if not task["splits"].get("train"):
+            raise no_training_split(task)
+        return glue.vocabulary_corpus(task)
+
+    def build(self, cfg, net, tokenizer):
+        task = cfg["task"]
+        check_max_length(task, net)
+        dm = glue.GlueDataModule(task, tokenizer, num_workers=cfg["num_workers"], seed=cfg["seed"])
+        arch = arch_of_net(net)
+        head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
+        fine_tuned = cfg["init_from"] != "scratch" and load_classification_head(
+            head, checkpoint_dir(cfg["init_from"]), arch)
+        if not task["splits"].get("train") and not fine_tuned:
+            raise no_training_split(task)
+        module = LitClassifier(net, head, task["num_labels"], task["metrics"],
+                               dm.eval_split_names, cfg["optim"])
+        return module, dm
+
+    def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
+        """GLUE-format prediction files of every eval split."""
+        dm.setup("predict")
+        loaders = dm.val_dataloader()
+        outputs = trainer.predict(module, dataloaders=loaders)
+        per_split = outputs if len(loaders) > 1 else [outputs]
+        label_names = cfg["task"]["label_names"]
+        return {
+            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
+                       .relative_to(run_dir))
+            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
+        }
+
+    def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:
+        if cfg["save_model"]:
+            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.head,
+                  list(cfg["task"]["label_names"]))

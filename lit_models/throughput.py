@@ -64,11 +64,14 @@ class Throughput(L.Callback):
         if self.seconds == 0:
             return {}
         out = {
+            "train_tokens": self.tokens,
+            "train_samples": self.samples,
             "train_tokens_per_s": self.tokens / self.seconds,
             "train_samples_per_s": self.samples / self.seconds,
             "train_step_seconds": self.seconds,
         }
         if self.flops:
+            out["train_flops"] = self.flops
             out["train_flops_per_s"] = self.flops / self.seconds
             if self.peak_flops:
                 out["mfu"] = out["train_flops_per_s"] / self.peak_flops

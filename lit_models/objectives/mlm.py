@@ -13,24 +13,16 @@ The corruption runs in the DataLoader's collate (``MLMCollator``); ``masked_lm_l
 vocabulary logits only at the masked positions (Design contract 2).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
-from datamodules.collate import pad_collate
+from datamodules.collate import IGNORE_INDEX, pad_collate
 from datamodules.errors import PlmbenchError
-
-if TYPE_CHECKING:
-    from datamodules.tokenization import SpecialTokens
-
-#: label of positions that are not predicted (F.cross_entropy's default ignore_index).
-IGNORE_INDEX = -100
+from datamodules.tokenization import TextTokenizer
 
 
 @dataclass
@@ -38,7 +30,7 @@ class MaskingConfig:
     mlm_probability: float = 0.15  # share of non-special tokens selected per sequence
     mask_token_rate: float = 0.8  # of selected: -> [MASK]
     random_token_rate: float = 0.1  # of selected: -> random token; the rest unchanged
-    whole_word: bool = False  # select whole words (WordPiece "##" continuations follow their head)
+    whole_word: bool = False  # select whole words (every piece of a word with its first piece)
     static: bool = False  # fixed mask per example copy (RoBERTa's static baseline)
     dupe_factor: int = 10  # copies of the data for static masking, each masked differently
 
@@ -144,31 +136,22 @@ class MLMCollator:
     masked statically (PretrainDataModule gives eval examples one, for a fixed eval mask).
     """
 
-    def __init__(
-        self,
-        special: SpecialTokens,
-        vocab_size: int,
-        cfg: MaskingConfig,
-        special_ids: set[int],
-        continuation_ids: Tensor | None = None,
-        seed: int = 0,
-    ) -> None:
-        if cfg.whole_word and continuation_ids is None:
+    def __init__(self, tokenizer: TextTokenizer, cfg: MaskingConfig, seed: int = 0) -> None:
+        special = tokenizer.special
+        if special.mask is None:
             raise PlmbenchError(
-                "whole_word masking needs continuation_ids (a bool tensor over the vocabulary, "
-                "True for WordPiece '##' pieces); pass them to MLMCollator"
+                "masked LM needs a mask token, and this tokenizer's config names none "
+                "(mask_token in tokenizer_config.json); use a checkpoint with one"
             )
-        ids = {special.pad, special.unk, special.cls, special.sep, special.mask} | set(special_ids)
-        if max(ids) >= vocab_size or min(ids) < 0:
-            raise PlmbenchError(
-                f"special ids {sorted(ids)} fall outside the vocabulary of size {vocab_size}; "
-                "pass the tokenizer's vocab size"
-            )
+        added = tokenizer.backend.get_added_tokens_decoder().items()
+        ids = special.ids | {i for i, token in added if token.special}
+        vocab_size = tokenizer.vocab_size
         self.special = torch.zeros(vocab_size, dtype=torch.bool)
         self.special[sorted(ids)] = True
         self.pad_id, self.mask_id, self.vocab_size = special.pad, special.mask, vocab_size
         self.cfg = cfg
-        self.continuation_ids = continuation_ids if cfg.whole_word else None
+        # a token begins a word if its vocabulary entry does, or if it follows a special token
+        self.word_start_ids = tokenizer.word_start_mask() if cfg.whole_word else None
         self.seed = seed
         self._generator: torch.Generator | None = None
         self._generator_owner: int | None = None  # worker seed of the process that made it
@@ -186,8 +169,10 @@ class MLMCollator:
 
     def _mask(self, input_ids: Tensor, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         word_starts = None
-        if self.continuation_ids is not None:
-            word_starts = ~self.continuation_ids[input_ids]
+        if self.word_start_ids is not None:
+            after_special = torch.ones_like(input_ids, dtype=torch.bool)
+            after_special[:, 1:] = self.special[input_ids[:, :-1]]
+            word_starts = self.word_start_ids[input_ids] | after_special
         return mask_tokens(
             input_ids, self.special, self.cfg, self.vocab_size, self.mask_id, generator,
             word_starts,

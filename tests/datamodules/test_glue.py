@@ -42,16 +42,16 @@ def raw_rows(config: str, split: str, n: int) -> list[dict]:
 
 def test_rte_pairs_padding_and_labels(mirror, tokenizer) -> None:
     torch.manual_seed(0)
-    before = tokenizer.to_str()
+    before = tokenizer.backend.to_str()
     dm = GlueDataModule(OmegaConf.create(glue_task("rte")), tokenizer, seed=0)
     dm.setup("fit")
-    assert tokenizer.to_str() == before  # truncation went on a copy
+    assert tokenizer.backend.to_str() == before  # truncation went on a copy
     assert dm.num_train_examples == 48 and dm.eval_split_names == ["validation"]
 
     # first N rows, in file order, tokenized exactly as the tokenizer encodes the pair
     rows = raw_rows("rte", "train", 48)
     for example, row in zip(dm.train_data, rows, strict=True):
-        expected = tokenizer.encode(row["sentence1"], row["sentence2"])
+        expected = tokenizer.backend.encode(row["sentence1"], row["sentence2"])
         if len(expected.ids) > 128:  # truncation itself is checked below
             assert len(example["input_ids"]) == 128
             continue
@@ -96,8 +96,8 @@ def test_longest_first_truncation(mirror, tokenizer) -> None:
     dm.setup()
     truncated = 0
     for example, row in zip(dm.train_data, raw_rows("rte", "train", 100), strict=True):
-        a = tokenizer.encode(row["sentence1"], add_special_tokens=False).ids
-        b = tokenizer.encode(row["sentence2"], add_special_tokens=False).ids
+        a = tokenizer.backend.encode(row["sentence1"], add_special_tokens=False).ids
+        b = tokenizer.backend.encode(row["sentence2"], add_special_tokens=False).ids
         ids, types = example["input_ids"], example["token_type_ids"]
         kept_a, kept_b = types.count(0) - 2, types.count(1) - 1
         assert len(ids) == min(24, len(a) + len(b) + 3)
@@ -124,10 +124,11 @@ def test_stsb_regression_labels(mirror, tokenizer) -> None:
 
 def test_sst2_single_sentence_with_a_padding_tokenizer(mirror, minilm_path) -> None:
     padding = Tokenizer.from_file(str(minilm_path / "tokenizer.json"))  # pads everything to 128
-    dm = GlueDataModule(glue_task("sst2", max_train_samples=16), padding)
+    assert padding.padding is not None
+    tokenizer = load_tokenizer(minilm_path)
+    dm = GlueDataModule(glue_task("sst2", max_train_samples=16), tokenizer)
     dm.setup()
-    assert padding.padding is not None  # the caller's tokenizer is left as it was
-    assert max(len(ids) for ids in dm.train_data["input_ids"]) < 128  # but examples are unpadded
+    assert max(len(ids) for ids in dm.train_data["input_ids"]) < 128  # examples are unpadded
     batch = next(iter(dm.train_dataloader()))
     assert (batch["token_type_ids"] == 0).all()
     lengths = batch["attention_mask"].sum(1).tolist()

@@ -12,10 +12,11 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
-from datamodules.pretrain import PretrainDataModule, corpus_texts, wordpiece_continuations
+from datamodules.pretrain import vocabulary_corpus
 from datamodules.sources import mirror_path
-from datamodules.tokenization import load_tokenizer, train_wordpiece
+from datamodules.tokenization import BERT, load_tokenizer, train_tokenizer
 from lit_models.objectives.mlm import IGNORE_INDEX, MaskingConfig
+from lit_models.pretrain import pretraining_datamodule as PretrainDataModule
 
 WIKITEXT = dict(
     name="wikitext-2", dataset="wikitext", config="wikitext-2-v1", hub_id="Salesforce/wikitext",
@@ -61,7 +62,7 @@ def test_wikitext_documents_are_articles_split_into_sentences(mirror, tokenizer)
     first_paragraph = next(line for line in lines[2:] if line.strip())
     first_sentence = first_paragraph.split(" . ")[0] + " ."
     assert first_sentence.startswith(" Homarus gammarus , known as the European lobster")
-    expected = tokenizer.encode(first_sentence.strip(), add_special_tokens=False).ids
+    expected = tokenizer.backend.encode(first_sentence.strip(), add_special_tokens=False).ids
     assert documents[0][0] == expected
     capped = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
     assert capped.documents("validation") == documents[:8]
@@ -98,7 +99,7 @@ def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
     val = dm.val_dataloader()[0]
     assert epoch_rows(val) == epoch_rows(val)
     examples = dm.train_data[:8]
-    assert not torch.equal(dm.collator(examples)["labels"], dm.collator(examples)["labels"])
+    assert not torch.equal(dm.collate_fn(examples)["labels"], dm.collate_fn(examples)["labels"])
 
 
 def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> None:
@@ -125,9 +126,9 @@ def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None
     dm.setup("fit")
     assert len(dm.tokenized["train"]) == 30 and len(dm.documents("train")) == 30
     assert dm.val_dataloader() == []
-    continuation = wordpiece_continuations(tokenizer)
-    assert continuation[tokenizer.token_to_id("##s")]
-    assert not continuation[tokenizer.token_to_id("s")]
+    continuation = ~tokenizer.word_start_mask()
+    assert continuation[tokenizer.backend.token_to_id("##s")]
+    assert not continuation[tokenizer.backend.token_to_id("s")]
     pieces_selected = 0
     for batch in dm.train_dataloader():
         assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
@@ -145,14 +146,15 @@ def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None
 def test_single_split_corpus_holds_out_its_last_documents(mirror, tokenizer) -> None:
     """task.eval_documents: the last N documents become the "heldout" eval split, disjoint from
     the training examples (a single-split corpus still gets a validation MLM loss)."""
-    task = {**WIKIPEDIA, "max_train_samples": 12, "eval_documents": 3}
+    task = {**WIKIPEDIA, "max_train_samples": 12, "eval_documents": 3,
+            "splits": {"train": "train", "eval": ["heldout"]}}
     dm = PretrainDataModule(task, tokenizer, MaskingConfig(), nsp=False)
     assert dm.eval_split_names == ["heldout"]
     dm.setup("fit")
     documents = dm.documents("train")
     assert len(documents) == 12
 
-    special = {dm.special.cls, dm.special.sep}  # packing separates documents with [SEP]
+    special = {tokenizer.special.cls, tokenizer.special.sep}  # documents are [SEP]-separated
 
     def tokens(examples) -> set[int]:
         return {t for ex in examples for t in ex["input_ids"]} - special
@@ -182,16 +184,36 @@ def test_tokenized_sentences_are_cached_by_fingerprint(mirror, tokenizer) -> Non
     assert other_cap.tokenized["validation"].cache_files != cache
 
 
-def test_corpus_texts_train_a_scratch_vocabulary(mirror) -> None:
-    texts = list(corpus_texts(WIKITEXT, "validation"))
+def test_vocabulary_corpus_trains_a_scratch_vocabulary(mirror) -> None:
+    task = {**WIKITEXT, "splits": {"train": "validation", "eval": []}}
+    key, texts = vocabulary_corpus(task)
+    texts = list(texts)
     assert texts[0].startswith("Homarus gammarus , known as the European lobster")
     assert all(isinstance(t, str) and t and not t.startswith(" = ") for t in texts)
-    scratch = train_wordpiece(texts, vocab_size=2000)
-    assert wordpiece_continuations(scratch).any()
+    # the capped documents only (max_train_samples=8), and the key says which
+    assert len(texts) == sum(len(d) for d in PretrainDataModule(
+        WIKITEXT, load_tokenizer_of(texts), MaskingConfig(), nsp=False).documents("validation"))
+    assert vocabulary_corpus({**task, "max_train_samples": 5})[0] != key
+    scratch = train_tokenizer(BERT, texts, vocab_size=2000, lowercase=True)
+    assert (~scratch.word_start_mask()).any()
     dm = PretrainDataModule(WIKITEXT, scratch, MaskingConfig(whole_word=True), nsp=True)
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
-    assert int(batch["input_ids"].max()) < scratch.get_vocab_size()
+    assert int(batch["input_ids"].max()) < scratch.vocab_size
+
+
+def load_tokenizer_of(texts: list[str]):
+    return train_tokenizer(BERT, texts, vocab_size=500, lowercase=True)
+
+
+def test_too_few_documents_for_the_held_out_split_is_one_line(mirror, tokenizer) -> None:
+    task = {**WIKIPEDIA, "max_train_samples": 4, "eval_documents": 4,
+            "splits": {"train": "train", "eval": ["heldout"]}}
+    dm = PretrainDataModule(task, tokenizer, MaskingConfig(), nsp=False)
+    with pytest.raises(PlmbenchError, match="eval_documents=4; raise task.max_train_samples"):
+        dm.setup("fit")
+    with pytest.raises(PlmbenchError, match="set task.eval_documents"):
+        PretrainDataModule({**task, "eval_documents": 0}, tokenizer, MaskingConfig(), nsp=False)
 
 
 def test_bad_tasks_raise_one_line_errors(mirror, tokenizer) -> None:

@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader
 from lit_models.classify import LitClassifier
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from lit_models.nets.heads import PooledClassifier
 from lit_models.objectives.mlm import IGNORE_INDEX, MaskingConfig, mask_tokens
 from lit_models.pretrain import LitPretrain
 
@@ -66,8 +67,9 @@ def classifier(num_labels: int = 2, metrics=("accuracy", "f1"), splits=("validat
                dropout: float = 0.1, lr: float = OPTIM["lr"]):
     torch.manual_seed(0)
     config = BertConfig(**CONFIG, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    return LitClassifier(BertModel(config), num_labels, list(metrics), list(splits),
-                         dict(OPTIM, lr=lr), classifier_dropout=dropout)
+    head = PooledClassifier(config, num_labels, dropout)
+    return LitClassifier(BertModel(config), head, num_labels, list(metrics), list(splits),
+                         dict(OPTIM, lr=lr))
 
 
 def separable(n: int, seed: int) -> list[dict]:

@@ -12,6 +12,7 @@ from torch import nn
 from datamodules.errors import PlmbenchError
 from lit_models.classify import LitClassifier
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from lit_models.nets.heads import PooledClassifier
 from lit_models.optim import configure_adamw, lr_multiplier, param_groups
 
 LR = 1e-3
@@ -48,8 +49,9 @@ def pretraining_net() -> BertForPreTraining:
 
 def classifier() -> LitClassifier:
     torch.manual_seed(0)
-    return LitClassifier(BertModel(BertConfig(**TINY)), 3, ["accuracy"], ["validation"],
-                         optim_cfg())
+    config = BertConfig(**TINY)
+    return LitClassifier(BertModel(config), PooledClassifier(config, 3, 0.1), 3, ["accuracy"],
+                         ["validation"], optim_cfg())
 
 
 def no_decay_params(module: nn.Module) -> set[int]:
@@ -135,7 +137,7 @@ def test_layerwise_lr_decay_on_lit_classifier():
     expected = expected_lrs(encoder.embeddings, encoder.encoder.layers, module)
     for name, param in module.named_parameters():
         assert assignment[id(param)]["lr"] == pytest.approx(expected[id(param)], rel=1e-12), name
-    assert assignment[id(module.classifier.weight)]["lr"] == pytest.approx(LR)
+    assert assignment[id(module.head.out.weight)]["lr"] == pytest.approx(LR)
 
 
 def test_no_layerwise_decay_gives_everyone_the_base_lr():

@@ -8,7 +8,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import SpecialTokens
+from datamodules.tokenization import BERT, SpecialTokens, TextTokenizer, load_tokenizer
 from lit_models.objectives.mlm import (
     IGNORE_INDEX,
     MaskingConfig,
@@ -109,8 +109,24 @@ def test_whole_word_masking_selects_every_piece_of_a_word() -> None:
     assert not torch.equal(token_selected[:, 1:][pieces], token_selected[:, :-1][pieces])
 
 
-def collator(cfg: MaskingConfig, seed: int = 0) -> MLMCollator:
-    return MLMCollator(IDS, 100, cfg, special_ids=set(), seed=seed)
+@pytest.fixture(scope="module")
+def toy_tokenizer(tmp_path_factory) -> TextTokenizer:
+    """BERT's five specials at ids 0..4 (as IDS), then 95 words: a vocabulary of 100."""
+    directory = tmp_path_factory.mktemp("vocab")
+    words = [f"w{i}" for i in range(N_SPECIAL, 100)]
+    (directory / "vocab.txt").write_text("".join(f"{t}\n" for _, t in BERT.tokens)
+                                         + "".join(f"{w}\n" for w in words))
+    tokenizer = load_tokenizer(directory)
+    assert tokenizer.special == IDS and tokenizer.vocab_size == 100
+    return tokenizer
+
+
+@pytest.fixture
+def collator(toy_tokenizer):
+    def make(cfg: MaskingConfig, seed: int = 0) -> MLMCollator:
+        return MLMCollator(toy_tokenizer, cfg, seed=seed)
+
+    return make
 
 
 def examples(n: int, seeds: bool = False) -> list[dict]:
@@ -123,7 +139,7 @@ def examples(n: int, seeds: bool = False) -> list[dict]:
     return out
 
 
-def test_collator_dynamic_masks_differ_between_calls() -> None:
+def test_collator_dynamic_masks_differ_between_calls(collator) -> None:
     torch.manual_seed(0)
     batch_examples = examples(8)
     masker = collator(MaskingConfig())
@@ -138,7 +154,7 @@ def test_collator_dynamic_masks_differ_between_calls() -> None:
     assert torch.equal(collator(MaskingConfig())(batch_examples)["labels"], first["labels"])
 
 
-def test_collator_static_mask_depends_only_on_mask_seed() -> None:
+def test_collator_static_mask_depends_only_on_mask_seed(collator) -> None:
     torch.manual_seed(0)
     a, b, c = examples(3, seeds=True)
     masker = collator(MaskingConfig(static=True))
@@ -153,7 +169,7 @@ def test_collator_static_mask_depends_only_on_mask_seed() -> None:
         masker([{k: v for k, v in b.items() if k != "mask_seed"}])
 
 
-def test_dataloader_workers_draw_different_masks() -> None:
+def test_dataloader_workers_draw_different_masks(collator) -> None:
     torch.manual_seed(0)
     same = examples(1) * 16  # identical examples: any difference comes from the generators
     loader = DataLoader(same, batch_size=8, num_workers=2, collate_fn=collator(MaskingConfig()),
@@ -193,11 +209,17 @@ def test_masked_lm_loss_is_cross_entropy_at_masked_positions_only() -> None:
     assert nothing.item() == 0.0 and nothing.requires_grad
 
 
+class NoMask:
+    """A tokenizer whose config names no mask token."""
+
+    special = SpecialTokens(pad=0, unk=1, cls=2, sep=3, mask=None)
+
+
 def test_bad_settings_raise_one_line_errors() -> None:
     with pytest.raises(PlmbenchError, match="random_token_rate"):
         MaskingConfig(mask_token_rate=0.9, random_token_rate=0.2)
-    with pytest.raises(PlmbenchError, match="continuation_ids"):
-        collator(MaskingConfig(whole_word=True))
+    with pytest.raises(PlmbenchError, match="mask_token"):
+        MLMCollator(NoMask(), MaskingConfig())
     with pytest.raises(PlmbenchError, match="vocabulary"):
         mask_tokens(torch.zeros(1, 3, dtype=torch.long), torch.zeros(7, dtype=torch.bool),
                     MaskingConfig(), 8, IDS.mask)

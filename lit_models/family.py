@@ -1,0 +1,49 @@
+"""Task families: what a task YAML's ``family`` names (``_target_``, built by Hydra's
+``instantiate``) and ``bench/run.py`` calls without knowing which family it is.
+
+A family is a DataModule + a LightningModule + what it writes besides metrics: it trains the
+scratch vocabulary on its own training text, builds both modules from the composed config, the
+net and its tokenizer, and after the run writes its predictions and exports.
+"""
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import lightning as L
+from torch import nn
+
+from datamodules.base import PlmDataModule
+from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer
+
+
+class TaskFamily:
+    #: whether the net is built with its pretraining heads
+    with_heads: bool = False
+
+    def vocabulary_corpus(self, task: Mapping) -> tuple[str, Iterable[str]]:
+        """(a key identifying the text, the text) a scratch vocabulary is trained on."""
+        raise NotImplementedError
+
+    def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer
+              ) -> tuple[L.LightningModule, PlmDataModule]:
+        raise NotImplementedError
+
+    def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
+                run_dir: Path, cfg: Mapping) -> dict[str, str]:
+        """Predictions of every eval split of a task without a training split; split -> file
+        relative to ``run_dir``."""
+        raise PlmbenchError(f"task {cfg['task']['name']} has no training split; give it one")
+
+    def export(self, module: L.LightningModule, tokenizer: TextTokenizer, run_dir: Path,
+               cfg: Mapping) -> None:
+        """Write what the run leaves besides its record (a trained model, ...)."""
+
+
+def check_max_length(task: Mapping, net: nn.Module) -> None:
+    """A task may not cut inputs longer than the net's position embeddings cover."""
+    if task["max_length"] > net.config.max_length:
+        raise PlmbenchError(
+            f"task.max_length={task['max_length']} exceeds the {net.config.max_length} positions "
+            f"of the model; set task.max_length<={net.config.max_length}"
+        )
