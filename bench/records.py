@@ -31,7 +31,15 @@ RECORD_NAME = "record.json"
 VOLATILE_KEYS = frozenset({
     "seed", "results_dir", "run_name", "label", "logger", "hydra", "skip_completed",
     "num_workers", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
+    "task.columns",  # how the leaderboard shows the task, not what the run computes
 })
+#: overrides a run's directory names already (task, label, seed), or that pick a named bundle:
+#: a model preset's name is the default label, an experiment sets its own results_dir
+PATH_KEYS = frozenset({"task", "model", "label", "seed", "experiment"})
+#: what a variant directory name may not hold (Hydra's override grammar, unquoted values)
+UNSAFE = re.compile(r"[^\w.:@%+\-]")
+#: the longest variant directory name; a longer one is cut and ends in a hash of the whole
+MAX_VARIANT = 96
 # An absolute path, optionally behind a scheme such as "hf:" or "ckpt:" (init_from values).
 _ABSOLUTE_PATH = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*:)?/")
 
@@ -175,7 +183,26 @@ def iter_records(results_dir: str | Path) -> Iterator[dict]:
             yield record
 
 
-def is_complete(run_dir: str | Path) -> bool:
-    """True when ``run_dir`` holds a readable record with status "ok" (sweeps skip it)."""
-    record = read_record(Path(run_dir) / RECORD_NAME)
-    return record is not None and record.get("status") == "ok"
+def run_variant(overrides: Sequence[str]) -> str:
+    """The run directory's variant name: the command-line overrides that change the result and
+    that the path does not name already, sorted, as ``key:value`` joined by "+" ("" for none),
+    e.g. ``optim.lr:3e-4+trainer.max_steps:100``. Characters a Hydra override value cannot hold
+    unquoted ("/", "=", ",", brackets ...) become "_", so a run directory can be passed back as
+    ``init_from=ckpt:<run dir>``; a name over ``MAX_VARIANT`` characters is cut and ends in a
+    hash of the whole, so it stays unique."""
+    kept = []
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key in PATH_KEYS or key.startswith("hydra.") or _is_volatile(key):
+            continue
+        kept.append(UNSAFE.sub("_", f"{key}:{value}"))
+    name = "+".join(sorted(kept))
+    if len(name) > MAX_VARIANT:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_VARIANT - 9]}~{digest}"
+    return name
+
+
+def _is_volatile(key: str) -> bool:
+    parts = key.split(".")
+    return any(".".join(parts[: i + 1]) in VOLATILE_KEYS for i in range(len(parts)))

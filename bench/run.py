@@ -5,33 +5,35 @@ Lightning Trainer fits and validates, and the run's ``record.json`` is written a
 a run whose record already says ok is skipped (``skip_completed``), so a re-run sweep resumes.
 """
 
+import contextlib
 import importlib
 import logging
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 import hydra
 import lightning as L
-import torch
+from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
-from bench.predictions import write_predictions
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
-    is_complete,
+    read_record,
+    run_variant,
     software_versions,
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from datamodules.sources import load_split
-from lit_models.build import EXPORT_DIR, build_net, checkpoint_dir
-from lit_models.hf import to_hf
+from lit_models.archs import arch_of_net
+from lit_models.build import build_net
+from lit_models.family import TaskFamily
 from lit_models.throughput import Throughput
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -55,18 +57,6 @@ def checkpoint_package(name: str) -> str:
 OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
 
 
-def training_texts(task: DictConfig) -> Iterator[str]:
-    """The raw text of the task's training split, for training a scratch model's vocabulary."""
-    if task.family == "pretrain":
-        from datamodules.pretrain import corpus_texts
-
-        yield from corpus_texts(task, task.splits.train)
-        return
-    rows = load_split(task.dataset, task.config, task.splits.train, task.text_fields, task.hub_id)
-    for field in task.text_fields:
-        yield from rows[field]
-
-
 def make_logger(cfg: DictConfig, run_dir: Path):
     from lightning.pytorch import loggers
 
@@ -79,74 +69,29 @@ def make_logger(cfg: DictConfig, run_dir: Path):
     raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
 
 
-def needs_fine_tuned_classifier(task: DictConfig) -> PlmbenchError:
-    return PlmbenchError(
-        f"task {task.name} has no training split, so init_from must be a classifier fine-tuned "
-        f"with {task.num_labels} labels (for GLUE AX: an MNLI run saved with save_model=true, "
-        "as init_from=ckpt:<run dir>)"
-    )
-
-
-def build(cfg: DictConfig):
-    """(LightningModule, DataModule, tokenizer) for the composed config."""
-    task = cfg.task
-    pretraining = task.family == "pretrain"
-    if task.family not in ("pretrain", "classification"):
-        raise PlmbenchError(f"task family {task.family!r} has no runner yet")
-    if task.splits.train is None and cfg.init_from == "scratch":
-        raise needs_fine_tuned_classifier(task)
-    net, tokenizer = build_net(cfg.model, cfg.init_from, pretraining, lambda: training_texts(task))
-    eval_splits = list(task.splits.eval)
-    if pretraining:
-        from datamodules.pretrain import PretrainDataModule
-        from lit_models.objectives.mlm import MaskingConfig
-        from lit_models.pretrain import LitPretrain
-
-        objective = cfg.objective
-        masking = MaskingConfig(
-            mlm_probability=objective.mlm_probability,
-            mask_token_rate=objective.mask_token_rate,
-            random_token_rate=objective.random_token_rate,
-            whole_word=objective.whole_word,
-            static=objective.static,
-            dupe_factor=objective.dupe_factor,
-        )
-        dm = PretrainDataModule(task, tokenizer, masking, nsp=objective.nsp,
-                                num_workers=cfg.num_workers, seed=cfg.seed)
-        module = LitPretrain(net, objective.nsp, cfg.optim, eval_splits)
-    else:
-        from datamodules.glue import GlueDataModule
-        from lit_models.classify import LitClassifier
-        from lit_models.hf import read_classifier
-
-        dm = GlueDataModule(task, tokenizer, num_workers=cfg.num_workers, seed=cfg.seed)
-        fine_tuned = cfg.init_from != "scratch"
-        head = read_classifier(checkpoint_dir(cfg.init_from)) if fine_tuned else None
-        module = LitClassifier(net, task.num_labels, task.metrics, eval_splits, cfg.optim,
-                               task.classifier_dropout, head)
-        if task.splits.train is None and not module.fine_tuned_head:
-            raise needs_fine_tuned_classifier(task)
-    return module, dm, tokenizer
-
-
-def predict(trainer: L.Trainer, module, dm, run_dir: Path, label_names) -> dict[str, str]:
-    """GLUE-format prediction files of every eval split; split -> path relative to the run."""
-    dm.setup("predict")
-    loaders = dm.val_dataloader()
-    outputs = trainer.predict(module, dataloaders=loaders)
-    per_split = outputs if len(loaders) > 1 else [outputs]
-    return {
-        split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
-                   .relative_to(run_dir))
-        for split, batches in zip(dm.eval_split_names, per_split, strict=True)
-    }
+def task_family(task: DictConfig) -> TaskFamily:
+    """The task's family, as its YAML names it (``family._target_``)."""
+    try:
+        family = hydra.utils.instantiate(task.family)
+    except Exception as err:
+        raise PlmbenchError(
+            f"task {task.name}: family {OmegaConf.to_container(task.family)} cannot be built "
+            f"({type(err).__name__}); name a TaskFamily class in family._target_"
+        ) from None
+    if not isinstance(family, TaskFamily):
+        raise PlmbenchError(f"task {task.name}: family._target_ must name a TaskFamily subclass")
+    return family
 
 
 def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
-    """Fit and validate at the end (or, without a training split, predict), export the net when
-    pretraining or asked to (save_model); what the record needs from the run."""
+    """Build the task family's modules, fit and validate at the end (or, without a training
+    split, predict), and write the family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    module, dm, tokenizer = build(cfg)
+    family = task_family(cfg.task)
+    net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
+                               lambda: family.vocabulary_corpus(cfg.task))
+    module, dm = family.build(cfg, net, tokenizer)
+    dm.setup("fit")  # bad data fails here, in one line, before the Trainer starts
     throughput = Throughput()
     trainer = L.Trainer(
         **OmegaConf.to_container(cfg.trainer),
@@ -157,17 +102,15 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
     )
     predictions = {}
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
-        predictions = predict(trainer, module, dm, run_dir, cfg.task.label_names)
+        predictions = family.predict(trainer, module, dm, run_dir, cfg)
     else:
         trainer.fit(module, datamodule=dm)
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
-    if cfg.task.family == "pretrain":
-        to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
-    elif cfg.save_model:
-        to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.classifier,
-              list(cfg.task.label_names))
+    if trainer.is_global_zero:
+        family.export(module, tokenizer, run_dir, cfg)
     return {
+        "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
         "predictions": predictions,
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
@@ -187,8 +130,13 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def execute(cfg: DictConfig, run_dir: Path) -> dict:
-    """Run and record; a failure still writes a complete record with status failed."""
+def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) -> dict:
+    """Run and record; a failure still writes a complete record with status failed.
+
+    The record's ``config`` holds the configuration that ran: its ``model`` section is the net
+    actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
+    while ``config_hash`` identifies the configuration as composed, before anything ran.
+    """
     config = OmegaConf.to_container(cfg, resolve=True)
     record = {
         "schema": SCHEMA_VERSION,
@@ -200,6 +148,7 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
         "board": cfg.task.board,
         "seed": cfg.seed,
         "init_from": cfg.init_from,
+        "overrides": list(overrides or []),
         "config": config,
         "config_hash": config_hash(config),
         "protocol_hash": config_hash(config, ignore_task=True),
@@ -213,7 +162,9 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
     }
     start = time.perf_counter()
     try:
-        record.update(train_and_evaluate(cfg, run_dir), status="ok", error=None)
+        outcome = train_and_evaluate(cfg, run_dir)
+        config["model"] = {**config["model"], **outcome.pop("net_config")}
+        record.update(outcome, status="ok", error=None)
     except Exception as err:
         record.update(status="failed", error=record_error(err))
         raise
@@ -224,14 +175,35 @@ def execute(cfg: DictConfig, run_dir: Path) -> dict:
     return record
 
 
+def normalize(cfg: DictConfig) -> None:
+    """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
+    (``task.splits.eval=validation`` means ``[validation]``, null means none)."""
+    splits = cfg.task.splits
+    if splits.get("eval") is None:
+        splits.eval = []
+    elif isinstance(splits.eval, str):
+        splits.eval = [splits.eval]
+
+
+def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:
+    """``<results_dir>/<task>/<label>[/<variant>]/seed<N>``: the variant names the overrides that
+    change the result and are not already in the path, so sweep points never share a directory."""
+    name = run_variant(overrides)
+    parts = [cfg.task.name, cfg.label, *([name] if name else []), f"seed{cfg.seed}"]
+    return Path(cfg.results_dir).joinpath(*parts)
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_dir = Path(cfg.results_dir) / cfg.run_name
-    if cfg.skip_completed and is_complete(run_dir):
-        log.info("skip %s: its record already says ok (skip_completed=false re-runs it)", run_dir)
-        return
+    normalize(cfg)
+    overrides = list(HydraConfig.get().overrides.task)
+    run_dir = run_dir_of(cfg, overrides)
     try:
-        record = execute(cfg, run_dir)
+        current = config_hash(OmegaConf.to_container(cfg, resolve=True))
+        if not claim(run_dir, current, cfg.skip_completed):
+            return
+        with run_log(run_dir):
+            record = execute(cfg, run_dir, overrides)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:
@@ -243,6 +215,43 @@ def main(cfg: DictConfig) -> None:
     metrics = record["metrics"].items()
     shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
     log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
+
+
+@contextlib.contextmanager
+def run_log(run_dir: Path) -> Iterator[None]:
+    """Everything logged while the run runs also goes to ``<run dir>/run.log``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(run_dir / "run.log")
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
+    logging.getLogger().addHandler(handler)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+def claim(run_dir: Path, current_hash: str, skip_completed: bool) -> bool:
+    """Whether to run into ``run_dir``: False to skip a finished run of the same configuration;
+    a finished run of another configuration there is never overwritten silently."""
+    previous = read_record(run_dir)
+    if previous is None:
+        return True
+    same = previous.get("config_hash") == current_hash
+    ok = previous.get("status") == "ok"
+    if same and ok and skip_completed:
+        log.info("skip %s: its record says ok for this configuration (skip_completed=false "
+                 "re-runs it)", run_dir)
+        return False
+    if not same and ok and skip_completed:
+        raise PlmbenchError(
+            f"{run_dir} holds a finished run of another configuration (config hash "
+            f"{previous.get('config_hash')}, now {current_hash}); set label=NAME to keep both, "
+            "or skip_completed=false to replace it"
+        )
+    log.warning("%s: replacing its %s record (config hash %s, now %s)", run_dir,
+                previous.get("status"), previous.get("config_hash"), current_hash)
+    return True
 
 
 if __name__ == "__main__":  # Lightning's DDP launcher re-runs this file for each extra rank

@@ -33,6 +33,19 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def plmbench_cache(tmp_path_factory) -> Path:
+    """Scratch vocabularies are cached under PLMBENCH_CACHE: one per test session, never ~."""
+    cache = tmp_path_factory.mktemp("plmbench_cache")
+    previous = os.environ.get("PLMBENCH_CACHE")
+    os.environ["PLMBENCH_CACHE"] = str(cache)
+    yield cache
+    if previous is None:
+        os.environ.pop("PLMBENCH_CACHE", None)
+    else:
+        os.environ["PLMBENCH_CACHE"] = previous
+
+
 @pytest.fixture
 def datasets_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A per-test `datasets` cache, so tests neither read nor pollute ~/.cache."""

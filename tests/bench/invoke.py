@@ -12,6 +12,7 @@ import pytest
 from hydra.core.global_hydra import GlobalHydra
 
 from bench import cli, run
+from bench.records import run_variant
 
 #: variables Lightning's seed_everything leaves in os.environ
 LIGHTNING_ENV = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
@@ -72,3 +73,9 @@ def read(run_dir: Path) -> dict:
 
 def records_under(root: Path) -> list[Path]:
     return sorted(root.rglob("record.json"))
+
+
+def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny",
+            seed: int = 0) -> Path:
+    """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run.run_dir_of)."""
+    return results / task / label / run_variant(list(overrides)) / f"seed{seed}"

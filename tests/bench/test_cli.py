@@ -22,7 +22,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.bench.invoke import Result, plmbench, plmbench_exit, read, records_under, reset_cli_state
+from tests.bench.invoke import (
+    Result,
+    plmbench,
+    plmbench_exit,
+    read,
+    records_under,
+    reset_cli_state,
+)
+from tests.bench.invoke import run_dir as run_path
 from tests.conftest import MIRROR_CANDIDATES
 
 #: what makes every run tiny; a test adds results_dir=... and what it is about
@@ -37,8 +45,14 @@ TINY = [
 RECORD_KEYS = {
     "schema", "run_id", "run_dir", "model", "label", "task", "board", "seed", "init_from",
     "config", "config_hash", "protocol_hash", "versions", "hardware", "started_at", "finished_at",
-    "wall_time_s", "status", "error",
+    "wall_time_s", "status", "error", "overrides",
 }
+#: a tiny MLM pretraining run on WikiText's test split (the mirror has no train split)
+PRETRAIN = [
+    "model=bert-tiny", "task=pretrain/wikitext", "task.splits.train=test",
+    "task.max_train_samples=3", "task.max_eval_samples=2", "trainer.max_steps=3",
+    "trainer.enable_progress_bar=false",
+]
 OK_KEYS = RECORD_KEYS | {"metrics", "throughput", "parameters", "data", "steps"}
 def markdown_rows(text: str) -> dict[str, dict[str, str]]:
     """Leaderboard Markdown -> {model: {column: cell}}."""
@@ -118,7 +132,7 @@ def rte_rerun(rte_run, tmp_path_factory) -> dict:
     """A copy of rte_run's results, run again as is, then with skip_completed=false."""
     results = tmp_path_factory.mktemp("rerun") / "results"
     shutil.copytree(rte_run[0], results)
-    run_dir = results / "glue/rte/bert-tiny/seed0"
+    run_dir = run_path(results, "glue/rte", *TINY)
     before = read(run_dir), (run_dir / "record.json").stat().st_mtime_ns
     args = ["run", *TINY, "task=glue/rte", f"results_dir={results}"]
     skipped = plmbench(*args)
@@ -140,11 +154,7 @@ def stsb_sweep(real_mirror, tmp_path_factory) -> tuple[Path, Result]:
 def pretrained(real_mirror, tmp_path_factory) -> tuple[Path, Result]:
     """A tiny MLM pretraining run on WikiText's test split (the mirror has no train split)."""
     results = tmp_path_factory.mktemp("pretrain") / "results"
-    return results, plmbench(
-        "run", "model=bert-tiny", "task=pretrain/wikitext", "task.splits.train=test",
-        "task.max_train_samples=3", "task.max_eval_samples=2", "trainer.max_steps=3",
-        "trainer.enable_progress_bar=false", f"results_dir={results}",
-    )
+    return results, plmbench("run", *PRETRAIN, f"results_dir={results}")
 
 
 # ------------------------------------------------------------------ 1. a classification run
@@ -153,7 +163,7 @@ def pretrained(real_mirror, tmp_path_factory) -> tuple[Path, Result]:
 def test_classification_run_leaves_a_complete_ok_record(rte_run):
     results, result = rte_run
     assert result.rc == 0, result.err
-    run_dir = results / "glue/rte/bert-tiny/seed0"
+    run_dir = run_path(results, "glue/rte", *TINY)
     assert records_under(results) == [run_dir / "record.json"]
     record = read(run_dir)
     assert OK_KEYS <= set(record)
@@ -185,7 +195,7 @@ def test_classification_run_leaves_a_complete_ok_record(rte_run):
 
 def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     results, _ = rte_run
-    accuracy = read(results / "glue/rte/bert-tiny/seed0")["metrics"]["validation"]["accuracy"]
+    accuracy = read(run_path(results, "glue/rte", *TINY))["metrics"]["validation"]["accuracy"]
 
     shown = plmbench("leaderboard", str(results))
     assert shown.rc == 0 and shown.err == ""
@@ -205,7 +215,7 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     assert float(row["RTE (acc) std"]) == 0.0 and row["RTE (acc) n"] == "1"
     assert float(row["score"]) == pytest.approx(100 * accuracy, abs=1e-4)
     assert row["n_tasks"] == "1"
-    assert row["protocol_hash"] == read(results / "glue/rte/bert-tiny/seed0")["protocol_hash"]
+    assert row["protocol_hash"] == read(run_path(results, "glue/rte", *TINY))["protocol_hash"]
     assert [p.name for p in out.parent.iterdir()] == ["glue.csv"]  # no temp file left
 
 
@@ -215,7 +225,7 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
 def test_multirun_sweep_gives_one_record_per_seed_and_aggregates_them(stsb_sweep, tmp_path):
     results, result = stsb_sweep
     assert result.rc == 0, result.err
-    run_dirs = [results / f"glue/stsb/bert-tiny/seed{seed}" for seed in (0, 1)]
+    run_dirs = [run_path(results, "glue/stsb", *TINY, seed=seed) for seed in (0, 1)]
     assert records_under(results) == [d / "record.json" for d in run_dirs]
     records = [read(d) for d in run_dirs]
     assert [r["seed"] for r in records] == [0, 1]
@@ -251,7 +261,7 @@ def test_multirun_sweep_gives_one_record_per_seed_and_aggregates_them(stsb_sweep
 def test_rerun_skips_a_completed_run_and_skip_completed_false_reruns_it(rte_rerun):
     (first, mtime), (after_skip, mtime_after_skip) = rte_rerun["before"], rte_rerun["after_skip"]
     assert rte_rerun["skipped"].rc == 0
-    assert "record already says ok" in rte_rerun["skipped"].out  # run.main's skip message
+    assert "record says ok" in rte_rerun["skipped"].out  # run.main's skip message
     assert after_skip == first and mtime_after_skip == mtime
 
     forced, rerun = rte_rerun["forced"], rte_rerun["after_force"]
@@ -278,7 +288,7 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
     mrpc = plmbench("run", *TINY, "task=glue/mrpc", f"results_dir={results}")
     assert mrpc.rc == 0, mrpc.err
 
-    stsb = [read(results / f"glue/stsb/bert-tiny/seed{seed}") for seed in (0, 1)]
+    stsb = [read(run_path(results, "glue/stsb", *TINY, seed=seed)) for seed in (0, 1)]
     for record in stsb:
         metrics = record["metrics"]["validation"]
         assert set(metrics) == {"pearson", "spearman"}
@@ -286,7 +296,7 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
         # num_labels 1: a one-output regression head on the encoder
         sizes = dict(TINY_SIZES, vocab_size=record["config"]["model"]["vocab_size"])
         assert record["parameters"] == bert_classifier_parameters(sizes, num_labels=1)
-    mrpc_metrics = read(results / "glue/mrpc/bert-tiny/seed0")["metrics"]["validation"]
+    mrpc_metrics = read(run_path(results, "glue/mrpc", *TINY))["metrics"]["validation"]
     assert set(mrpc_metrics) == {"f1", "accuracy"}
     assert all(0.0 <= value <= 1.0 for value in mrpc_metrics.values())
 
@@ -316,7 +326,7 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
 def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
     results, result = pretrained
     assert result.rc == 0, result.err
-    run_dir = results / "pretrain/wikitext/bert-tiny/seed0"
+    run_dir = run_path(results, "pretrain/wikitext", *PRETRAIN)
     record = read(run_dir)
     assert OK_KEYS <= set(record) and record["status"] == "ok"
     assert record["board"] == "pretrain" and record["steps"] == 3
@@ -341,13 +351,14 @@ def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
 
 def test_finetuning_from_the_pretraining_run_uses_its_export(pretrained, rte_run, mirror,
                                                               tmp_path):
-    pretrain_dir = pretrained[0] / "pretrain/wikitext/bert-tiny/seed0"
+    pretrain_dir = run_path(pretrained[0], "pretrain/wikitext", *PRETRAIN)
     assert read(pretrain_dir)["status"] == "ok"
     results = tmp_path / "results"
     result = plmbench("run", *TINY, "task=glue/rte", f"init_from=ckpt:{pretrain_dir}",
                       "label=bert-tiny-pt", f"results_dir={results}")
     assert result.rc == 0, result.err
-    record = read(results / "glue/rte/bert-tiny-pt/seed0")
+    record = read(run_path(results, "glue/rte", *TINY, f"init_from=ckpt:{pretrain_dir}",
+                           label="bert-tiny-pt"))
     assert record["status"] == "ok"
     assert record["init_from"] == f"ckpt:{pretrain_dir}"
     assert (record["label"], record["model"]) == ("bert-tiny-pt", "bert-tiny")
@@ -355,7 +366,7 @@ def test_finetuning_from_the_pretraining_run_uses_its_export(pretrained, rte_run
     exported = json.loads((pretrain_dir / "model/config.json").read_text())
     assert record["parameters"] == bert_classifier_parameters(exported, num_labels=2)
     # ... and tokenizes RTE with the exported tokenizer: other token ids than the scratch run's
-    scratch = read(rte_run[0] / "glue/rte/bert-tiny/seed0")
+    scratch = read(run_path(rte_run[0], "glue/rte", *TINY))
     assert record["data"]["train"] != scratch["data"]["train"]
     assert record["protocol_hash"] != scratch["protocol_hash"]  # init_from is part of it
     assert list(markdown_rows(plmbench("leaderboard", str(results)).out)) == ["bert-tiny-pt"]
@@ -394,7 +405,7 @@ def test_dataset_missing_offline_fails_with_one_line_and_a_failed_record(mirror,
     tried = mirror / "glue/mnli/train.parquet"
     line = assert_one_error_line(result, "glue/mnli", str(tried), "HF_HUB_OFFLINE=1",
                                  "plmbench data mirror glue mnli")
-    run_dir = results / "glue/mnli/bert-tiny/seed0"
+    run_dir = run_path(results, "glue/mnli", *TINY)
     assert line.startswith(f"error: {run_dir}: ")
     # the run had started: it leaves a complete record that says failed, and why
     assert records_under(results) == [run_dir / "record.json"]
@@ -421,9 +432,9 @@ def test_corrupt_parquet_names_the_file(mirror, datasets_cache, monkeypatch, tmp
     result = plmbench("run", *TINY, "task=glue/rte", f"results_dir={results}")
     assert result.rc == 2
     assert_one_error_line(result, f"cannot read {train}", "plmbench data mirror glue rte")
-    record = read(results / "glue/rte/bert-tiny/seed0")
+    record = read(run_path(results, "glue/rte", *TINY))
     assert record["status"] == "failed" and str(train) in record["error"]
-    assert records_under(results) == [results / "glue/rte/bert-tiny/seed0/record.json"]
+    assert records_under(results) == [run_path(results, "glue/rte", *TINY) / "record.json"]
 
     listing = plmbench("data", "list")
     assert listing.rc == 2
@@ -503,16 +514,16 @@ def test_ddp_on_two_cpu_processes_writes_one_record(mirror, tmp_path):
     import subprocess
 
     results = tmp_path / "results"
-    command = [
-        str(Path(sys.executable).with_name("plmbench")), "run", *TINY, "task=glue/rte",
-        "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",
-        "trainer.precision=32-true", f"results_dir={results}",
-    ]
+    ddp = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",
+           "trainer.precision=32-true"]
+    command = [str(Path(sys.executable).with_name("plmbench")), "run", *TINY, "task=glue/rte",
+               *ddp, f"results_dir={results}"]
     env = {**os.environ, "PLMBENCH_DATA": str(mirror), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert records_under(results) == [results / "glue/rte/bert-tiny/seed0/record.json"]
-    record = read(results / "glue/rte/bert-tiny/seed0")
+    where = run_path(results, "glue/rte", *TINY, *ddp)
+    assert records_under(results) == [where / "record.json"]
+    record = read(where)
     assert record["status"] == "ok" and record["hardware"]["devices"] == 2
     assert 0 <= record["metrics"]["validation"]["accuracy"] <= 1
     # throughput covers both ranks: 64 training rows per epoch (32 per rank), 3 one-step epochs

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from tests.bench.invoke import plmbench, read
+from tests.bench.invoke import plmbench, read, run_dir
 
 transformers = pytest.importorskip("transformers")
 
@@ -40,14 +40,14 @@ def test_save_model_exports_a_classifier_transformers_scores_the_same(mirror, tm
     results = tmp_path / "results"
     done = plmbench("run", *TINY, "task=glue/rte", "save_model=true", f"results_dir={results}")
     assert done.rc == 0, done.err
-    run_dir = results / "glue/rte/bert-tiny/seed0"
-    config = json.loads((run_dir / "model/config.json").read_text())
+    where = run_dir(results, "glue/rte", *TINY, "save_model=true")
+    config = json.loads((where / "model/config.json").read_text())
     assert config["architectures"] == ["BertForSequenceClassification"]
     assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
     rows = pq.read_table(mirror / "glue/rte/validation.parquet").to_pylist()[:32]
-    predicted = predict_with_transformers(run_dir / "model", rows, ["sentence1", "sentence2"])
+    predicted = predict_with_transformers(where / "model", rows, ["sentence1", "sentence2"])
     accuracy = sum(p == row["label"] for p, row in zip(predicted, rows, strict=True)) / 32
-    assert read(run_dir)["metrics"]["validation"]["accuracy"] == pytest.approx(accuracy)
+    assert read(where)["metrics"]["validation"]["accuracy"] == pytest.approx(accuracy)
 
 
 def test_ax_is_predicted_by_a_fine_tuned_checkpoint(mirror, minilm_path, tmp_path):
@@ -71,13 +71,14 @@ def test_ax_is_predicted_by_a_fine_tuned_checkpoint(mirror, minilm_path, tmp_pat
     model.save_pretrained(checkpoint)
 
     results = tmp_path / "results"
-    done = plmbench("run", "task=glue/ax", "task.max_eval_samples=40", f"init_from=hf:{checkpoint}",
-                    "trainer.enable_progress_bar=false", f"results_dir={results}")
+    overrides = ["task.max_eval_samples=40", f"init_from=hf:{checkpoint}",
+                 "trainer.enable_progress_bar=false"]
+    done = plmbench("run", "task=glue/ax", *overrides, f"results_dir={results}")
     assert done.rc == 0, done.err
-    run_dir = results / "glue/ax/bert-tiny/seed0"
-    record = read(run_dir)
+    where = run_dir(results, "glue/ax", *overrides)
+    record = read(where)
     assert record["status"] == "ok" and record["predictions"] == {"test": "predictions/test.tsv"}
-    with (run_dir / "predictions/test.tsv").open(newline="") as handle:
+    with (where / "predictions/test.tsv").open(newline="") as handle:
         written = list(csv.DictReader(handle, delimiter="\t"))
     assert [int(row["index"]) for row in written] == list(range(40))
     expected = predict_with_transformers(checkpoint, rows, ["premise", "hypothesis"])

@@ -14,9 +14,9 @@ import pytest
 from bench import records
 from bench.records import (
     config_hash,
-    is_complete,
     iter_records,
     read_record,
+    run_variant,
     software_versions,
     write_record,
 )
@@ -131,7 +131,6 @@ def test_read_record_returns_none_for_corrupt_files(tmp_path, content):
     (tmp_path / "record.json").write_bytes(content)
     assert read_record(tmp_path / "record.json") is None
     assert read_record(tmp_path) is None  # a run directory works too
-    assert not is_complete(tmp_path)
 
 
 def test_read_record_of_missing_file_is_none(tmp_path):
@@ -153,12 +152,24 @@ def test_iter_records_of_missing_directory_names_it(tmp_path):
         list(iter_records(tmp_path / "nowhere"))
 
 
-def test_is_complete_only_for_ok_records(tmp_path):
-    write_record(tmp_path / "ok", {"status": "ok"})
-    write_record(tmp_path / "failed", {"status": "failed", "error": "boom"})
-    assert is_complete(tmp_path / "ok")
-    assert not is_complete(tmp_path / "failed")
-    assert not is_complete(tmp_path / "never-ran")
+def test_run_variant_names_the_overrides_that_change_the_result():
+    overrides = ["task=glue/rte", "model=bert-tiny", "seed=3", "label=x", "results_dir=/r",
+                 "trainer.enable_progress_bar=false", "logger=wandb", "logger.project=p",
+                 "optim.lr=3e-4", "+trainer.max_steps=4", "init_from=ckpt:/runs/a/seed0",
+                 "hydra.run.dir=/x", "experiment=quickstart"]
+    # sorted, path-free, without what the path names already or what changes nothing
+    expected = "init_from:ckpt:_runs_a_seed0+optim.lr:3e-4+trainer.max_steps:4"
+    assert run_variant(overrides) == expected
+    assert run_variant(["task=glue/rte", "seed=1"]) == ""
+    assert run_variant(["optim.lr=1e-4"]) != run_variant(["optim.lr=2e-4"])
+
+
+def test_a_long_run_variant_is_cut_but_stays_unique():
+    a = run_variant([f"task.field{i}=value" for i in range(30)])
+    b = run_variant([f"task.field{i}=value" for i in range(31)])
+    assert len(a) == len(b) == records.MAX_VARIANT and a != b
+    assert a.startswith("task.field0:value+")
+    assert run_variant(["optim.betas=[0.9,0.98]"]) == "optim.betas:_0.9_0.98_"
 
 
 def test_software_versions_names_every_component():
