@@ -40,8 +40,9 @@ class Throughput(L.Callback):
         self.seconds += time.perf_counter() - self._start
         self.tokens += int(batch["attention_mask"].sum())
         self.samples += batch["input_ids"].shape[0]
-        if hasattr(pl_module, "flops_per_batch"):
-            self.flops += pl_module.flops_per_batch(batch)
+        flops = pl_module.flops_per_batch(batch) if hasattr(pl_module, "flops_per_batch") else None
+        if flops is not None:
+            self.flops += flops
         pl_module.log_dict(
             {"train/tokens_per_s": self.tokens / self.seconds},
             prog_bar=True,

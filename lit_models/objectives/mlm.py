@@ -10,10 +10,13 @@ selected together. Liu et al. 2019 (RoBERTa), §4.1: static masking (the data du
 (a new mask every time a sequence is fed to the model).
 
 The corruption runs in the DataLoader's collate (``MLMCollator``); ``masked_lm_loss`` computes
-vocabulary logits only at the masked positions (Design contract 2).
+vocabulary logits only at the masked positions (Design contract 2). ``MaskedLM`` is the objective
+(``objective=mlm`` / ``mlm_nsp``): BERT's MLM, with next sentence prediction as an option.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +26,9 @@ from torch.utils.data import get_worker_info
 from datamodules.collate import IGNORE_INDEX, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.flops import EncoderShape, mlm_training_flops
+from lit_models.objectives.base import PretrainingObjective, perplexity
+from lit_models.objectives.nsp import make_segment_pairs, next_sentence_loss
 
 
 @dataclass
@@ -212,3 +218,62 @@ def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module) -> Tensor:
     if logits.shape[0] == 0:  # nothing masked: a zero that keeps the graph, not NaN
         return logits.sum()
     return F.cross_entropy(logits, labels[selected])
+
+
+class MaskedLM(PretrainingObjective):
+    """BERT's pretraining objective (§3.1): L = L_MLM (+ L_NSP with ``nsp``).
+
+    Inputs are NSP segment pairs "[CLS] A [SEP] B [SEP]" with ``nsp``, else RoBERTa's
+    FULL-SENTENCES (Liu et al. 2019, §4.2); masks are drawn in the collate (dynamic) or once per
+    data copy (``static``, ``dupe_factor`` copies, §4.1). Eval: MLM loss per predicted token.
+    """
+
+    eval_metrics = ("mlm_loss",)
+
+    def __init__(self, name: str = "mlm", nsp: bool = False, **masking) -> None:
+        self.name, self.nsp = name, nsp
+        self.masking = MaskingConfig(**masking)
+        self.copies = self.masking.dupe_factor if self.masking.static else 1
+        self.seeded = self.masking.static
+
+    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
+        if not hasattr(net, "mlm_head") or (self.nsp and not hasattr(net, "nsp_head")):
+            head = "next-sentence-prediction" if hasattr(net, "mlm_head") else "masked-LM"
+            raise PlmbenchError(
+                f"{type(net).__name__} has no {head} head; pick an objective it supports "
+                "(objective=mlm for RoBERTa)"
+            )
+        special = tokenizer.special
+        if special.cls is None or special.sep is None:
+            raise PlmbenchError("pretraining inputs need the tokenizer's cls/bos and sep/eos "
+                                "tokens; name them in its tokenizer_config.json")
+
+    def make_examples(self, max_length: int, tokenizer: TextTokenizer):
+        special = tokenizer.special
+        return partial(make_segment_pairs, max_tokens=max_length, nsp=self.nsp,
+                       cls_id=special.cls, sep_id=special.sep)
+
+    def collator(self, tokenizer: TextTokenizer, seed: int) -> MLMCollator:
+        return MLMCollator(tokenizer, self.masking, seed)
+
+    def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        out = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                  token_type_ids=batch.get("token_type_ids"))
+        losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head)}
+        if self.nsp:
+            losses["nsp_loss"] = next_sentence_loss(out.pooler_output,
+                                                    batch["next_sentence_label"], net.nsp_head)
+        return losses
+
+    def evaluate(self, net: nn.Module, batch: Mapping[str, Tensor]
+                 ) -> dict[str, tuple[Tensor, Tensor]]:
+        predicted = (batch["labels"] != IGNORE_INDEX).sum()
+        return {"mlm_loss": (self.losses(net, batch)["mlm_loss"], predicted)}
+
+    def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
+        return {**means, "perplexity": perplexity(means["mlm_loss"])}
+
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
+        batch_size, seq_len = batch["input_ids"].shape
+        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+        return mlm_training_flops(shape, batch_size, seq_len, predicted)

@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -21,7 +22,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
+from bench.records import config_hash
+from bench.run import CONF_DIR
 from tests.bench.invoke import (
     Result,
     plmbench,
@@ -31,7 +36,7 @@ from tests.bench.invoke import (
     reset_cli_state,
 )
 from tests.bench.invoke import run_dir as run_path
-from tests.conftest import MIRROR_CANDIDATES
+from tests.conftest import MIRROR_CANDIDATES, in_ci
 
 #: what makes every run tiny; a test adds results_dir=... and what it is about
 TINY = [
@@ -111,7 +116,10 @@ def real_mirror(tmp_path_factory) -> Iterator[Path]:
 
     root = next((path for path in MIRROR_CANDIDATES if (path / "glue").is_dir()), None)
     if root is None:
-        pytest.skip(f"real data mirror not found (tried {[str(p) for p in MIRROR_CANDIDATES]})")
+        message = f"real data mirror not found (tried {[str(p) for p in MIRROR_CANDIDATES]})"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
     cache = tmp_path_factory.mktemp("hf_datasets")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(root))
@@ -178,10 +186,17 @@ def test_classification_run_leaves_a_complete_ok_record(rte_run):
     assert (32 * record["metrics"]["validation"]["accuracy"]) == pytest.approx(
         round(32 * record["metrics"]["validation"]["accuracy"]))
     for key in ("config_hash", "protocol_hash"):
-        assert len(record[key]) == 16 and int(record[key], 16) >= 0
+        assert re.fullmatch(r"[0-9a-f]{16}", record[key])
+    # the hashes are those of the configuration as composed from the same overrides
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        composed = compose("config", overrides=[*TINY, "task=glue/rte", f"results_dir={results}"])
+    composed = OmegaConf.to_container(composed, resolve=True)
+    assert config_hash(composed) == record["config_hash"]
+    assert config_hash(composed, ignore_task=True) == record["protocol_hash"]
     assert record["config_hash"] != record["protocol_hash"]
     assert {"python", "torch", "lightning", "plmbench", "git_commit"} <= set(record["versions"])
-    assert set(record["data"]) == {"train", "validation"} and all(record["data"].values())
+    assert set(record["data"]) == {"train", "validation"}
+    assert len(set(record["data"].values())) == 2  # each split its own fingerprint
     assert record["throughput"]["train_tokens_per_s"] > 0
     assert record["throughput"]["train_samples_per_s"] > 0
     assert record["wall_time_s"] > 0

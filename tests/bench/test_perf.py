@@ -16,10 +16,13 @@ from bench.perf import loss_functions, measure, ours_and_reference, perf_batch, 
 from datamodules.errors import PlmbenchError
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.mlm import IGNORE_INDEX
+from tests.conftest import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 
 OVERRIDES = ["model=bert-tiny"]
+#: a tiny preset of every registered architecture with a transformers masked-LM counterpart
+PRESETS = ["bert-tiny", "roberta-tiny"]
 TOLERANCE = 1e-5
 
 
@@ -33,17 +36,19 @@ def model_cfg(overrides: list[str] = OVERRIDES):
         return compose("config", overrides=overrides).model
 
 
-def nets_and_batch(batch_size: int, seq_len: int):
+def nets_and_batch(batch_size: int, seq_len: int, preset: str = "bert-tiny"):
     """The nets and batch ``measure`` times (same seed, same order of draws)."""
     torch.manual_seed(0)
-    arch, config, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
+    cfg = model_cfg([f"model={preset}"])
+    arch, config, ours, reference = ours_and_reference(cfg, torch.device("cpu"))
     batch = perf_batch(arch, config, batch_size, seq_len, torch.device("cpu"))
     return config, ours.eval(), reference.eval(), batch
 
 
-def test_measure_reports_both_implementations():
+@pytest.mark.parametrize("preset", PRESETS)
+def test_measure_reports_both_implementations(preset):
     args = argparse.Namespace(batch_size=2, seq_len=16, repeats=1, warmup=1, device="cpu")
-    results = measure(args, OVERRIDES)
+    results = measure(args, [f"model={preset}"])
     for name in ("plmbench", "transformers"):
         r = results[name]
         assert r["tokens_per_s"] > 0
@@ -76,11 +81,12 @@ def test_measure_rejects_a_pretrained_preset():
         measure(args, [*OVERRIDES, "model.init_from=hf:/nonexistent"])
 
 
+@pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize(("batch_size", "seq_len"), [(2, 16), (8, 64)])
-def test_our_mlm_loss_equals_transformers_before_training(batch_size, seq_len):
+def test_our_mlm_loss_equals_transformers_before_training(batch_size, seq_len, preset):
     """The two loss functions perf times compute the same loss, and agree with transformers'
     own ``labels=`` loss, so the speed-up compares equal work."""
-    config, ours, reference, batch = nets_and_batch(batch_size, seq_len)
+    config, ours, reference, batch = nets_and_batch(batch_size, seq_len, preset)
     labels = batch["labels"]
     selected = labels != IGNORE_INDEX
     assert selected.any()
@@ -135,13 +141,14 @@ def test_reference_gets_every_weight_of_ours():
                result.unexpected_keys)
 
 
-def test_parity_holds_with_random_biases_and_layer_norms():
+@pytest.mark.parametrize("preset", PRESETS)
+def test_parity_holds_with_random_biases_and_layer_norms(preset):
     """At initialisation every bias is 0 and every LayerNorm is the identity, so a mix-up among
     them would not show; with all weights random (loaded the way ours_and_reference loads
     them) the losses still agree."""
     from lit_models.hf import hf_state_dict
 
-    config, ours, reference, batch = nets_and_batch(4, 32)
+    config, ours, reference, batch = nets_and_batch(4, 32, preset)
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for param in ours.parameters():

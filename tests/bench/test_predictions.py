@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from tests.bench.invoke import plmbench, read, run_dir
+from tests.conftest import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 
 TINY = [
     "model=bert-tiny", "task.max_train_samples=64", "task.max_eval_samples=32",

@@ -133,3 +133,35 @@ def test_a_new_glue_style_task_yaml_reaches_the_leaderboard(env, tmp_path):
     assert board.rc == 0, board.err
     assert "glue/myrte" in board.out
     assert f"{100 * metrics['accuracy']:.1f}" in board.out
+
+
+def test_nsp_with_an_architecture_without_its_head_is_one_line(env):
+    result = plmbench("run", "model=roberta-tiny", "task=pretrain/wikitext", "objective=mlm_nsp",
+                      "task.splits.train=test", "task.max_train_samples=4", f"results_dir={env}")
+    assert result.rc == 2
+    (line,) = [line for line in result.err_lines if line.startswith("error:")]
+    assert "next-sentence-prediction head" in line and "objective=mlm" in line
+
+
+def test_roberta_pretrains_then_fine_tunes_from_its_export(env):
+    """The same modules as BERT: MLM on FULL-SENTENCES with a byte-level BPE vocabulary, the
+    export loaded back for GLUE with its classification head."""
+    pretrain = ["model=roberta-tiny", "task=pretrain/wikitext", "task.splits.train=test",
+                "task.max_train_samples=4", "task.max_eval_samples=2", "trainer.max_steps=2"]
+    assert plmbench("run", *pretrain, f"results_dir={env}").rc == 0
+    pretrained = run_dir(env, "pretrain/wikitext", *pretrain, label="roberta-tiny")
+    exported = json.loads((pretrained / "model/config.json").read_text())
+    assert exported["model_type"] == "roberta"
+    assert exported["architectures"] == ["RobertaForMaskedLM"]
+    assert json.loads((pretrained / "model/tokenizer_config.json").read_text())[
+        "tokenizer_class"] == "RobertaTokenizerFast"
+    finetune = ["model=roberta-tiny", "task=glue/rte", f"init_from=ckpt:{pretrained}",
+                "task.max_train_samples=32", "task.max_eval_samples=16", "trainer.max_steps=2",
+                "save_model=true"]
+    result = plmbench("run", *finetune, f"results_dir={env}")
+    assert result.rc == 0, result.err
+    record = read(run_dir(env, "glue/rte", *finetune, label="roberta-tiny"))
+    assert record["config"]["model"]["vocab_size"] == exported["vocab_size"]
+    assert record["config"]["model"]["arch"] == "roberta"
+    saved = json.loads((Path(record["run_dir"]) / "model/config.json").read_text())
+    assert saved["architectures"] == ["RobertaForSequenceClassification"]

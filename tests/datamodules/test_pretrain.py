@@ -15,8 +15,13 @@ from datamodules.errors import PlmbenchError
 from datamodules.pretrain import vocabulary_corpus
 from datamodules.sources import mirror_path
 from datamodules.tokenization import BERT, load_tokenizer, train_tokenizer
-from lit_models.objectives.mlm import IGNORE_INDEX, MaskingConfig
-from lit_models.pretrain import pretraining_datamodule as PretrainDataModule
+from lit_models.objectives.mlm import IGNORE_INDEX, MaskedLM, MaskingConfig
+from lit_models.pretrain import pretraining_datamodule
+
+
+def corpus_datamodule(task, tokenizer, masking: MaskingConfig, nsp: bool, seed: int = 0):
+    """The corpus DataModule as ``objective=mlm`` (or ``mlm_nsp``) feeds it."""
+    return pretraining_datamodule(task, tokenizer, MaskedLM(nsp=nsp, **vars(masking)), seed=seed)
 
 WIKITEXT = dict(
     name="wikitext-2", dataset="wikitext", config="wikitext-2-v1", hub_id="Salesforce/wikitext",
@@ -52,7 +57,7 @@ def epoch_rows(loader) -> list[tuple]:
 
 
 def test_wikitext_documents_are_articles_split_into_sentences(mirror, tokenizer) -> None:
-    dm = PretrainDataModule({**WIKITEXT, "max_train_samples": None}, tokenizer, MaskingConfig(),
+    dm = corpus_datamodule({**WIKITEXT, "max_train_samples": None}, tokenizer, MaskingConfig(),
                             nsp=True)
     documents = dm.documents("validation")
     lines = wikitext_lines("validation")
@@ -64,13 +69,13 @@ def test_wikitext_documents_are_articles_split_into_sentences(mirror, tokenizer)
     assert first_sentence.startswith(" Homarus gammarus , known as the European lobster")
     expected = tokenizer.backend.encode(first_sentence.strip(), add_special_tokens=False).ids
     assert documents[0][0] == expected
-    capped = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
+    capped = corpus_datamodule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
     assert capped.documents("validation") == documents[:8]
 
 
 def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
     torch.manual_seed(0)
-    dm = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True, seed=0)
+    dm = corpus_datamodule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True, seed=0)
     dm.setup("fit")
     assert dm.eval_split_names == ["test"] and len(dm.val_dataloader()) == 1
     batches = list(dm.train_dataloader())
@@ -105,8 +110,8 @@ def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
 def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> None:
     torch.manual_seed(0)
     task = {**WIKITEXT, "max_train_samples": 4}
-    static = PretrainDataModule(task, tokenizer, MaskingConfig(static=True, dupe_factor=3), True)
-    dynamic = PretrainDataModule(task, tokenizer, MaskingConfig(), True)
+    static = corpus_datamodule(task, tokenizer, MaskingConfig(static=True, dupe_factor=3), True)
+    dynamic = corpus_datamodule(task, tokenizer, MaskingConfig(), True)
     static.setup("fit")
     dynamic.setup("fit")
     # three copies, each paired anew (so not exactly 3x), each with its own mask seed
@@ -122,7 +127,7 @@ def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> No
 
 def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None:
     torch.manual_seed(0)
-    dm = PretrainDataModule(WIKIPEDIA, tokenizer, MaskingConfig(whole_word=True), nsp=False)
+    dm = corpus_datamodule(WIKIPEDIA, tokenizer, MaskingConfig(whole_word=True), nsp=False)
     dm.setup("fit")
     assert len(dm.tokenized["train"]) == 30 and len(dm.documents("train")) == 30
     assert dm.val_dataloader() == []
@@ -148,7 +153,7 @@ def test_single_split_corpus_holds_out_its_last_documents(mirror, tokenizer) -> 
     the training examples (a single-split corpus still gets a validation MLM loss)."""
     task = {**WIKIPEDIA, "max_train_samples": 12, "eval_documents": 3,
             "splits": {"train": "train", "eval": ["heldout"]}}
-    dm = PretrainDataModule(task, tokenizer, MaskingConfig(), nsp=False)
+    dm = corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=False)
     assert dm.eval_split_names == ["heldout"]
     dm.setup("fit")
     documents = dm.documents("train")
@@ -169,16 +174,16 @@ def test_single_split_corpus_holds_out_its_last_documents(mirror, tokenizer) -> 
 
 
 def test_tokenized_sentences_are_cached_by_fingerprint(mirror, tokenizer) -> None:
-    first = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
+    first = corpus_datamodule(WIKITEXT, tokenizer, MaskingConfig(), nsp=True)
     first.setup("fit")
     cache = first.tokenized["validation"].cache_files
     assert len(cache) == 1 and cache[0]["filename"].endswith(".arrow")
     written = os.stat(cache[0]["filename"]).st_mtime_ns
-    again = PretrainDataModule(WIKITEXT, tokenizer, MaskingConfig(static=True), nsp=False)
+    again = corpus_datamodule(WIKITEXT, tokenizer, MaskingConfig(static=True), nsp=False)
     again.setup("fit")
     assert again.tokenized["validation"].cache_files == cache  # read back, not re-tokenized
     assert os.stat(cache[0]["filename"]).st_mtime_ns == written
-    other_cap = PretrainDataModule({**WIKITEXT, "max_train_samples": 5}, tokenizer,
+    other_cap = corpus_datamodule({**WIKITEXT, "max_train_samples": 5}, tokenizer,
                                    MaskingConfig(), nsp=True)
     other_cap.setup("fit")
     assert other_cap.tokenized["validation"].cache_files != cache
@@ -191,12 +196,12 @@ def test_vocabulary_corpus_trains_a_scratch_vocabulary(mirror) -> None:
     assert texts[0].startswith("Homarus gammarus , known as the European lobster")
     assert all(isinstance(t, str) and t and not t.startswith(" = ") for t in texts)
     # the capped documents only (max_train_samples=8), and the key says which
-    assert len(texts) == sum(len(d) for d in PretrainDataModule(
+    assert len(texts) == sum(len(d) for d in corpus_datamodule(
         WIKITEXT, load_tokenizer_of(texts), MaskingConfig(), nsp=False).documents("validation"))
     assert vocabulary_corpus({**task, "max_train_samples": 5})[0] != key
     scratch = train_tokenizer(BERT, texts, vocab_size=2000, lowercase=True)
     assert (~scratch.word_start_mask()).any()
-    dm = PretrainDataModule(WIKITEXT, scratch, MaskingConfig(whole_word=True), nsp=True)
+    dm = corpus_datamodule(WIKITEXT, scratch, MaskingConfig(whole_word=True), nsp=True)
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
     assert int(batch["input_ids"].max()) < scratch.vocab_size
@@ -209,17 +214,17 @@ def load_tokenizer_of(texts: list[str]):
 def test_too_few_documents_for_the_held_out_split_is_one_line(mirror, tokenizer) -> None:
     task = {**WIKIPEDIA, "max_train_samples": 4, "eval_documents": 4,
             "splits": {"train": "train", "eval": ["heldout"]}}
-    dm = PretrainDataModule(task, tokenizer, MaskingConfig(), nsp=False)
+    dm = corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=False)
     with pytest.raises(PlmbenchError, match="eval_documents=4; raise task.max_train_samples"):
         dm.setup("fit")
     with pytest.raises(PlmbenchError, match="set task.eval_documents"):
-        PretrainDataModule({**task, "eval_documents": 0}, tokenizer, MaskingConfig(), nsp=False)
+        corpus_datamodule({**task, "eval_documents": 0}, tokenizer, MaskingConfig(), nsp=False)
 
 
 def test_bad_tasks_raise_one_line_errors(mirror, tokenizer) -> None:
     with pytest.raises(PlmbenchError, match="document_format"):
-        PretrainDataModule({**WIKITEXT, "document_format": "xml"}, tokenizer, MaskingConfig(), True)
+        corpus_datamodule({**WIKITEXT, "document_format": "xml"}, tokenizer, MaskingConfig(), True)
     no_train = {**WIKITEXT, "splits": {"train": "train", "eval": []}}  # not in the mirror
-    dm = PretrainDataModule(no_train, tokenizer, MaskingConfig(), nsp=True)
+    dm = corpus_datamodule(no_train, tokenizer, MaskingConfig(), nsp=True)
     with pytest.raises(PlmbenchError, match="wikitext/wikitext-2-v1 split train not found"):
         dm.setup("fit")

@@ -23,6 +23,7 @@ from datamodules.tokenization import (
     tokenizer_fingerprint,
     train_tokenizer,
 )
+from tests.conftest import require
 
 T5 = TokenizerSpec(
     "unigram", (("pad", "<pad>"), ("sep", "</s>"), ("unk", "<unk>")),
@@ -53,7 +54,7 @@ def _save_and_reload(tokenizer: TextTokenizer, directory: Path) -> TextTokenizer
 
 
 def _assert_encodes_like_transformers(ours: TextTokenizer, directory: Path, texts) -> None:
-    auto = pytest.importorskip("transformers").AutoTokenizer.from_pretrained(directory)
+    auto = require("transformers").AutoTokenizer.from_pretrained(directory)
     for args in [*((text,) for text in texts), tuple(texts)]:
         expected = auto(*args)
         encoding = ours.backend.encode(*args)

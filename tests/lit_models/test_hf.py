@@ -16,8 +16,9 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import BERT, TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
+from tests.conftest import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 
 TOLERANCE = 1e-5
 #: a toy uncased WordPiece vocabulary: words, continuation pieces and punctuation

@@ -14,7 +14,7 @@ from lit_models.classify import LitClassifier
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.heads import PooledClassifier
-from lit_models.objectives.mlm import IGNORE_INDEX, MaskingConfig, mask_tokens
+from lit_models.objectives.mlm import IGNORE_INDEX, MaskedLM, MaskingConfig, mask_tokens
 from lit_models.pretrain import LitPretrain
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
@@ -211,7 +211,8 @@ def test_validate_regression_records_pearson():
 
 def pretrainer(nsp: bool = False, splits=("validation",)) -> LitPretrain:
     torch.manual_seed(0)
-    return LitPretrain(BertForPreTraining(BertConfig(**CONFIG)), nsp, OPTIM, list(splits))
+    return LitPretrain(BertForPreTraining(BertConfig(**CONFIG)), MaskedLM(nsp=nsp), OPTIM,
+                       list(splits))
 
 
 def mlm_batch(seed: int, batch: int = 4, probability: float = 0.15) -> dict:
@@ -252,7 +253,7 @@ def test_pretrain_losses(nsp):
     module = pretrainer(nsp=nsp).eval()
     batch = mlm_batch(seed=0)
     with torch.no_grad():
-        losses = module.losses(batch)
+        losses = module.objective.losses(module.net, batch)
     assert set(losses) == ({"mlm_loss", "nsp_loss"} if nsp else {"mlm_loss"})
     total, count = full_vocabulary_losses(module, batch)
     assert count > 0

@@ -10,8 +10,9 @@ from torch.nn.utils import vector_to_parameters
 from lit_models.hf import load_hf_state_dict
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
+from tests.conftest import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 
 TOLERANCE = 1e-5
 #: two shapes that differ in everything a mapping or reshape bug would show up in

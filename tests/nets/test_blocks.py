@@ -25,6 +25,7 @@ from lit_models.nets.blocks import (
     make_norm,
     padding_mask,
 )
+from tests.conftest import require
 
 TOLERANCE = 1e-6
 B, H, HEADS = 2, 15, 3  # head size 5
@@ -309,7 +310,7 @@ def t5_state(block: nn.Module) -> dict[str, Tensor]:
 def test_t5_block_matches_transformers(decoder_block: bool):
     """Encoder block (ReLU FFN) and decoder block (gated-GELU, causal, cross-attention over a
     padded memory) of T5 with d_kv * heads != d_model, given the same relative position bias."""
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     torch.manual_seed(0)
     d_model, heads, d_kv, T, S = 10, 3, 4, 7, max(LENGTHS)
     config = transformers.T5Config(

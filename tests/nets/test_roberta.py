@@ -14,8 +14,9 @@ from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.hf import from_hf, load_classification_head, to_hf
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
+from tests.conftest import require
 
-transformers = pytest.importorskip("transformers")
+transformers = require("transformers")
 
 TOLERANCE = 1e-5
 ROBERTA = get_arch("roberta")
