@@ -30,8 +30,7 @@ install: $(STAMP)
 # seconds, so it gets 10 (one leaves it at chance); MiniLM's one epoch takes minutes.
 RUN := $(BIN)/plmbench run
 quickstart: $(STAMP)
-	$(RUN) experiment=quickstart model=bert-tiny task=pretrain/wikitext task.splits.train=test \
-	  trainer.max_epochs=3
+	$(RUN) experiment=quickstart_pretrain model=bert-tiny
 	$(RUN) -m experiment=quickstart model=minilm-l6 task=glue/sst2,glue/rte
 	$(RUN) -m experiment=quickstart model=bert-tiny label=bert-tiny-wikitext task=glue/sst2,glue/rte \
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0 trainer.max_epochs=10
