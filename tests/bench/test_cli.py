@@ -360,8 +360,13 @@ def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
     assert {k: config[k] for k in TINY_SIZES} == TINY_SIZES
     # three WikiText documents cannot fill bert-tiny's 8192-entry vocabulary
     assert config["vocab_size"] < 8192
-    # a pretraining run is not a GLUE result
+    # a pretraining run is not a GLUE result, but a row of the pretrain board
     assert "No finished runs of board 'glue'" in plmbench("leaderboard", str(results)).out
+    board = plmbench("leaderboard", str(results), "--board", "pretrain")
+    assert board.rc == 0, board.err
+    row = markdown_rows(board.out)["bert-tiny"]
+    assert row["MLM loss"] == f"{validation['mlm_loss']:.3f} ± 0.000 (n=1)"
+    assert row["tokens"].startswith(f"{record['throughput']['train_tokens']:#.3g}")
 
 
 def test_finetuning_from_the_pretraining_run_uses_its_export(pretrained, rte_run, mirror,
