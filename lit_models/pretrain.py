@@ -56,7 +56,7 @@ class LitPretrain(PlmModule):
             for metric in means.values():
                 metric.reset()
 
-    def flops_per_batch(self, batch: Mapping[str, torch.Tensor]) -> float | None:
+    def flops_per_batch(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor | float | None:
         return self.objective.flops(self.shape, batch)
 
 

@@ -1,5 +1,12 @@
 """Training throughput: tokens/s and samples/s over the training steps (validation and data
-loading excluded), and model FLOP utilisation where the device's peak is known."""
+loading excluded), and model FLOP utilisation where the device's peak is known.
+
+No host-device synchronisation inside a training step: a batch's non-pad token count (and its
+model FLOPs, when the module counts them from device tensors) is added to a counter on the device,
+and on CUDA each step is timed by a pair of CUDA events recorded on the stream. They are read, in
+one synchronisation, every ``read_every`` steps and at the end of training (on CPU, steps are
+timed with the host clock, which is exact there).
+"""
 
 import time
 
@@ -9,49 +16,73 @@ from lightning.fabric.utilities.throughput import get_available_flops
 
 
 class Throughput(L.Callback):
-    """Times every training batch; logs running rates and keeps run totals for the record.
+    """Times every training batch; logs running rates every ``read_every`` steps and keeps run
+    totals for the record.
 
     A batch's tokens are its non-pad tokens (``attention_mask.sum()``). If the LightningModule has
     ``flops_per_batch(batch)``, achieved FLOP/s and MFU (= achieved / device peak) are reported too.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, read_every: int = 50) -> None:
+        self.read_every = read_every
         self.seconds = 0.0
         self.tokens = 0
         self.samples = 0
         self.flops = 0.0
         self.peak_flops: float | None = None
-        self._start = 0.0
+        self._pending: dict[str, torch.Tensor | float] = {}  # device-side token / FLOP sums
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self._start: float | torch.cuda.Event = 0.0
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         dtype = torch.bfloat16 if "bf16" in str(trainer.precision) else torch.float32
         self.peak_flops = get_available_flops(trainer.strategy.root_device, dtype)
 
-    def _sync(self, pl_module: L.LightningModule) -> None:
-        if pl_module.device.type == "cuda":
-            torch.cuda.synchronize(pl_module.device)
+    @staticmethod
+    def _cuda(pl_module: L.LightningModule) -> bool:
+        return pl_module.device.type == "cuda"
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        self._sync(pl_module)
-        self._start = time.perf_counter()
+        if self._cuda(pl_module):
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._start.record()
+        else:
+            self._start = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._sync(pl_module)
-        self.seconds += time.perf_counter() - self._start
-        self.tokens += int(batch["attention_mask"].sum())
-        self.samples += batch["input_ids"].shape[0]
+        if self._cuda(pl_module):
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._events.append((self._start, end))
+        else:
+            self.seconds += time.perf_counter() - self._start
+        self._add("tokens", batch["attention_mask"].sum())
+        self.samples += len(batch["input_ids"])  # a shape: known on the host
         flops = pl_module.flops_per_batch(batch) if hasattr(pl_module, "flops_per_batch") else None
         if flops is not None:
-            self.flops += flops
-        pl_module.log_dict(
-            {"train/tokens_per_s": self.tokens / self.seconds},
-            prog_bar=True,
-            on_step=True,
-            on_epoch=False,
-        )
+            self._add("flops", flops)
+        if trainer.global_step % self.read_every == 0:
+            self._read()
+            if self.seconds:
+                pl_module.log("train/tokens_per_s", self.tokens / self.seconds, prog_bar=True,
+                              on_step=True, on_epoch=False)
+
+    def _add(self, name: str, value: torch.Tensor | float) -> None:
+        self._pending[name] = self._pending.get(name, 0) + value
+
+    def _read(self) -> None:
+        """Fold the device-side counters into the host totals (one synchronisation)."""
+        if self._events:
+            self._events[-1][1].synchronize()
+            self.seconds += sum(start.elapsed_time(end) for start, end in self._events) / 1e3
+            self._events.clear()
+        self.tokens += int(self._pending.pop("tokens", 0))
+        self.flops += float(self._pending.pop("flops", 0.0))
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """Under DDP: the job's totals, tokens summed over ranks, time the slowest rank's."""
+        """Read what is left; under DDP, the job's totals: tokens summed over ranks, time the
+        slowest rank's."""
+        self._read()
         if trainer.world_size == 1:
             return
         counts = torch.tensor([self.tokens, self.samples, self.flops], dtype=torch.float64)

@@ -53,8 +53,9 @@ class PretrainingObjective:
         """The recorded eval metrics from the split's weighted means (e.g. add perplexity)."""
         return dict(means)
 
-    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float | None:
-        """Model FLOPs of one training step on ``batch``, where the objective can count them."""
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor | float | None:
+        """Model FLOPs of one training step on ``batch``, where the objective can count them
+        (a device tensor where they depend on the batch's content: no host synchronisation)."""
         return None
 
 

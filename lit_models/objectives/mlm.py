@@ -273,7 +273,8 @@ class MaskedLM(PretrainingObjective):
     def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
         return {**means, "perplexity": perplexity(means["mlm_loss"])}
 
-    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor:
+        """A device tensor: counting the masked positions on the host would synchronise."""
         batch_size, seq_len = batch["input_ids"].shape
-        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+        predicted = (batch["labels"] != IGNORE_INDEX).sum().float()
         return mlm_training_flops(shape, batch_size, seq_len, predicted)
