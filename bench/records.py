@@ -199,7 +199,7 @@ def run_variant(overrides: Sequence[str]) -> str:
     name = "+".join(sorted(kept))
     if len(name) > MAX_VARIANT:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-        name = f"{name[: MAX_VARIANT - 9]}~{digest}"
+        name = f"{name[: MAX_VARIANT - 9]}@{digest}"
     return name
 
 

@@ -206,3 +206,15 @@ def test_git_commit_is_none_without_git(monkeypatch):
 
     monkeypatch.setattr(records.subprocess, "run", no_git)
     assert software_versions()["git_commit"] is None
+
+
+def test_any_run_directory_can_be_passed_back_as_an_override_value():
+    """init_from=ckpt:<run dir> must parse unquoted, cut names and odd values included."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for overrides in (["optim.betas=[0.9,0.98]", "trainer.max_steps=4"],
+                      [f"task.field{i}=value" for i in range(30)],
+                      ["init_from=ckpt:/runs/a=b,c/seed0", "label=x"]):
+        where = f"results/glue/rte/bert-tiny/{run_variant(overrides)}/seed0"
+        assert parser.parse_override(f"init_from=ckpt:{where}").value() == f"ckpt:{where}"
