@@ -7,7 +7,8 @@
 - ``ckpt:<dir>``: a plmbench run directory (or its ``model/`` export), which holds the same
   Hugging Face layout.
 The architecture comes from the registry (``lit_models.archs``): the preset's ``arch`` for scratch
-nets, the checkpoint's ``model_type`` otherwise (they must agree).
+nets, the checkpoint's ``model_type`` otherwise (they must agree, unless the preset's architecture
+starts from the checkpoint's: a DistilBERT student from a BERT teacher, with its vocabulary).
 """
 
 import dataclasses
@@ -62,12 +63,18 @@ def build_net(
     if kind in ("hf", "ckpt"):
         directory = checkpoint_dir(init_from)
         found, _ = read_config(directory)
-        if found is not arch:
+        if found is arch:
+            return from_hf(directory, with_heads=with_heads)
+        if found.name not in arch.init_from_arch:
             raise PlmbenchError(
                 f"init_from={init_from} is a {found.name} checkpoint but model={model_cfg['name']} "
                 f"is a {arch.name} preset; pick a {found.name} preset"
             )
-        return from_hf(directory, with_heads=with_heads)
+        other, tokenizer = from_hf(directory, with_heads=True)
+        try:
+            return arch.init_from_arch[found.name](other, with_heads), tokenizer
+        except ValueError as err:
+            raise PlmbenchError(f"model={model_cfg['name']} from {init_from}: {err}") from None
     if init_from != "scratch":
         raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
     key, texts = vocabulary_corpus()

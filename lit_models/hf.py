@@ -204,6 +204,11 @@ def _label_config(num_labels: int, label_names: list[str] | None) -> dict:
     }
 
 
+def export_problem(net: nn.Module) -> str | None:
+    """Why ``net``'s configuration has no transformers counterpart (None: it has one)."""
+    return arch_of_net(net).hf.unsupported(asdict(net.config))
+
+
 def to_hf(
     net: nn.Module,
     tokenizer: TextTokenizer,
@@ -217,6 +222,9 @@ def to_hf(
     appears complete or not at all (written beside it, then renamed)."""
     arch = arch_of_net(net)
     layout = arch.hf
+    reason = export_problem(net)
+    if reason:
+        raise PlmbenchError(f"cannot export {type(net).__name__} to transformers: {reason}")
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
         kind = "pretraining" if type(net) is arch.pretraining else "encoder"

@@ -8,6 +8,7 @@ builder and collator handed to the corpus DataModule, this module, and the expor
 pretrained net for fine-tuning.
 """
 
+import logging
 from collections.abc import Mapping
 
 import hydra
@@ -20,9 +21,11 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.build import EXPORT_DIR
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.flops import EncoderShape
-from lit_models.hf import to_hf
+from lit_models.hf import export_problem, to_hf
 from lit_models.module import PlmModule
 from lit_models.objectives.base import PretrainingObjective
+
+log = logging.getLogger("plmbench")
 
 
 class LitPretrain(PlmModule):
@@ -97,4 +100,8 @@ class Pretraining(TaskFamily):
         return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
 
     def export(self, module, tokenizer, run_dir, cfg) -> None:
+        reason = export_problem(module.net)
+        if reason:  # the run's metrics stand; only the export has no layout to go to
+            log.warning("%s: pretrained net not exported: %s", run_dir, reason)
+            return
         to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)

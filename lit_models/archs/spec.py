@@ -5,7 +5,7 @@ everything architecture-specific; none of them names an architecture.
 """
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import nn
 
@@ -44,3 +44,7 @@ class Arch:
     hf: HFLayout
     #: (config, num_labels, dropout) -> module mapping the encoder output to label scores
     classification_head: Callable[..., nn.Module]
+    #: other architectures whose checkpoints can start this one: their name -> (their pretraining
+    #: net, with_heads) -> our net (DistilBERT: every other layer of a BERT teacher)
+    init_from_arch: Mapping[str, Callable[[nn.Module, bool], nn.Module]] = field(
+        default_factory=dict)

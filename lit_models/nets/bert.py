@@ -86,6 +86,20 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.norm(x))
 
 
+def bert_layer(config: BertConfig) -> TransformerLayer:
+    """One encoder layer of ``config``'s sizes (post-LN unless ``pre_norm``)."""
+    return TransformerLayer(
+        config.hidden_size,
+        config.num_attention_heads,
+        config.intermediate_size,
+        config.hidden_act,
+        config.hidden_dropout_prob,
+        config.attention_probs_dropout_prob,
+        config.layer_norm_eps,
+        config.pre_norm,
+    )
+
+
 class BertModel(nn.Module):
     """Embeddings + Transformer encoder + optional [CLS] pooler."""
 
@@ -95,24 +109,16 @@ class BertModel(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = self.embeddings_class(config)
-        layers = [
-            TransformerLayer(
-                config.hidden_size,
-                config.num_attention_heads,
-                config.intermediate_size,
-                config.hidden_act,
-                config.hidden_dropout_prob,
-                config.attention_probs_dropout_prob,
-                config.layer_norm_eps,
-                config.pre_norm,
-            )
-            for _ in range(config.num_hidden_layers)
-        ]
         final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.encoder = TransformerEncoder(layers, final_norm if config.pre_norm else None)
+        self.encoder = TransformerEncoder(self.build_layers(config),
+                                          final_norm if config.pre_norm else None)
         H = config.hidden_size
         self.pooler = nn.Linear(H, H) if add_pooling_layer else None
         self.apply(partial(init_normal_, std=config.initializer_range))
+
+    def build_layers(self, config: BertConfig) -> list[TransformerLayer]:
+        """The encoder's layers, each with parameters of its own (ALBERT shares them)."""
+        return [bert_layer(config) for _ in range(config.num_hidden_layers)]
 
     def forward(
         self,
@@ -131,14 +137,17 @@ class BertModel(nn.Module):
 class BertMLMHead(nn.Module):
     """Masked-LM head (§3.1 Task #1): LayerNorm(act(W h + b)) E^T + b_vocab, E the token
     embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states.
-    ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU)."""
+    ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU).
+    W maps the hidden size to the embeddings' width (the hidden size itself in BERT; ALBERT's
+    factorized embedding size E, Lan et al. 2020, §3.1)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding,
                  hidden_act: str | None = None):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        width = word_embeddings.embedding_dim
+        self.dense = nn.Linear(config.hidden_size, width)
         self.act = activation(hidden_act or config.hidden_act)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 

@@ -3,7 +3,8 @@
 BERT (Devlin et al. 2019, §4.1): a linear layer W over C, the pooled [CLS] representation
 (the pooler's tanh(W_p h_[CLS] + b_p)): scores = W Dropout(C). RoBERTa (Liu et al. 2019, as
 released in fairseq's ``RobertaClassificationHead``): the pooling is part of the head:
-scores = W_o Dropout(tanh(W_d Dropout(h_<s>))).
+scores = W_o Dropout(tanh(W_d Dropout(h_<s>))). DistilBERT (Sanh et al. 2019, as released in
+transformers' ``DistilBertForSequenceClassification``): scores = W_o Dropout(ReLU(W_d h_[CLS])).
 """
 
 from torch import Tensor, nn
@@ -44,3 +45,19 @@ class FirstTokenClassifier(nn.Module):
     def forward(self, encoded) -> Tensor:
         h = self.dropout(encoded.last_hidden_state[:, 0])
         return self.out(self.dropout(self.dense(h).tanh()))
+
+
+class ReluFirstTokenClassifier(nn.Module):
+    """scores = W_o Dropout(ReLU(W_d h_0)), h_0 the first token's hidden state (no pooler)."""
+
+    def __init__(self, config, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(config.hidden_size, num_labels)
+        for linear in (self.dense, self.out):
+            _init(linear, config.initializer_range)
+
+    def forward(self, encoded) -> Tensor:
+        h = self.dense(encoded.last_hidden_state[:, 0]).relu()
+        return self.out(self.dropout(h))

@@ -11,7 +11,9 @@ selected together. Liu et al. 2019 (RoBERTa), §4.1: static masking (the data du
 
 The corruption runs in the DataLoader's collate (``MLMCollator``); ``masked_lm_loss`` computes
 vocabulary logits only at the masked positions (Design contract 2). ``MaskedLM`` is the objective
-(``objective=mlm`` / ``mlm_nsp``): BERT's MLM, with next sentence prediction as an option.
+(``objective=mlm`` / ``mlm_nsp`` / ``mlm_sop``): BERT's MLM, with next sentence prediction or
+ALBERT's sentence-order prediction (Lan et al. 2020, §3.1) as an option, and ALBERT's n-gram
+masking (§4.1, ``max_ngram``, in ``ngram.py``).
 """
 
 from collections.abc import Mapping
@@ -28,7 +30,8 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.base import PretrainingObjective, perplexity
-from lit_models.objectives.nsp import make_segment_pairs, next_sentence_loss
+from lit_models.objectives.ngram import ngram_starts
+from lit_models.objectives.nsp import LABEL_KEYS, make_segment_pairs, next_sentence_loss
 
 
 @dataclass
@@ -37,6 +40,7 @@ class MaskingConfig:
     mask_token_rate: float = 0.8  # of selected: -> [MASK]
     random_token_rate: float = 0.1  # of selected: -> random token; the rest unchanged
     whole_word: bool = False  # select whole words (every piece of a word with its first piece)
+    max_ngram: int = 1  # > 1: n-grams of 1..N whole words, p(n) ~ 1/n (ALBERT: 3, ngram.py)
     static: bool = False  # fixed mask per example copy (RoBERTa's static baseline)
     dupe_factor: int = 10  # copies of the data for static masking, each masked differently
 
@@ -51,6 +55,8 @@ class MaskingConfig:
                 f"mask_token_rate={rates[0]} and random_token_rate={rates[1]} must be >= 0 with "
                 "a sum <= 1; BERT uses 0.8 and 0.1"
             )
+        if self.max_ngram < 1:
+            raise PlmbenchError(f"max_ngram={self.max_ngram} must be >= 1; ALBERT uses 3")
         if self.dupe_factor < 1:
             raise PlmbenchError(f"dupe_factor={self.dupe_factor} must be >= 1; RoBERTa uses 10")
 
@@ -157,7 +163,8 @@ class MLMCollator:
         self.pad_id, self.mask_id, self.vocab_size = special.pad, special.mask, vocab_size
         self.cfg = cfg
         # a token begins a word if its vocabulary entry does, or if it follows a special token
-        self.word_start_ids = tokenizer.word_start_mask() if cfg.whole_word else None
+        whole_words = cfg.whole_word or cfg.max_ngram > 1
+        self.word_start_ids = tokenizer.word_start_mask() if whole_words else None
         self.seed = seed
         self._generator: torch.Generator | None = None
         self._generator_owner: int | None = None  # worker seed of the process that made it
@@ -179,6 +186,9 @@ class MLMCollator:
             after_special = torch.ones_like(input_ids, dtype=torch.bool)
             after_special[:, 1:] = self.special[input_ids[:, :-1]]
             word_starts = self.word_start_ids[input_ids] | after_special
+            if self.cfg.max_ngram > 1:
+                word_starts = ngram_starts(word_starts, ~self.special[input_ids],
+                                           self.cfg.max_ngram, generator)
         return mask_tokens(
             input_ids, self.special, self.cfg, self.vocab_size, self.mask_id, generator,
             word_starts,
@@ -221,27 +231,37 @@ def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module) -> Tensor:
 
 
 class MaskedLM(PretrainingObjective):
-    """BERT's pretraining objective (§3.1): L = L_MLM (+ L_NSP with ``nsp``).
+    """BERT's pretraining objective (§3.1): L = L_MLM (+ L_NSP with ``nsp``), or ALBERT's
+    L = L_MLM + L_SOP with ``sop`` (Lan et al. 2020, §3.1).
 
-    Inputs are NSP segment pairs "[CLS] A [SEP] B [SEP]" with ``nsp``, else RoBERTa's
+    Inputs are segment pairs "[CLS] A [SEP] B [SEP]" with ``nsp`` or ``sop``, else RoBERTa's
     FULL-SENTENCES (Liu et al. 2019, §4.2); masks are drawn in the collate (dynamic) or once per
     data copy (``static``, ``dupe_factor`` copies, §4.1). Eval: MLM loss per predicted token.
     """
 
     eval_metrics = ("mlm_loss",)
 
-    def __init__(self, name: str = "mlm", nsp: bool = False, **masking) -> None:
-        self.name, self.nsp = name, nsp
+    #: the sentence-pair task's name, as in the head (``net.<task>_head``) and loss it uses
+    PAIR_TASKS = {"nsp": "next-sentence-prediction", "sop": "sentence-order-prediction"}
+
+    def __init__(self, name: str = "mlm", nsp: bool = False, sop: bool = False,
+                 **masking) -> None:
+        if nsp and sop:
+            raise PlmbenchError(f"objective {name}: nsp and sop are two sentence-pair tasks; "
+                                "set one of them (ALBERT: sop)")
+        self.name, self.nsp, self.sop = name, nsp, sop
+        self.pair_task = "nsp" if nsp else "sop" if sop else None
         self.masking = MaskingConfig(**masking)
         self.copies = self.masking.dupe_factor if self.masking.static else 1
         self.seeded = self.masking.static
 
     def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not hasattr(net, "mlm_head") or (self.nsp and not hasattr(net, "nsp_head")):
-            head = "next-sentence-prediction" if hasattr(net, "mlm_head") else "masked-LM"
+        pair_head = self.pair_task and not hasattr(net, f"{self.pair_task}_head")
+        if not hasattr(net, "mlm_head") or pair_head:
+            head = self.PAIR_TASKS[self.pair_task] if hasattr(net, "mlm_head") else "masked-LM"
             raise PlmbenchError(
                 f"{type(net).__name__} has no {head} head; pick an objective it supports "
-                "(objective=mlm for RoBERTa)"
+                "(objective=mlm for RoBERTa and DistilBERT)"
             )
         special = tokenizer.special
         if special.cls is None or special.sep is None:
@@ -250,7 +270,7 @@ class MaskedLM(PretrainingObjective):
 
     def make_examples(self, max_length: int, tokenizer: TextTokenizer):
         special = tokenizer.special
-        return partial(make_segment_pairs, max_tokens=max_length, nsp=self.nsp,
+        return partial(make_segment_pairs, max_tokens=max_length, nsp=self.nsp, sop=self.sop,
                        cls_id=special.cls, sep_id=special.sep)
 
     def collator(self, tokenizer: TextTokenizer, seed: int) -> MLMCollator:
@@ -260,9 +280,10 @@ class MaskedLM(PretrainingObjective):
         out = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                   token_type_ids=batch.get("token_type_ids"))
         losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head)}
-        if self.nsp:
-            losses["nsp_loss"] = next_sentence_loss(out.pooler_output,
-                                                    batch["next_sentence_label"], net.nsp_head)
+        if self.pair_task:
+            task = self.pair_task
+            losses[f"{task}_loss"] = next_sentence_loss(
+                out.pooler_output, batch[LABEL_KEYS[task]], getattr(net, f"{task}_head"))
         return losses
 
     def evaluate(self, net: nn.Module, batch: Mapping[str, Tensor]

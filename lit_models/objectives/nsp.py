@@ -7,9 +7,14 @@ create_pretraining_data.py (create_instances_from_document): sentences are accum
 target length (shorter with probability short_seq_prob), A ends at a random sentence boundary,
 and the longer segment is truncated. Labels follow Hugging Face BertForPreTraining:
 0 = IsNext, 1 = NotNext.
-Without NSP, inputs are RoBERTa's FULL-SENTENCES (Liu et al. 2019, §4.2): full sentences packed
-contiguously up to the length limit, across document boundaries, with an extra separator between
-documents.
+Lan et al. 2020 (ALBERT), §3.1 "Inter-sentence coherence loss": sentence-order prediction (SOP)
+takes the same pairs of consecutive segments as positives and, as negatives, the same two
+segments with their order swapped (half the time), so topic cues cannot give the label away
+(ALBERT's create_pretraining_data.py swaps tokens_a and tokens_b). Labels follow transformers'
+AlbertForPreTraining: 0 = original order, 1 = swapped.
+Without NSP or SOP, inputs are RoBERTa's FULL-SENTENCES (Liu et al. 2019, §4.2): full sentences
+packed contiguously up to the length limit, across document boundaries, with an extra separator
+between documents.
 """
 
 import random
@@ -20,6 +25,9 @@ from torch import Tensor, nn
 from datamodules.errors import PlmbenchError
 
 IS_NEXT, NOT_NEXT = 0, 1
+IN_ORDER, SWAPPED = 0, 1
+#: the batch key of each sentence-pair task's label
+LABEL_KEYS = {"nsp": "next_sentence_label", "sop": "sentence_order_label"}
 
 Sentence = list[int]
 Document = list[Sentence]
@@ -31,7 +39,7 @@ def _flat(sentences: list[Sentence]) -> list[int]:
 
 def _pair_example(
     tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, label: int, cls_id: int,
-    sep_id: int,
+    sep_id: int, label_key: str,
 ) -> dict:
     """[CLS] A [SEP] B [SEP] after truncating the longer side one token at a time (BERT's
     truncate_seq_pair). A loses tokens at its front and B at its back, so the A|B junction that
@@ -46,7 +54,7 @@ def _pair_example(
     return {
         "input_ids": [cls_id, *tokens_a, sep_id, *tokens_b, sep_id],
         "token_type_ids": [0] * (len_a + 2) + [1] * (len_b + 1),
-        "next_sentence_label": label,
+        label_key: label,
     }
 
 
@@ -67,9 +75,10 @@ def _random_span(
 
 def _pairs_from_document(
     documents: list[Document], index: int, max_num_tokens: int, rng: random.Random,
-    short_seq_prob: float, cls_id: int, sep_id: int,
+    short_seq_prob: float, cls_id: int, sep_id: int, task: str,
 ) -> list[dict]:
-    """BERT's create_instances_from_document for ``documents[index]``, with a fair coin.
+    """BERT's create_instances_from_document for ``documents[index]``, with a fair coin; with
+    ``task="sop"`` ALBERT's, where the coin swaps the two segments instead.
 
     BERT forces NotNext whenever a chunk holds a single sentence, which pushes the share of
     IsNext below one half. Here a chunk closes early only once it has two sentences (a long
@@ -93,7 +102,12 @@ def _pairs_from_document(
             if len(chunk) >= 2:
                 a_end = rng.randint(1, len(chunk) - 1)
                 tokens_a = _flat(chunk[:a_end])
-                if rng.random() < 0.5:
+                coin = rng.random() < 0.5
+                if task == "sop":
+                    tokens_b, label = _flat(chunk[a_end:]), SWAPPED if coin else IN_ORDER
+                    if coin:
+                        tokens_a, tokens_b = tokens_b, tokens_a
+                elif coin:
                     label = NOT_NEXT
                     tokens_b = _random_span(documents, index, target_length - len(tokens_a), rng)
                     i -= len(chunk) - a_end  # the unused sentences start the next chunk
@@ -101,7 +115,8 @@ def _pairs_from_document(
                     label = IS_NEXT
                     tokens_b = _flat(chunk[a_end:])
                 examples.append(
-                    _pair_example(tokens_a, tokens_b, max_num_tokens, label, cls_id, sep_id)
+                    _pair_example(tokens_a, tokens_b, max_num_tokens, label, cls_id, sep_id,
+                                  LABEL_KEYS[task])
                 )
             chunk, chunk_length = [], 0
         i += 1
@@ -139,16 +154,21 @@ def make_segment_pairs(
     *,
     cls_id: int,
     sep_id: int,
+    sop: bool = False,
 ) -> list[dict]:
     """Pretraining inputs from documents (-> sentences -> token ids, no special tokens).
 
     nsp=True: one pass of BERT's pair construction over every document; each example has
     input_ids, token_type_ids (0 for [CLS] A [SEP], 1 for B [SEP]) and next_sentence_label.
-    nsp=False: FULL-SENTENCES inputs "[CLS] ... [SEP]" with token_type_ids 0 and no label.
+    sop=True: the same pairs of consecutive segments, swapped half the time (ALBERT), each with
+    a sentence_order_label.
+    Neither: FULL-SENTENCES inputs "[CLS] ... [SEP]" with token_type_ids 0 and no label.
     Every input is at most ``max_tokens`` long, special tokens included.
     """
     documents = [doc for doc in ([s for s in doc if s] for doc in documents) if doc]
-    if not nsp:
+    if nsp and sop:
+        raise PlmbenchError("nsp and sop are two sentence-pair tasks; pick one (ALBERT: sop)")
+    if not (nsp or sop):
         if max_tokens < 3:
             raise PlmbenchError(f"max_tokens={max_tokens} leaves no room for text; use >= 3")
         return _pack_full_sentences(documents, max_tokens - 2, cls_id, sep_id)
@@ -156,7 +176,7 @@ def make_segment_pairs(
         raise PlmbenchError(
             f"max_tokens={max_tokens} is too short for [CLS] A [SEP] B [SEP]; use >= 5"
         )
-    if len(documents) < 2:
+    if nsp and len(documents) < 2:
         raise PlmbenchError(
             f"next sentence prediction needs at least 2 non-empty documents, got "
             f"{len(documents)}; use more data or nsp=False"
@@ -165,11 +185,13 @@ def make_segment_pairs(
         example
         for index in range(len(documents))
         for example in _pairs_from_document(
-            documents, index, max_tokens - 3, rng, short_seq_prob, cls_id, sep_id
+            documents, index, max_tokens - 3, rng, short_seq_prob, cls_id, sep_id,
+            "sop" if sop else "nsp"
         )
     ]
 
 
 def next_sentence_loss(pooled: Tensor, labels: Tensor, head: nn.Module) -> Tensor:
-    """Cross-entropy of ``head``'s two logits (IsNext, NotNext) on the pooled [CLS] vector."""
+    """Cross-entropy of ``head``'s two logits (IsNext, NotNext; or in order, swapped) on the
+    pooled [CLS] vector."""
     return F.cross_entropy(head(pooled), labels)

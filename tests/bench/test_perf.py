@@ -22,7 +22,7 @@ transformers = require("transformers")
 
 OVERRIDES = ["model=bert-tiny"]
 #: a tiny preset of every registered architecture with a transformers masked-LM counterpart
-PRESETS = ["bert-tiny", "roberta-tiny"]
+PRESETS = ["bert-tiny", "roberta-tiny", "albert-tiny", "distilbert-tiny"]
 TOLERANCE = 1e-5
 
 
@@ -63,7 +63,7 @@ def test_measure_reports_both_implementations(preset):
     assert results["flop_ratio"] > 1  # the reference decodes every position, we the masked ones
     # the ratio is (all positions) / (masked positions) of the same step: it matches our copy of
     # measure's batch, so the parity test below sees the batch measure times
-    config, _, _, batch = nets_and_batch(2, 16)
+    config, _, _, batch = nets_and_batch(2, 16, preset)
     labels = batch["labels"]
     shape = EncoderShape.of(config)
     predicted = int((labels != IGNORE_INDEX).sum())
