@@ -147,14 +147,22 @@ def read_config(directory: str | Path) -> tuple[Arch, object]:
     return arch, arch.config(**{k: v for k, v in hf_config.items() if k in known})
 
 
+def _architectures(directory: Path) -> list[str]:
+    """config.json's ``architectures``: the transformers classes the checkpoint was saved from."""
+    return json.loads((directory / "config.json").read_text()).get("architectures") or []
+
+
 def from_hf(directory: str | Path, with_heads: bool = False) -> tuple[nn.Module, TextTokenizer]:
     """Load a transformers checkpoint directory as our encoder (``with_heads=False``; with a
     pooler only if the checkpoint has one) or our pretraining net (heads taken from the
-    checkpoint when present, else freshly initialised), plus its tokenizer."""
+    checkpoint when present, else freshly initialised; the architecture's ``masked_lm`` net for
+    a checkpoint of its transformers masked-LM class), plus its tokenizer."""
     directory = Path(directory)
     arch, config = read_config(directory)
     state = _read_weights(_weights_file(directory))
-    if with_heads:
+    if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
+        net = arch.masked_lm(config)
+    elif with_heads:
         net = arch.pretraining(config)
     else:
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
@@ -219,7 +227,8 @@ def to_hf(
     layout = arch.hf
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
-        kind = "pretraining" if type(net) is arch.pretraining else "encoder"
+        kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
+        kind = kinds.get(type(net), "encoder")
         weights = hf_state_dict(net)
     else:
         kind = "classifier"

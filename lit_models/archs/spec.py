@@ -44,3 +44,6 @@ class Arch:
     hf: HFLayout
     #: (config, num_labels, dropout) -> module mapping the encoder output to label scores
     classification_head: Callable[..., nn.Module]
+    #: the net of transformers' ``classes["mlm"]`` checkpoints where that is not ``pretraining``
+    #: (ELECTRA's generator); None: ``pretraining`` loads them
+    masked_lm: type | None = None

@@ -131,14 +131,16 @@ class BertModel(nn.Module):
 class BertMLMHead(nn.Module):
     """Masked-LM head (§3.1 Task #1): LayerNorm(act(W h + b)) E^T + b_vocab, E the token
     embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states.
-    ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU)."""
+    ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU). W maps
+    the hidden size to the embeddings' width (ELECTRA's embeddings are narrower than its layers)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding,
                  hidden_act: str | None = None):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        width = word_embeddings.embedding_dim
+        self.dense = nn.Linear(config.hidden_size, width)
         self.act = activation(hidden_act or config.hidden_act)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.word_embeddings = word_embeddings
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
