@@ -61,13 +61,13 @@ def build_net(
     kind = init_from.partition(":")[0]
     if kind in ("hf", "ckpt"):
         directory = checkpoint_dir(init_from)
-        found, _ = read_config(directory)
+        found, _ = read_config(directory, arch)
         if found is not arch:
             raise PlmbenchError(
                 f"init_from={init_from} is a {found.name} checkpoint but model={model_cfg['name']} "
                 f"is a {arch.name} preset; pick a {found.name} preset"
             )
-        return from_hf(directory, with_heads=with_heads)
+        return from_hf(directory, with_heads=with_heads, arch=arch)
     if init_from != "scratch":
         raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
     key, texts = vocabulary_corpus()
