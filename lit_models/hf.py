@@ -81,7 +81,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
     """
     layout = layout or arch_of_net(net).hf
     state = _canonical(hf_state, layout)
-    optional = ("pooler.", *layout.head_prefixes)
+    optional = ("pooler.", *layout.head_prefixes, *layout.optional)
     missing, mismatched = [], []
     with torch.no_grad():
         for name, param in net.named_parameters():  # tied parameters are listed once

@@ -2,7 +2,7 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import bert, electra, roberta, spanbert
+from lit_models.archs import bert, deberta, electra, roberta, spanbert
 from lit_models.archs.spec import Arch, HFLayout
 
 ARCHS: dict[str, Arch] = {
@@ -12,6 +12,7 @@ ARCHS: dict[str, Arch] = {
         roberta.ARCH,
         electra.ARCH,
         spanbert.ARCH,
+        deberta.ARCH,
     )
 }
 

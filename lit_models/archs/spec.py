@@ -28,6 +28,7 @@ class HFLayout:
     classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" -> class name
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
+    optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
 
