@@ -20,7 +20,7 @@ import lightning as L
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from bench.records import (
     SCHEMA_VERSION,
@@ -177,7 +177,17 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
 
 def normalize(cfg: DictConfig) -> None:
     """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
-    (``task.splits.eval=validation`` means ``[validation]``, null means none)."""
+    (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
+    means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
+    none), so ``model=electra-small`` pretrains as ELECTRA does."""
+    if cfg.get("objective") is None:
+        name = cfg.model.get("objective", "mlm")
+        file = CONF_DIR / "objective" / f"{name}.yaml"
+        if not file.is_file():
+            raise PlmbenchError(f"model.objective={name!r} names no conf/objective/{name}.yaml; "
+                                "use one of those files' names")
+        with open_dict(cfg):
+            cfg.objective = OmegaConf.load(file)
     splits = cfg.task.splits
     if splits.get("eval") is None:
         splits.eval = []

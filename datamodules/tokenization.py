@@ -91,6 +91,13 @@ ROBERTA = TokenizerSpec(
     pair="cls $A sep sep $B sep",
     tokenizer_class="RobertaTokenizerFast",
 )
+DEBERTA = TokenizerSpec(  # GPT-2's byte-level BPE with BERT's special tokens (He et al. 2021, §4.1)
+    "bpe",
+    (("pad", "[PAD]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("unk", "[UNK]"), ("mask", "[MASK]")),
+    single="cls $A sep",
+    pair="cls $A sep sep $B sep",  # as transformers 5's DebertaTokenizer builds pairs
+    tokenizer_class="DebertaTokenizer",
+)
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
 _DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
                   "unigram": "T5TokenizerFast"}

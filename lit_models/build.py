@@ -62,9 +62,9 @@ def build_net(
     kind = init_from.partition(":")[0]
     if kind in ("hf", "ckpt"):
         directory = checkpoint_dir(init_from)
-        found, _ = read_config(directory)
+        found, _ = read_config(directory, arch)
         if found is arch:
-            return from_hf(directory, with_heads=with_heads)
+            return from_hf(directory, with_heads=with_heads, arch=arch)
         if found.name not in arch.init_from_arch:
             raise PlmbenchError(
                 f"init_from={init_from} is a {found.name} checkpoint but model={model_cfg['name']} "

@@ -81,7 +81,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
     """
     layout = layout or arch_of_net(net).hf
     state = _canonical(hf_state, layout)
-    optional = ("pooler.", *layout.head_prefixes)
+    optional = ("pooler.", *layout.head_prefixes, *layout.optional)
     missing, mismatched = [], []
     with torch.no_grad():
         for name, param in net.named_parameters():  # tied parameters are listed once
@@ -121,8 +121,10 @@ def _weights_file(directory: Path) -> Path | None:
     return next((directory / f for f in WEIGHT_FILES if (directory / f).is_file()), None)
 
 
-def read_config(directory: str | Path) -> tuple[Arch, object]:
-    """(architecture, our config dataclass) of a checkpoint directory's config.json."""
+def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, object]:
+    """(architecture, our config dataclass) of a checkpoint directory's config.json; ``arch``
+    reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
+    checkpoints are BERT's)."""
     directory = Path(directory)
     missing = [
         " or ".join(names)
@@ -139,7 +141,9 @@ def read_config(directory: str | Path) -> tuple[Arch, object]:
         hf_config = json.loads(config_file.read_text())
     except json.JSONDecodeError as err:
         raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
-    arch = arch_of_model_type(hf_config.get("model_type"))
+    found = arch_of_model_type(hf_config.get("model_type"))
+    if arch is None or arch.hf.model_type != found.hf.model_type:
+        arch = found
     reason = arch.hf.unsupported(hf_config)
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
@@ -147,14 +151,24 @@ def read_config(directory: str | Path) -> tuple[Arch, object]:
     return arch, arch.config(**{k: v for k, v in hf_config.items() if k in known})
 
 
-def from_hf(directory: str | Path, with_heads: bool = False) -> tuple[nn.Module, TextTokenizer]:
+def _architectures(directory: Path) -> list[str]:
+    """config.json's ``architectures``: the transformers classes the checkpoint was saved from."""
+    return json.loads((directory / "config.json").read_text()).get("architectures") or []
+
+
+def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
+            ) -> tuple[nn.Module, TextTokenizer]:
     """Load a transformers checkpoint directory as our encoder (``with_heads=False``; with a
     pooler only if the checkpoint has one) or our pretraining net (heads taken from the
-    checkpoint when present, else freshly initialised), plus its tokenizer."""
+    checkpoint when present, else freshly initialised; the architecture's ``masked_lm`` net for
+    a checkpoint of its transformers masked-LM class), plus its tokenizer. ``arch``: as in
+    ``read_config``."""
     directory = Path(directory)
-    arch, config = read_config(directory)
+    arch, config = read_config(directory, arch)
     state = _read_weights(_weights_file(directory))
-    if with_heads:
+    if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
+        net = arch.masked_lm(config)
+    elif with_heads:
         net = arch.pretraining(config)
     else:
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
@@ -227,7 +241,8 @@ def to_hf(
         raise PlmbenchError(f"cannot export {type(net).__name__} to transformers: {reason}")
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
-        kind = "pretraining" if type(net) is arch.pretraining else "encoder"
+        kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
+        kind = kinds.get(type(net), "encoder")
         weights = hf_state_dict(net)
     else:
         kind = "classifier"

@@ -2,11 +2,21 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import albert, bert, distilbert, roberta
+from lit_models.archs import albert, bert, deberta, distilbert, electra, roberta, spanbert
 from lit_models.archs.spec import Arch, HFLayout
 
-ARCHS: dict[str, Arch] = {arch.name: arch for arch in (bert.ARCH, roberta.ARCH, albert.ARCH,
-                                                     distilbert.ARCH)}
+ARCHS: dict[str, Arch] = {
+    arch.name: arch
+    for arch in (
+        bert.ARCH,
+        roberta.ARCH,
+        albert.ARCH,
+        distilbert.ARCH,
+        electra.ARCH,
+        spanbert.ARCH,
+        deberta.ARCH,
+    )
+}
 
 __all__ = ["ARCHS", "Arch", "HFLayout", "get_arch", "arch_of_model_type", "arch_of_net"]
 
@@ -30,8 +40,8 @@ def arch_of_model_type(model_type: str | None) -> Arch:
 
 
 def arch_of_net(net) -> Arch:
-    """The architecture whose encoder or pretraining net ``net`` is."""
+    """The architecture whose encoder, pretraining net or masked-LM net ``net`` is."""
     for arch in ARCHS.values():
-        if type(net) in (arch.encoder, arch.pretraining):
+        if type(net) in (arch.encoder, arch.pretraining, arch.masked_lm):
             return arch
     raise PlmbenchError(f"{type(net).__name__} is no registered architecture's net")

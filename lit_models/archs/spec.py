@@ -28,6 +28,7 @@ class HFLayout:
     classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" -> class name
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
+    optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
 
@@ -48,3 +49,6 @@ class Arch:
     #: net, with_heads) -> our net (DistilBERT: every other layer of a BERT teacher)
     init_from_arch: Mapping[str, Callable[[nn.Module, bool], nn.Module]] = field(
         default_factory=dict)
+    #: the net of transformers' ``classes["mlm"]`` checkpoints where that is not ``pretraining``
+    #: (ELECTRA's generator); None: ``pretraining`` loads them
+    masked_lm: type | None = None

@@ -139,7 +139,7 @@ class BertMLMHead(nn.Module):
     embedding matrix (tied, not copied). Callers pass only the masked positions' hidden states.
     ``hidden_act`` overrides the config's activation (RoBERTa's head is always exact GELU).
     W maps the hidden size to the embeddings' width (the hidden size itself in BERT; ALBERT's
-    factorized embedding size E, Lan et al. 2020, §3.1)."""
+    factorized embedding size E, Lan et al. 2020, §3.1; ELECTRA's narrower embeddings)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding,
                  hidden_act: str | None = None):

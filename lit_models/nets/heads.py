@@ -3,11 +3,15 @@
 BERT (Devlin et al. 2019, §4.1): a linear layer W over C, the pooled [CLS] representation
 (the pooler's tanh(W_p h_[CLS] + b_p)): scores = W Dropout(C). RoBERTa (Liu et al. 2019, as
 released in fairseq's ``RobertaClassificationHead``): the pooling is part of the head:
-scores = W_o Dropout(tanh(W_d Dropout(h_<s>))). DistilBERT (Sanh et al. 2019, as released in
-transformers' ``DistilBertForSequenceClassification``): scores = W_o Dropout(ReLU(W_d h_[CLS])).
+scores = W_o Dropout(tanh(W_d Dropout(h_<s>))); ELECTRA's (Clark et al. 2020, as released) the
+same with GELU for tanh. DistilBERT (Sanh et al. 2019, as released in transformers'
+``DistilBertForSequenceClassification``): scores = W_o Dropout(ReLU(W_d h_[CLS])).
 """
 
+import torch
 from torch import Tensor, nn
+
+from lit_models.nets.blocks import activation
 
 
 def _init(module: nn.Linear, std: float) -> None:
@@ -32,10 +36,12 @@ class PooledClassifier(nn.Module):
 
 
 class FirstTokenClassifier(nn.Module):
-    """scores = W_o Dropout(tanh(W_d Dropout(h_0))), h_0 the first token's hidden state."""
+    """scores = W_o Dropout(act(W_d Dropout(h_0))), h_0 the first token's hidden state; act is
+    tanh (RoBERTa) or GELU (ELECTRA's released fine-tuning head)."""
 
-    def __init__(self, config, num_labels: int, dropout: float) -> None:
+    def __init__(self, config, num_labels: int, dropout: float, hidden_act: str = "tanh") -> None:
         super().__init__()
+        self.act = torch.tanh if hidden_act == "tanh" else activation(hidden_act)
         self.dropout = nn.Dropout(dropout)
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.out = nn.Linear(config.hidden_size, num_labels)
@@ -44,7 +50,7 @@ class FirstTokenClassifier(nn.Module):
 
     def forward(self, encoded) -> Tensor:
         h = self.dropout(encoded.last_hidden_state[:, 0])
-        return self.out(self.dropout(self.dense(h).tanh()))
+        return self.out(self.dropout(self.act(self.dense(h))))
 
 
 class ReluFirstTokenClassifier(nn.Module):

@@ -26,7 +26,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from bench.records import config_hash
-from bench.run import CONF_DIR
+from bench.run import CONF_DIR, normalize
 from tests.bench.invoke import (
     Result,
     plmbench,
@@ -187,9 +187,11 @@ def test_classification_run_leaves_a_complete_ok_record(rte_run):
         round(32 * record["metrics"]["validation"]["accuracy"]))
     for key in ("config_hash", "protocol_hash"):
         assert re.fullmatch(r"[0-9a-f]{16}", record[key])
-    # the hashes are those of the configuration as composed from the same overrides
+    # the hashes are those of the configuration as composed (and normalized, as a run does)
+    # from the same overrides
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         composed = compose("config", overrides=[*TINY, "task=glue/rte", f"results_dir={results}"])
+    normalize(composed)
     composed = OmegaConf.to_container(composed, resolve=True)
     assert config_hash(composed) == record["config_hash"]
     assert config_hash(composed, ignore_task=True) == record["protocol_hash"]

@@ -1,0 +1,72 @@
+"""ELECTRA's registration (Clark et al. 2020): BERT's WordPiece vocabulary and segments,
+transformers' ``Electra*`` layout, and the released fine-tuning head (first token, dense, GELU,
+out_proj).
+
+Our pretraining net holds both encoders. Exported, it is transformers' ``ElectraForPreTraining``
+(the discriminator and its head) plus the generator under ``generator.`` (transformers ignores
+those weights; ``from_hf(..., with_heads=True)`` reads them back to continue pretraining). The
+generator alone exports and imports as ``ElectraForMaskedLM``.
+"""
+
+from functools import partial
+
+from datamodules import tokenization
+from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.spec import Arch, HFLayout
+from lit_models.nets.electra import (
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ElectraModel,
+)
+from lit_models.nets.heads import FirstTokenClassifier
+
+
+def _prefixed(names: str | tuple[str, ...], prefix: str) -> str | tuple[str, ...]:
+    return prefix + names if isinstance(names, str) else tuple(prefix + n for n in names)
+
+
+#: the encoder: BERT's, with the embeddings' projection to the hidden size and no pooler
+ELECTRA_ENCODER_NAMES = {
+    **{ours: theirs for ours, theirs in ENCODER_NAMES.items() if ours != "pooler"},
+    "embeddings_project": "embeddings_project",
+}
+#: the generator's masked-LM head, as in transformers' ElectraForMaskedLM
+GENERATOR_HEAD_NAMES = {
+    "mlm_head.dense": "generator_predictions.dense",
+    "mlm_head.norm": "generator_predictions.LayerNorm",
+    "mlm_head.bias": "generator_lm_head.bias",  # its weight is tied to the token embeddings
+}
+
+ARCH = Arch(
+    name="electra",
+    config=ElectraConfig,
+    encoder=ElectraModel,
+    pretraining=ElectraForPreTraining,
+    masked_lm=ElectraForMaskedLM,
+    tokenizer=tokenization.BERT,  # the released models use BERT's uncased WordPiece vocabulary
+    hf=HFLayout(
+        model_type="electra",
+        prefix="electra.",
+        names={
+            **ELECTRA_ENCODER_NAMES,
+            **GENERATOR_HEAD_NAMES,
+            "rtd_head.dense": "discriminator_predictions.dense",
+            "rtd_head.prediction": "discriminator_predictions.dense_prediction",
+            # the generator inside our pretraining net (its embeddings are the discriminator's)
+            **{f"generator.electra.{ours}": _prefixed(theirs, "generator.electra.")
+               for ours, theirs in ELECTRA_ENCODER_NAMES.items()},
+            **{f"generator.{ours}": f"generator.{theirs}"
+               for ours, theirs in GENERATOR_HEAD_NAMES.items()},
+        },
+        head_prefixes=("discriminator_predictions.", "generator_predictions.",
+                       "generator_lm_head.", "generator."),
+        classifier_names={"dense": "classifier.dense", "out": "classifier.out_proj"},
+        classes={"encoder": "ElectraModel", "pretraining": "ElectraForPreTraining",
+                 "mlm": "ElectraForMaskedLM", "classifier": "ElectraForSequenceClassification"},
+        skipped=r"(^|\.)position_ids$|(^|\.)generator_lm_head\.weight$",
+        config_only_ours=("pre_norm",),
+        unsupported=absolute_positions_only,
+    ),
+    classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
+)

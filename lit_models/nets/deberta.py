@@ -1,0 +1,251 @@
+"""DeBERTa: disentangled attention and an enhanced mask decoder.
+
+He et al. 2021, "DeBERTa: Decoding-enhanced BERT with Disentangled Attention".
+§3.1, Eq. 2-4: a token is represented by its content H and, apart, by relative positions P; the
+attention score of tokens i, j sums content-to-content, content-to-position and
+position-to-content terms, A_ij = Q^c_i K^c_j + Q^c_i K^r_δ(i,j) + K^c_j Q^r_δ(j,i), scaled by
+1/sqrt(3d), with δ(i, j) the distance i - j clipped to [-k, k) and P (2k x H relative position
+embeddings) shared across layers (K^r = P W_k,r, Q^r = P W_q,r). Everything else is BERT's
+post-LN layer. §3.2, the enhanced mask decoder (EMD): absolute positions enter only after the
+Transformer layers, before the MLM softmax: the last layer is run twice more (shared weights,
+n = 2) with queries H_{L-1} + P_abs and keys/values H_{L-1}. As in the released code, a model
+with ``position_biased_input`` (absolute positions added to the input, as transformers' default
+config) has no EMD.
+
+Field names of ``DebertaConfig`` equal transformers' ``DebertaConfig`` keys; the fused ``in_proj``
+keeps transformers' layout (per head: query, key, value rows), so weights map 1:1.
+"""
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+
+import torch
+from torch import Tensor, nn
+
+from lit_models.nets.attention import attend
+from lit_models.nets.bert import BertConfig, BertMLMHead, EncoderOutput
+from lit_models.nets.blocks import FeedForward, init_normal_, padding_mask
+
+
+@dataclass
+class DebertaConfig(BertConfig):
+    """Defaults are DeBERTa-base (§4.1, Table 8: L=12, H=768, A=12, k=512, GPT-2's BPE)."""
+
+    vocab_size: int = 50265
+    type_vocab_size: int = 0  # no segment embeddings
+    layer_norm_eps: float = 1e-7
+    relative_attention: bool = True
+    max_relative_positions: int = -1  # k; < 1: max_position_embeddings
+    position_biased_input: bool = False  # absolute positions in the input (then no EMD)
+    pos_att_type: list[str] = field(default_factory=lambda: ["c2p", "p2c"])
+
+    def __post_init__(self) -> None:
+        if isinstance(self.pos_att_type, str):  # older config.json files: "c2p|p2c"
+            self.pos_att_type = [t.strip() for t in self.pos_att_type.lower().split("|")]
+        self.pos_att_type = list(self.pos_att_type or [])
+        unknown = set(self.pos_att_type) - {"c2p", "p2c"}
+        if unknown:
+            raise ValueError(f"pos_att_type {sorted(unknown)}: use a subset of ['c2p', 'p2c']")
+
+    @property
+    def relative_positions(self) -> int:
+        """k: relative distances are clipped to [-k, k)."""
+        return self.max_relative_positions if self.max_relative_positions >= 1 \
+            else self.max_position_embeddings
+
+
+class DebertaEmbeddings(nn.Module):
+    """Dropout(LayerNorm(tokens [+ absolute positions] [+ segments]) * not-pad) (§3)."""
+
+    def __init__(self, config: DebertaConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.position_biased_input = config.position_biased_input
+        self.word_embeddings = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, H)  # also EMD's
+        self.token_type_embeddings = (nn.Embedding(config.type_vocab_size, H)
+                                      if config.type_vocab_size > 0 else None)
+        self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None,
+                attention_mask: Tensor | None) -> Tensor:
+        T = input_ids.shape[1]
+        if T > self.position_embeddings.num_embeddings:
+            raise ValueError(f"sequence length {T} exceeds max_position_embeddings "
+                             f"{self.position_embeddings.num_embeddings}; truncate inputs")
+        x = self.word_embeddings(input_ids)
+        if self.position_biased_input:
+            x = x + self.position_embeddings.weight[:T]
+        if self.token_type_embeddings is not None:
+            x = x + (self.token_type_embeddings.weight[0] if token_type_ids is None
+                     else self.token_type_embeddings(token_type_ids))
+        x = self.norm(x)
+        if attention_mask is not None:
+            x = x * attention_mask[..., None].to(x.dtype)
+        return self.dropout(x)
+
+
+class DisentangledSelfAttention(nn.Module):
+    """Multi-head attention with the disentangled score (§3.1, Eq. 4): A = (Q^c K^c^T + c2p +
+    p2c) / sqrt(3d) (sqrt((1 + #position terms) d)), through ``attend`` with the position terms
+    as its additive bias. ``in_proj`` (no bias) holds per head the query, key and value rows;
+    the query and value biases are apart, as in the released model."""
+
+    def __init__(self, config: DebertaConfig):
+        super().__init__()
+        H, A = config.hidden_size, config.num_attention_heads
+        if H % A:
+            raise ValueError(f"hidden_size {H} is not divisible by num_attention_heads {A}; pick "
+                             "a head count that divides the hidden size")
+        self.num_heads, self.head_dim = A, H // A
+        self.in_proj = nn.Linear(H, 3 * H, bias=False)
+        self.q_bias = nn.Parameter(torch.zeros(H))
+        self.v_bias = nn.Parameter(torch.zeros(H))
+        self.terms = tuple(config.pos_att_type) if config.relative_attention else ()
+        self.scale = 1 / math.sqrt(self.head_dim * (1 + len(self.terms)))
+        self.pos_proj = nn.Linear(H, H, bias=False) if "c2p" in self.terms else None  # W_k,r
+        self.pos_q_proj = nn.Linear(H, H) if "p2c" in self.terms else None  # W_q,r
+        self.pos_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = config.attention_probs_dropout_prob
+        self.out = nn.Linear(H, H)
+
+    def heads(self, x: Tensor) -> Tensor:
+        """[..., T, H] -> [..., heads, T, d]."""
+        return x.view(*x.shape[:-1], self.num_heads, self.head_dim).movedim(-2, -3)
+
+    def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
+                query: Tensor | None = None) -> Tensor:
+        """Keys and values from ``x`` [B, T, H], queries from ``query`` (EMD) or ``x``;
+        ``rel_embeddings`` [2k, H] the shared P."""
+        B, T, H = x.shape
+        w = self.in_proj.weight.view(self.num_heads, 3, self.head_dim, H)
+        k = self.heads(x @ w[:, 1].reshape(H, H).T)
+        v = self.heads(x @ w[:, 2].reshape(H, H).T + self.v_bias)
+        q = self.heads((x if query is None else query) @ w[:, 0].reshape(H, H).T + self.q_bias)
+        bias = None
+        if self.terms and rel_embeddings is not None:
+            bias = self.relative_scores(q, k, self.pos_dropout(rel_embeddings))
+        dropout = self.dropout if self.training else 0.0
+        y = attend(q, k, v, mask, bias, scale=self.scale, dropout=dropout)
+        return self.out(y.transpose(1, 2).reshape(B, T, H))
+
+    def relative_scores(self, q: Tensor, k: Tensor, rel_embeddings: Tensor) -> Tensor:
+        """c2p_ij = Q^c_i K^r_δ(i,j) and p2c_ij = K^c_j Q^r_δ(j,i), both scaled: [B, heads, T, T].
+        δ indexes the 2 span rows around the middle of P, span = min(T, k), as transformers."""
+        T, n = q.shape[-2], rel_embeddings.shape[0] // 2  # n = the relative span k
+        span = min(T, n)
+        positions = torch.arange(T, device=q.device)
+        delta = (positions[:, None] - positions[None, :] + span).clamp(0, 2 * span - 1)
+        rel = rel_embeddings[n - span : n + span]
+        score = 0
+        if self.pos_proj is not None:  # content-to-position: [B, h, T, 2span] -> gather δ(i, j)
+            c2p = q @ self.heads(self.pos_proj(rel)).transpose(-1, -2)
+            score = score + c2p.gather(-1, delta.expand(*c2p.shape[:2], T, T))
+        if self.pos_q_proj is not None:  # position-to-content: K^c_j Q^r_δ(j,i) at [i, j]
+            p2c = k @ self.heads(self.pos_q_proj(rel)).transpose(-1, -2)
+            p2c = p2c.gather(-1, delta.T.expand(*p2c.shape[:2], T, T))  # [j, i] = K_j Q^r_δ(i,j)
+            score = score + p2c.transpose(-1, -2)
+        return score * self.scale
+
+
+class DebertaLayer(nn.Module):
+    """BERT's post-LN layer around disentangled attention; with ``query`` (EMD) the residual
+    stream is the query's."""
+
+    def __init__(self, config: DebertaConfig):
+        super().__init__()
+        H, eps = config.hidden_size, config.layer_norm_eps
+        self.attention = DisentangledSelfAttention(config)
+        self.attention_norm = nn.LayerNorm(H, eps=eps)
+        self.feed_forward = FeedForward(H, config.intermediate_size, config.hidden_act)
+        self.ffn_norm = nn.LayerNorm(H, eps=eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
+                query: Tensor | None = None) -> Tensor:
+        residual = x if query is None else query
+        h = self.attention_norm(residual + self.dropout(
+            self.attention(x, mask, rel_embeddings, query)))
+        return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
+
+
+class DebertaEncoder(nn.Module):
+    """The layers and the relative position embeddings P they share (§3.1)."""
+
+    def __init__(self, config: DebertaConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(DebertaLayer(config) for _ in range(config.num_hidden_layers))
+        self.rel_embeddings = (nn.Embedding(2 * config.relative_positions, config.hidden_size)
+                               if config.relative_attention else None)
+
+    @property
+    def relative(self) -> Tensor | None:
+        return None if self.rel_embeddings is None else self.rel_embeddings.weight
+
+    def forward(self, x: Tensor, mask: Tensor | None, output_hidden_states: bool = False
+                ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
+        hidden_states = [x] if output_hidden_states else None
+        for layer in self.layers:
+            x = layer(x, mask, self.relative)
+            if hidden_states is not None:
+                hidden_states.append(x)
+        return x, None if hidden_states is None else tuple(hidden_states)
+
+
+def _init(module: nn.Module, std: float) -> None:
+    init_normal_(module, std)
+    if isinstance(module, DisentangledSelfAttention):
+        nn.init.zeros_(module.q_bias)
+        nn.init.zeros_(module.v_bias)
+
+
+class DebertaModel(nn.Module):
+    """Embeddings + disentangled-attention encoder; no pooler (fine-tuning heads pool)."""
+
+    def __init__(self, config: DebertaConfig, add_pooling_layer: bool = False):
+        super().__init__()
+        self.config = config
+        self.embeddings = DebertaEmbeddings(config)
+        self.encoder = DebertaEncoder(config)
+        self.apply(partial(_init, std=config.initializer_range))
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
+                ) -> EncoderOutput:
+        x = self.embeddings(input_ids, token_type_ids, attention_mask)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
+        return EncoderOutput(x, None, hidden_states)
+
+
+class DebertaForMaskedLM(nn.Module):
+    """DeBERTa with BERT's MLM head (``mlm_head``). ``forward`` returns what the head reads: the
+    enhanced mask decoder's output (§3.2), or the encoder's with ``position_biased_input``."""
+
+    def __init__(self, config: DebertaConfig):
+        super().__init__()
+        self.config = config
+        self.deberta = DebertaModel(config)
+        self.mlm_head = BertMLMHead(config, self.deberta.embeddings.word_embeddings)
+        for module in (self.mlm_head.dense, self.mlm_head.norm):
+            init_normal_(module, config.initializer_range)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
+                ) -> EncoderOutput:
+        if self.config.position_biased_input:
+            return self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states)
+        out = self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states=True)
+        return EncoderOutput(self.enhanced_mask_decoder(out.hidden_states[-2], attention_mask),
+                             None, out.hidden_states if output_hidden_states else None)
+
+    def enhanced_mask_decoder(self, hidden: Tensor, attention_mask: Tensor | None) -> Tensor:
+        """I = H_{L-1} + absolute positions as queries over H_{L-1}, through the last layer
+        twice (§3.2, n = 2 layers sharing weights)."""
+        encoder = self.deberta.encoder
+        query = hidden + self.deberta.embeddings.position_embeddings.weight[: hidden.shape[1]]
+        for _ in range(2):
+            query = encoder.layers[-1](hidden, padding_mask(attention_mask), encoder.relative,
+                                       query)
+        return query

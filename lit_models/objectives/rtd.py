@@ -1,0 +1,126 @@
+"""Replaced token detection: ELECTRA's generator + discriminator objective.
+
+Clark et al. 2020, "ELECTRA", §2 (Eq. 1 and the combined loss): a set of positions m is selected
+(15%) and masked; the generator G, a masked language model, predicts the original tokens there
+(L_MLM); each selected token is replaced by a sample x^_i ~ p_G(x_i | x^masked), with no gradient
+through the sampling; the discriminator D labels every token of the corrupted input x^corrupt
+original or replaced, and a sampled token equal to the original counts as original (L_Disc, a
+binary cross-entropy over all tokens). The loss is L_MLM + lambda L_Disc, lambda = 50 (§2,
+Table 6). The selected positions are masked 85% of the time and otherwise left as they are
+(the released ``pretrain_helpers.mask``: no random tokens, the generator sees originals instead).
+
+The net is ``ElectraForPreTraining`` (``lit_models/nets/electra.py``): ``net.generator`` with its
+``mlm_head``, and the discriminator ``net`` with its ``rtd_head``. Selection and padding are
+MLM's (``MLMCollator``); vocabulary logits are computed at the selected positions only.
+"""
+
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from datamodules.collate import IGNORE_INDEX
+from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer
+from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
+from lit_models.objectives.base import perplexity
+from lit_models.objectives.mlm import MaskedLM
+
+
+def replace_tokens(input_ids: Tensor, labels: Tensor, logits: Tensor,
+                   generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """The discriminator's input and labels from the generator's ``logits`` [N, V] at the N
+    selected positions (``labels`` != IGNORE_INDEX, which hold the original tokens).
+
+    Returns (x^corrupt: the original tokens with each selected one replaced by a sample of
+    softmax(logits), is_replaced: bool [B, T], True only where the sample differs from the
+    original). Sampling is outside the graph: no gradient reaches the generator through it.
+    """
+    selected = labels != IGNORE_INDEX
+    originals = torch.where(selected, labels, input_ids)
+    with torch.no_grad():
+        probabilities = logits.detach().float().softmax(-1)
+        samples = torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
+    corrupted = originals.clone()
+    corrupted[selected] = samples
+    return corrupted, corrupted != originals
+
+
+class ReplacedTokenDetection(MaskedLM):
+    """ELECTRA's pretraining objective: L = L_MLM(G) + ``rtd_weight`` L_Disc(D) (§2).
+
+    Training reports ``mlm_loss`` (the generator's) and ``rtd_loss`` (lambda L_Disc, the term
+    minimised). Eval: the generator's MLM loss per selected token (and its perplexity), the
+    discriminator's BCE per token ``disc_loss``, its accuracy ``disc_accuracy`` and the share of
+    tokens that were actually replaced, ``replaced_rate``.
+    """
+
+    eval_metrics = ("mlm_loss", "disc_loss", "disc_accuracy", "replaced_rate")
+
+    def __init__(self, name: str = "rtd", rtd_weight: float = 50.0, **masking) -> None:
+        super().__init__(name, nsp=False, **masking)
+        if rtd_weight < 0:
+            raise PlmbenchError(f"rtd_weight={rtd_weight} must be >= 0; ELECTRA uses 50")
+        self.rtd_weight = rtd_weight
+        self.generator_shape: EncoderShape | None = None
+
+    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
+        if not (hasattr(net, "generator") and hasattr(net, "rtd_head")):
+            raise PlmbenchError(
+                f"{type(net).__name__} has no generator and discriminator head; replaced-token "
+                "detection pretrains ELECTRA (model=electra-*)"
+            )
+        super().check(net.generator, tokenizer)
+        self.generator_shape = EncoderShape.of(net.generator.config)
+
+    def _forward(self, net: nn.Module, batch: Mapping[str, Tensor],
+                 sampler: torch.Generator | None = None) -> dict[str, Tensor]:
+        inputs = {"attention_mask": batch["attention_mask"],
+                  "token_type_ids": batch.get("token_type_ids")}
+        labels = batch["labels"]
+        selected = labels != IGNORE_INDEX
+        hidden = net.generator(input_ids=batch["input_ids"], **inputs).last_hidden_state
+        logits = net.generator.mlm_head(hidden[selected])
+        mlm_loss = (F.cross_entropy(logits, labels[selected]) if logits.shape[0]
+                    else logits.sum())  # nothing selected: a zero that keeps the graph
+        corrupted, replaced = replace_tokens(batch["input_ids"], labels, logits, sampler)
+        disc_logits = net.rtd_head(net(input_ids=corrupted, **inputs).last_hidden_state)
+        real = batch["attention_mask"].bool()
+        disc_loss = F.binary_cross_entropy_with_logits(disc_logits[real],
+                                                       replaced[real].to(disc_logits.dtype))
+        correct = (disc_logits[real] > 0) == replaced[real]
+        return {"mlm_loss": mlm_loss, "disc_loss": disc_loss,
+                "disc_accuracy": correct.float().mean(),
+                "replaced_rate": replaced[real].float().mean()}
+
+    def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        out = self._forward(net, batch)
+        return {"mlm_loss": out["mlm_loss"], "rtd_loss": self.rtd_weight * out["disc_loss"]}
+
+    def evaluate(self, net: nn.Module, batch: Mapping[str, Tensor]
+                 ) -> dict[str, tuple[Tensor, Tensor]]:
+        device = batch["input_ids"].device
+        sampler = torch.Generator(device).manual_seed(0)  # the same replacements every eval
+        out = self._forward(net, batch, sampler)
+        predicted = (batch["labels"] != IGNORE_INDEX).sum()
+        tokens = batch["attention_mask"].sum()
+        return {"mlm_loss": (out["mlm_loss"], predicted),
+                **{name: (out[name], tokens)
+                   for name in ("disc_loss", "disc_accuracy", "replaced_rate")}}
+
+    def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
+        return {**means, "perplexity": perplexity(means["mlm_loss"])}
+
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float | None:
+        """Generator forward + its MLM head at the selected positions, discriminator forward +
+        its head (H x H dense, H x 1 prediction) at every position; backward doubles it."""
+        if self.generator_shape is None:
+            return None
+        batch_size, seq_len = batch["input_ids"].shape
+        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+        generator = (encoder_forward_flops(self.generator_shape, batch_size, seq_len)
+                     + mlm_head_forward_flops(self.generator_shape, predicted))
+        discriminator = (encoder_forward_flops(shape, batch_size, seq_len)
+                         + batch_size * seq_len * 2 * (shape.hidden * shape.hidden + shape.hidden))
+        return 3 * (generator + discriminator)

@@ -1,0 +1,163 @@
+"""ELECTRA against transformers: random transformers checkpoints imported with ``from_hf`` give the
+same ``last_hidden_state`` (ElectraModel), discriminator logits (ElectraForPreTraining) and
+generator logits (ElectraForMaskedLM) to 1e-5 in float32 on padded batches; our nets exported with
+``to_hf`` load back into transformers equal; the pretraining pair shares its embeddings and
+round-trips its generator; a fine-tuned ElectraForSequenceClassification keeps its head."""
+
+import pytest
+import torch
+
+from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
+from lit_models.archs import get_arch
+from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.nets.electra import (
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ElectraModel,
+    generator_config,
+)
+from tests.conftest import require
+from tests.nets.test_roberta import TEXT, batch, randomize_
+
+transformers = require("transformers")
+
+TOLERANCE = 1e-5
+ELECTRA = get_arch("electra")
+#: sizes no other test uses: odd heads, layers and positions; embeddings narrower than the layers
+#: (projected) or as wide (no projection); tanh GELU
+CONFIGS = [
+    dict(embedding_size=20, hidden_size=36, num_hidden_layers=3, num_attention_heads=3,
+         intermediate_size=50, hidden_act="gelu_new", max_position_embeddings=83),
+    dict(embedding_size=28, hidden_size=28, num_hidden_layers=1, num_attention_heads=7,
+         intermediate_size=44, hidden_act="gelu", max_position_embeddings=61),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    return train_tokenizer(ELECTRA.tokenizer, TEXT, vocab_size=300, lowercase=True)
+
+
+def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory, **extra):
+    """A random transformers ELECTRA saved with save_pretrained, beside our tokenizer files."""
+    values = dict(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad)
+    config = transformers.ElectraConfig(**{**values, **sizes, **extra})
+    model = randomize_(getattr(transformers, cls_name)(config))
+    model.save_pretrained(directory)
+    save_tokenizer(tokenizer, directory, sizes["max_position_embeddings"])
+    return model
+
+
+def max_diff(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> float:
+    ours, theirs = ours[mask.bool()], theirs[mask.bool()]
+    assert ours.shape == theirs.shape
+    return (ours - theirs).abs().max().item()
+
+
+def segments(tokenizer: TextTokenizer, pairs: list[tuple[str, str]]) -> dict:
+    """A padded batch of sentence pairs (token type ids 0 and 1)."""
+    from datamodules.collate import pad_collate
+
+    encodings = [tokenizer.backend.encode(a, b) for a, b in pairs]
+    examples = [{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings]
+    return pad_collate(examples, pad_id=tokenizer.special.pad)
+
+
+PAIRS = [(TEXT[0], TEXT[1]), (TEXT[2], "Birds sing."), ("Dogs jump.", TEXT[3])]
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_from_hf_matches_electra_model(sizes, tokenizer, tmp_path):
+    reference = checkpoint("ElectraModel", sizes, tokenizer, tmp_path)
+    net, loaded = from_hf(tmp_path)
+    assert isinstance(net, ElectraModel) and net.pooler is None
+    assert (net.embeddings_project is None) == (sizes["embedding_size"] == sizes["hidden_size"])
+    assert loaded.special == tokenizer.special
+    inputs = segments(tokenizer, PAIRS)
+    assert (inputs["attention_mask"] == 0).any() and (inputs["token_type_ids"] == 1).any()
+    with torch.no_grad():
+        ours = net.eval()(**inputs).last_hidden_state
+        theirs = reference(**inputs).last_hidden_state
+    assert max_diff(ours, theirs, inputs["attention_mask"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_from_hf_matches_discriminator(sizes, tokenizer, tmp_path):
+    reference = checkpoint("ElectraForPreTraining", sizes, tokenizer, tmp_path)
+    net, _ = from_hf(tmp_path, with_heads=True)
+    assert isinstance(net, ElectraForPreTraining)
+    inputs = segments(tokenizer, PAIRS)
+    with torch.no_grad():
+        ours = net.rtd_head(net.eval()(**inputs).last_hidden_state)
+        theirs = reference(**inputs).logits
+    assert max_diff(ours, theirs, inputs["attention_mask"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_from_hf_matches_generator(sizes, tokenizer, tmp_path):
+    reference = checkpoint("ElectraForMaskedLM", sizes, tokenizer, tmp_path)
+    net, _ = from_hf(tmp_path, with_heads=True)  # a masked-LM checkpoint loads as the generator
+    assert isinstance(net, ElectraForMaskedLM)
+    inputs = batch(tokenizer, TEXT[4:8])
+    with torch.no_grad():
+        ours = net.mlm_head(net.eval()(**inputs).last_hidden_state)
+        theirs = reference(**inputs).logits
+    assert max_diff(ours, theirs, inputs["attention_mask"]) <= TOLERANCE
+
+
+def test_generator_shares_the_embeddings_and_is_a_fraction_of_the_discriminator():
+    config = ElectraConfig(vocab_size=50, embedding_size=16, hidden_size=64,
+                           num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                           generator_size=0.5)
+    net = ElectraForPreTraining(config)
+    generator = net.generator.config
+    assert (generator.hidden_size, generator.num_attention_heads,
+            generator.intermediate_size) == (32, 2, 64)
+    assert net.generator.electra.embeddings is net.electra.embeddings
+    assert net.generator.mlm_head.word_embeddings is net.electra.embeddings.word_embeddings
+    assert net.generator.electra.embeddings_project.in_features == 16
+    assert generator_config(ElectraConfig(generator_size=0.25)).num_attention_heads == 1
+    with pytest.raises(ValueError, match="generator_size"):
+        ElectraForPreTraining(ElectraConfig(generator_size=1.5))
+
+
+def test_to_hf_round_trips_discriminator_and_generator(tokenizer, tmp_path):
+    config = ElectraConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
+                           generator_size=1 / 3, **CONFIGS[0])
+    ours = randomize_(ElectraForPreTraining(config))
+    to_hf(ours, tokenizer, tmp_path / "pair")
+    theirs = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "pair").eval()
+    assert type(theirs).__name__ == "ElectraForPreTraining"
+    inputs = segments(tokenizer, PAIRS)
+    with torch.no_grad():
+        logits = ours.rtd_head(ours(**inputs).last_hidden_state)
+        assert max_diff(logits, theirs(**inputs).logits, inputs["attention_mask"]) <= TOLERANCE
+        # our own import restores the generator too, to continue pretraining
+        again, _ = from_hf(tmp_path / "pair", with_heads=True)
+        state, restored = ours.state_dict(), again.state_dict()
+        assert all(torch.equal(state[k], restored[k]) for k in state)
+
+        to_hf(ours.generator, tokenizer, tmp_path / "generator")
+        generator = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "generator")
+        assert type(generator).__name__ == "ElectraForMaskedLM"
+        logits = ours.generator.mlm_head(ours.generator(**inputs).last_hidden_state)
+        assert max_diff(logits, generator.eval()(**inputs).logits,
+                        inputs["attention_mask"]) <= TOLERANCE
+
+
+def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
+    """ElectraForSequenceClassification's head (first token, dense, GELU, out_proj)."""
+    reference = checkpoint("ElectraForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
+                           num_labels=3)
+    encoder, _ = from_hf(tmp_path)
+    head = ELECTRA.classification_head(encoder.config, 3, dropout=0.1)
+    assert load_classification_head(head, tmp_path, ELECTRA)
+    inputs = segments(tokenizer, PAIRS)
+    with torch.no_grad():
+        ours = head.eval()(encoder.eval()(**inputs))
+        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
+    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
+    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
+    with torch.no_grad():
+        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
