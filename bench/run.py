@@ -3,7 +3,7 @@ Lightning Trainer fits and validates, and the run's ``record.json`` is written a
 
 ``plmbench run [overrides]`` and ``plmbench run -m [sweep overrides]`` both land in ``main``;
 a run whose record already says ok is skipped (``skip_completed``), so a re-run sweep resumes, and
-a run killed part-way continues from its last checkpoint (``resume=auto``, ``bench/checkpoints.py``).
+a run killed part-way continues from its last checkpoint (``resume=auto``, bench/checkpoints.py).
 ``only_failed=true`` (``plmbench run --rerun-failed``) runs only the points whose record failed.
 """
 

@@ -82,7 +82,8 @@ class PlmDataModule(L.LightningDataModule):
             )
         sampler = EpochSampler(len(data), self.seed)
         if self._resume is not None:
-            sampler.resume_at(self._resume["epoch"], self._resume["batches"] * self.task["batch_size"])
+            seen = self._resume["batches"] * self.task["batch_size"]
+            sampler.resume_at(self._resume["epoch"], seen)
         return self._loader(data, self.task["batch_size"], sampler=sampler)
 
     def state_dict(self) -> dict:

@@ -1,6 +1,6 @@
-"""``python -m tests.bench.killed_run STEP ARGS...``: ``plmbench ARGS`` that kills itself with SIGKILL
-right after optimizer step STEP, as a crash or a preempted cluster job ends a run: no handler runs,
-no record is written, only the checkpoints already on disk remain."""
+"""``python -m tests.bench.killed_run STEP ARGS...``: ``plmbench ARGS`` that kills itself with
+SIGKILL right after optimizer step STEP, as a crash or a preempted cluster job ends a run: no
+handler runs, no record is written, only the checkpoints already on disk remain."""
 
 import os
 import signal
