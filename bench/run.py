@@ -253,9 +253,9 @@ def run_log(run_dir: Path) -> Iterator[None]:
 
 def claim(run_dir: Path, current_hash: str, skip_completed: bool,
           only_failed: bool = False) -> bool:
-    """Whether to run into ``run_dir``: False to skip a finished run of the same configuration
-    (and, with ``only_failed``, every point whose record does not say failed); a finished run of
-    another configuration there is never overwritten silently."""
+    """Whether to run into ``run_dir``: False to skip a run of the same configuration that ended,
+    ok or failed (a re-run sweep only resumes; ``only_failed`` runs the failed points and skips
+    every other); a finished run of another configuration there is never overwritten silently."""
     previous = read_record(run_dir)
     if only_failed and (previous is None or previous.get("status") != "failed"):
         log.info("skip %s: only failed runs are re-run", run_dir)
@@ -264,6 +264,10 @@ def claim(run_dir: Path, current_hash: str, skip_completed: bool,
         return True
     same = previous.get("config_hash") == current_hash
     ok = previous.get("status") == "ok"
+    if same and not ok and skip_completed and not only_failed:
+        log.warning("skip %s: it failed (%s); --rerun-failed re-runs the failed points", run_dir,
+                    previous.get("error"))
+        return False
     if same and ok and skip_completed:
         log.info("skip %s: its record says ok for this configuration (skip_completed=false "
                  "re-runs it)", run_dir)
