@@ -39,8 +39,9 @@ def page(tmp_path):
 
 def test_the_page_opens_offline_sorts_by_a_clicked_header_and_draws_its_plots(page, tmp_path):
     records, _ = sweep()
+    sizes = {"bert-tiny": 4_400_000, "electra-small": 13_500_000}
     for record in records:
-        record["parameters"] = {"bert-tiny": 4_400_000, "electra-small": 13_500_000}[record["model"]]
+        record["parameters"] = sizes[record["model"]]
     table = build_table(records, "glue")
     html = render_html(table)
     assert html == render_html(build_table(list(reversed(records)), "glue"))  # same bytes
