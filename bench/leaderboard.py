@@ -413,7 +413,7 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
         by_task[task].append((record, columns))
         for column_label, value in found:
             values[label, protocol][task, column_label].append(value)
-        n_records += 1
+        n_records += not record.get("baseline")  # runs used; a baseline is no run
         row = extras[label, protocol]
         row["baseline"] = bool(record.get("baseline"))
         for key, value in (("parameters", record.get("parameters")),
