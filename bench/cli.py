@@ -2,7 +2,10 @@
 
     plmbench run [overrides...]            one run (Hydra; `plmbench run --help` lists the groups)
     plmbench run -m [sweep overrides...]   a Hydra multirun sweep, e.g. seed=0,1,2 task=glue/rte
-    plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv] [--out FILE]
+    plmbench run --rerun-failed -m ...     only the points of a sweep whose record failed
+    plmbench rerun RECORD.json             exactly the configuration a record holds, again
+    plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
+                         [--select best-on-dev] [--no-baselines] [--compare DIR_A DIR_B]
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
@@ -47,9 +50,46 @@ def check_writable(directory: Path) -> None:
         ) from None
 
 
+def composed_hash(overrides: list[str]) -> str:
+    """The config hash ``plmbench run OVERRIDES`` computes before it runs (``bench.run.main``)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from bench.records import config_hash
+    from bench.run import CONF_DIR, normalize
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    normalize(cfg)
+    return config_hash(OmegaConf.to_container(cfg, resolve=True))
+
+
+def cmd_rerun(path: str) -> int:
+    """Run again the configuration of the record at ``path`` (a record.json or its run dir),
+    replacing the record: its overrides composed as they were, checked against its hash."""
+    from bench.records import read_record
+
+    record = read_record(path)
+    if record is None or "overrides" not in record:
+        raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
+    replaying = ("skip_completed=", "only_failed=")
+    overrides = [o for o in record["overrides"] if not o.startswith(replaying)]
+    now = composed_hash(overrides)
+    if now != record.get("config_hash"):
+        commit = record.get("versions", {}).get("git_commit")
+        raise PlmbenchError(
+            f"{path}: its overrides compose to another configuration now (config hash {now}, "
+            f"the record's {record.get('config_hash')}): the presets changed since; re-run it "
+            f"from a checkout of commit {commit}"
+        )
+    return cmd_run([*overrides, "skip_completed=false"])
+
+
 def cmd_run(args: list[str]) -> int:
     from bench import run
 
+    if "--rerun-failed" in args:
+        args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
     if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
         check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
@@ -69,13 +109,37 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp.name, path)
 
 
-def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.leaderboard import build_table, get_board, render_csv, render_markdown
+def board_table(results_dir: str, board, args: argparse.Namespace):
+    """The board's table of the records under ``results_dir``, as the options ask."""
+    from bench.baselines import baseline_records
+    from bench.leaderboard import build_table
     from bench.records import iter_records
+    from bench.selection import best_on_dev
+
+    records = list(iter_records(results_dir))
+    if args.select == "best-on-dev":
+        records = best_on_dev(records, board)
+    if args.baselines:
+        records += baseline_records(records, board.name)
+    return build_table(records, board)
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from bench.board_compare import render_comparison
+    from bench.board_html import render_html
+    from bench.board_text import render_csv, render_json, render_markdown
+    from bench.leaderboard import get_board
 
     board = get_board(args.board)
-    table = build_table(iter_records(args.results_dir), board)
-    text = render_csv(table) if args.format == "csv" else render_markdown(table, args.results_dir)
+    if args.compare:
+        a, b = (board_table(where, board, args) for where in args.compare)
+        text = render_comparison(a, b, *args.compare)
+    else:
+        table = board_table(args.results_dir, board, args)
+        renderers = {"md": lambda: render_markdown(table, args.results_dir),
+                     "csv": lambda: render_csv(table), "json": lambda: render_json(table),
+                     "html": lambda: render_html(table)}
+        text = renderers[args.format]()
     if args.out:
         write_atomically(Path(args.out), text)
         print(f"wrote {args.out}")
@@ -126,8 +190,18 @@ def parser() -> argparse.ArgumentParser:
 
     lb.add_argument("--board", default="glue",
                     help=f"board, one of conf/board/: {', '.join(known_boards())} (default: glue)")
-    lb.add_argument("--format", choices=["md", "csv"], default="md")
+    lb.add_argument("--format", choices=["md", "csv", "json", "html"], default="md",
+                    help="html: one self-contained page with sortable tables and plots")
     lb.add_argument("--out", help="write to this file instead of stdout")
+    lb.add_argument("--select", choices=["all", "best-on-dev"], default="all",
+                    help="best-on-dev: per model and task, the grid point best on dev "
+                         "(experiment=glue_paper)")
+    lb.add_argument("--no-baselines", dest="baselines", action="store_false",
+                    help="leave out the rows computed from the data alone (majority class)")
+    lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
+                    help="the difference of two results directories, cell by cell (Markdown)")
+    rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
+    rerun.add_argument("record", help="a record.json (or its run directory)")
     data = sub.add_parser("data", help="the local data mirror")
     data_sub = data.add_subparsers(dest="data_cmd", required=True)
     data_sub.add_parser("list", help="datasets, configs and splits the mirror holds")
@@ -147,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return perf_main(argv[1:])
         args = parser().parse_args(argv)
+        if args.cmd == "rerun":
+            return cmd_rerun(args.record)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -14,12 +14,14 @@ al. 2019, evaluation paragraph): a task with several scoring columns scores thei
 mean, and the board score is the macro-average of the task scores, taken over the tasks a row
 has and reported with their count, so a partial sweep still gets a number; ``mean`` is the
 plain mean of the scoring columns a row has; ``none`` gives no score.
+
+Failed runs of a board are listed apart from its rows, each with its error line; rows computed
+from the data alone (``bench/baselines.py``, a record with ``baseline: true``) are marked as
+such. The same records give the same bytes in every format (sorted rows, fixed float text).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import statistics
@@ -232,12 +234,14 @@ class Cell:
     std: float  # sample standard deviation, 0 for a single seed
     median: float
     n: int
+    values: tuple[float, ...] = ()  # one per seed, sorted (the spread plotted on the HTML page)
 
     @classmethod
     def of(cls, values: list[float]) -> Cell:
         values = sorted(values)  # the same seeds give the same floats in any record order
         std = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.mean(values), std, statistics.median(values), len(values))
+        return cls(statistics.mean(values), std, statistics.median(values), len(values),
+                   tuple(values))
 
 
 @dataclass
@@ -249,6 +253,20 @@ class Row:
     cells: dict[str, Cell]
     score: float | None  # scaled as the columns are; None when the board has no aggregate
     n_scored: int  # tasks (task_macro) or columns (mean) the score covers
+    baseline: bool = False  # computed from the data alone, with no training
+    parameters: int | None = None  # the model's parameter count (largest over its records)
+    compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed run of the board that no finished run of the same point has replaced."""
+
+    label: str
+    task: str
+    seed: object
+    run_dir: str
+    error: str
 
 
 @dataclass
@@ -260,6 +278,7 @@ class Table:
     rows: list[Row] = field(default_factory=list)
     n_records: int = 0
     n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
+    failures: list[Failure] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -271,11 +290,11 @@ class Table:
         return directions != {False}
 
 
-def _select(records: Iterable[Mapping], board: Board) -> dict[tuple, Mapping]:
-    """ok records of the board, one per (label, protocol, task, seed): the latest finished."""
+def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
+    """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
     chosen: dict[tuple, Mapping] = {}
     for record in records:
-        if record.get("status") != "ok" or record.get("board") != board.name:
+        if record.get("status") != status or record.get("board") != board.name:
             continue
         if not isinstance(record.get("task"), str):
             continue
@@ -288,6 +307,31 @@ def _select(records: Iterable[Mapping], board: Board) -> dict[tuple, Mapping]:
         ):
             chosen[key] = record
     return chosen
+
+
+def _failures(records: list[Mapping], board: Board, finished: dict[tuple, Mapping]):
+    """The board's failed points that no ok record replaced, sorted by task, label, seed."""
+    failed = _select(records, board, status="failed")
+    return sorted(
+        (Failure(key[0], key[2], key[3], str(record.get("run_dir") or ""),
+                 str(record.get("error") or "unknown error"))
+         for key, record in failed.items() if key not in finished),
+        key=lambda f: (board.task_rank(f.task), f.label, repr(f.seed), f.run_dir),
+    )
+
+
+def _pretraining_flops(record: Mapping) -> float | None:
+    """The training FLOPs behind a record's model: its own for a run from scratch, those of the
+    ``ckpt:`` run it started from (recursively), None for a checkpoint of unknown cost."""
+    from bench.records import read_record
+
+    init_from = str(record.get("init_from") or "")
+    if init_from == "scratch":
+        return lookup(record, "throughput.train_flops")
+    if init_from.startswith("ckpt:"):
+        source = read_record(init_from.partition(":")[2])
+        return _pretraining_flops(source) if source else None
+    return None
 
 
 def _record_columns(record: Mapping, board: Board) -> list[Column]:
@@ -350,7 +394,10 @@ def _score(cells: dict[str, Cell], columns: list[Column], board: Board):
 def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label."""
     board = get_board(board) if isinstance(board, str) else board
-    selected = sorted(_select(records, board).items(), key=lambda item: repr(item[0]))
+    records = list(records)
+    finished = _select(records, board)
+    selected = sorted(finished.items(), key=lambda item: repr(item[0]))
+    extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
     by_task: dict[str, list[tuple[Mapping, list[Column]]]] = defaultdict(list)
     values: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(
         lambda: defaultdict(list)
@@ -366,7 +413,13 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
         by_task[task].append((record, columns))
         for column_label, value in found:
             values[label, protocol][task, column_label].append(value)
-        n_records += 1
+        n_records += not record.get("baseline")  # runs used; a baseline is no run
+        row = extras[label, protocol]
+        row["baseline"] = bool(record.get("baseline"))
+        for key, value in (("parameters", record.get("parameters")),
+                           ("compute", _pretraining_flops(record))):
+            if isinstance(value, int | float):
+                row[key] = max(value, row.get(key, value))
 
     columns = [
         c for c in _board_columns(by_task, board)
@@ -400,8 +453,9 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
             if (old.task, old.label) in by_column
         }
         name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board)))
-    table = Table(board, shown, [], n_records, n_scorable)
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board),
+                        **extras[label, protocol]))
+    table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished))
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,
@@ -409,121 +463,3 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
     ))
     table.rows = rows
     return table
-
-
-def _score_text(row: Row, table: Table) -> str:
-    if row.score is None:
-        return MISSING
-    board = table.board
-    what = "tasks" if board.aggregate == "task_macro" else "columns"
-    value = format(row.score, board.score_format or board.format)
-    return f"{value} ({row.n_scored}/{table.n_scorable} {what})"
-
-
-def _scale_text(columns: list[Column]) -> str:
-    """How the cells are scaled: "×100", "raw values", or per group of columns."""
-    by_scale: dict[float, list[str]] = defaultdict(list)
-    for column in columns:
-        by_scale[column.scale].append(column.label)
-
-    def factor(scale: float) -> str:
-        return "raw values" if scale == 1 else f"×{scale:g}"
-
-    if len(by_scale) == 1:
-        return factor(next(iter(by_scale)))
-    # groups in column order
-    return "; ".join(f"{factor(s)}: {', '.join(labels)}" for s, labels in by_scale.items())
-
-
-def _footnote(table: Table) -> str:
-    board = table.board
-    parts = [
-        f"Cells: mean ± std over seeds (n), sample std (0 for one seed), "
-        f"{_scale_text(table.columns)}."
-    ]
-    lower = [c.label for c in table.columns if not c.higher_is_better]
-    if lower:
-        parts.append(f"Lower is better: {', '.join(lower)}.")
-    scoring = [c.label for c in table.columns if c.score]
-    direction = "" if table.score_higher_is_better else " (lower is better)"
-    if board.aggregate == "task_macro":
-        parts.append(
-            f"{board.score_label}{direction}: mean over the tasks a row has of each task's mean "
-            f"over its scoring columns, with the number of tasks it covers "
-            f"of the {table.n_scorable} on this board."
-        )
-    elif board.aggregate == "mean":
-        parts.append(
-            f"{board.score_label}{direction}: mean of the scoring columns a row has "
-            f"({', '.join(scoring)}), with the number it covers."
-        )
-    if board.note:
-        parts.append(board.note)
-    return " ".join(parts)
-
-
-def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
-    """The table as GitHub-flavoured Markdown: a title, aligned columns and a footnote."""
-    board = table.board
-    if not table.rows:
-        where = f"under {results_dir}" if results_dir is not None else "in the given records"
-        return f"No finished runs of board {board.name!r} {where}.\n"
-    scored = board.aggregate != "none"
-    header = ["Model", *([board.score_label] if scored else []), *table.labels]
-    body = [
-        [row.label.replace("|", "\\|"), *([_score_text(row, table)] if scored else [])]
-        + [c.text(row.cells[c.label]) if c.label in row.cells else MISSING for c in table.columns]
-        for row in table.rows
-    ]
-    header = [text.replace("|", "\\|") for text in header]
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        padded = [c.rjust(w) for c, w in zip(cells, widths, strict=True)]
-        padded[0] = cells[0].ljust(widths[0])
-        return "| " + " | ".join(padded) + " |"
-
-    # Model left-aligned, numbers right-aligned; a rule cell spans its text plus two spaces.
-    rule = "|".join([":" + "-" * (widths[0] + 1)] + ["-" * (w + 1) + ":" for w in widths[1:]])
-    plural = "s" if table.n_records != 1 else ""
-    return "\n".join([
-        f"## {board.title}: board {board.name!r} ({table.n_records} record{plural} used)",
-        "",
-        line(header),
-        f"|{rule}|",
-        *(line(cells) for cells in body),
-        "",
-        _footnote(table),
-        "",
-    ])
-
-
-def render_csv(table: Table) -> str:
-    """The table as CSV: score and its coverage, per column mean, std, median, n (scaled).
-
-    Numbers are Python's shortest round-tripping float text, so the CSV loses nothing.
-    """
-    board = table.board
-    stats = ("mean", "std", "median", "n")
-    score_header = {
-        "task_macro": ["score", "n_tasks"], "mean": ["score", "n_columns"], "none": []
-    }[board.aggregate]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        ["model", "protocol_hash", *score_header]
-        + [f"{label} {stat}" for label in table.labels for stat in stats]
-    )
-    for row in table.rows:
-        fields = [row.label, row.protocol_hash]
-        if score_header:
-            fields += ["", ""] if row.score is None else [repr(float(row.score)), row.n_scored]
-        for column in table.columns:
-            cell = row.cells.get(column.label)
-            if cell is None:
-                fields += [""] * len(stats)
-            else:
-                scaled = [repr(column.scale * x) for x in (cell.mean, cell.std, cell.median)]
-                fields += [*scaled, cell.n]
-        writer.writerow(fields)
-    return out.getvalue()

@@ -30,6 +30,7 @@ RECORD_NAME = "record.json"
 # happens, not what it computes.
 VOLATILE_KEYS = frozenset({
     "seed", "results_dir", "run_name", "label", "logger", "hydra", "skip_completed",
+    "only_failed", "resume", "checkpoint",  # resuming ends where an uninterrupted run ends
     "num_workers", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
     "task.columns",  # how the leaderboard shows the task, not what the run computes
 })
@@ -125,12 +126,27 @@ def _git_commit() -> str | None:
     return commit if Path(top_level).resolve() == package_root else None
 
 
+def _git_dirty() -> bool | None:
+    """Whether the checkout has uncommitted changes to tracked files (None: not a checkout)."""
+    package_root = Path(__file__).resolve().parent.parent
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(package_root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(result.stdout.strip()) if result.returncode == 0 else None
+
+
 def software_versions() -> dict:
-    """Versions of python, torch, lightning and plmbench, and the git commit (or None)."""
+    """Versions of python, torch, lightning and plmbench, the git commit (or None) and whether
+    the checkout had uncommitted changes (``git_dirty``: the commit alone does not say what ran)."""
     versions = {"python": platform.python_version()}
     for name in ("torch", "lightning", "plmbench"):
         versions[name] = _distribution_version(name)
     versions["git_commit"] = _git_commit()
+    versions["git_dirty"] = _git_dirty() if versions["git_commit"] else None
     return versions
 
 
@@ -139,21 +155,29 @@ def write_record(run_dir: Path, record: dict) -> Path:
 
     The JSON goes to a temp file in ``run_dir`` (same filesystem, so ``os.replace`` is an
     atomic rename); if anything fails before the rename, the temp file is removed and any
-    previous record is left untouched.
+    previous record is left untouched. A full disk or an unwritable directory is one
+    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file.
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     target = run_dir / RECORD_NAME
-    fd, tmp_name = tempfile.mkstemp(dir=run_dir, prefix=f".{RECORD_NAME}.", suffix=".tmp")
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
+    tmp_name = None
     try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=run_dir, prefix=f".{RECORD_NAME}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+    except BaseException as err:
+        if tmp_name is not None:
+            Path(tmp_name).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise PlmbenchError(
+                f"cannot write {target} ({err.strerror or err}): free disk space or choose a "
+                "writable results_dir=DIR"
+            ) from None
         raise
     return target
 

@@ -2,7 +2,9 @@
 Lightning Trainer fits and validates, and the run's ``record.json`` is written atomically.
 
 ``plmbench run [overrides]`` and ``plmbench run -m [sweep overrides]`` both land in ``main``;
-a run whose record already says ok is skipped (``skip_completed``), so a re-run sweep resumes.
+a run whose record already says ok is skipped (``skip_completed``), so a re-run sweep resumes, and
+a run killed part-way continues from its last checkpoint (``resume=auto``, bench/checkpoints.py).
+``only_failed=true`` (``plmbench run --rerun-failed``) runs only the points whose record failed.
 """
 
 import contextlib
@@ -22,6 +24,14 @@ from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from bench.checkpoints import (
+    FiniteLoss,
+    RngState,
+    checkpoint_callbacks,
+    checkpoint_dir,
+    discard,
+    resume_from,
+)
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
@@ -83,9 +93,10 @@ def task_family(task: DictConfig) -> TaskFamily:
     return family
 
 
-def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
-    """Build the task family's modules, fit and validate at the end (or, without a training
-    split, predict), and write the family's exports; what the record needs from the run."""
+def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
+    """Build the task family's modules, fit (from the last checkpoint of this configuration with
+    ``resume=auto``) and validate at the end, or, without a training split, predict; write the
+    family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     family = task_family(cfg.task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
@@ -93,22 +104,29 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
     module, dm = family.build(cfg, net, tokenizer)
     dm.setup("fit")  # bad data fails here, in one line, before the Trainer starts
     throughput = Throughput()
+    checkpoints = checkpoint_dir(run_dir, config_hash)
     trainer = L.Trainer(
         **OmegaConf.to_container(cfg.trainer),
         default_root_dir=run_dir,
         logger=make_logger(cfg.logger, run_dir),
-        callbacks=[throughput, LearningRateMonitor(logging_interval="step")],
-        enable_checkpointing=False,
+        callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
+                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
     )
-    predictions = {}
+    predictions, resumed = {}, None
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
         predictions = family.predict(trainer, module, dm, run_dir, cfg)
     else:
-        trainer.fit(module, datamodule=dm)
+        resumed = resume_from(cfg.resume, checkpoints)
+        if resumed is not None:
+            log.info("resuming %s from %s", run_dir, resumed)
+        # our own checkpoints hold RNG states (NumPy arrays), which weights_only refuses
+        trainer.fit(module, datamodule=dm, ckpt_path=resumed, weights_only=False)
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
     if trainer.is_global_zero:
         family.export(module, tokenizer, run_dir, cfg)
+        if not cfg.checkpoint.keep:
+            discard(checkpoints)
     return {
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
         "predictions": predictions,
@@ -116,7 +134,9 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
         "data": dm.fingerprints,
+        "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
+        "resumed_from": None if resumed is None else str(resumed),
     }
 
 
@@ -162,7 +182,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
     }
     start = time.perf_counter()
     try:
-        outcome = train_and_evaluate(cfg, run_dir)
+        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"])
         config["model"] = {**config["model"], **outcome.pop("net_config")}
         record.update(outcome, status="ok", error=None)
     except Exception as err:
@@ -210,7 +230,7 @@ def main(cfg: DictConfig) -> None:
     run_dir = run_dir_of(cfg, overrides)
     try:
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
-        if not claim(run_dir, current, cfg.skip_completed):
+        if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
             return
         with run_log(run_dir):
             record = execute(cfg, run_dir, overrides)
@@ -241,14 +261,23 @@ def run_log(run_dir: Path) -> Iterator[None]:
         handler.close()
 
 
-def claim(run_dir: Path, current_hash: str, skip_completed: bool) -> bool:
-    """Whether to run into ``run_dir``: False to skip a finished run of the same configuration;
-    a finished run of another configuration there is never overwritten silently."""
+def claim(run_dir: Path, current_hash: str, skip_completed: bool,
+          only_failed: bool = False) -> bool:
+    """Whether to run into ``run_dir``: False to skip a run of the same configuration that ended,
+    ok or failed (a re-run sweep only resumes; ``only_failed`` runs the failed points and skips
+    every other); a finished run of another configuration there is never overwritten silently."""
     previous = read_record(run_dir)
+    if only_failed and (previous is None or previous.get("status") != "failed"):
+        log.info("skip %s: only failed runs are re-run", run_dir)
+        return False
     if previous is None:
         return True
     same = previous.get("config_hash") == current_hash
     ok = previous.get("status") == "ok"
+    if same and not ok and skip_completed and not only_failed:
+        log.warning("skip %s: it failed (%s); --rerun-failed re-runs the failed points", run_dir,
+                    previous.get("error"))
+        return False
     if same and ok and skip_completed:
         log.info("skip %s: its record says ok for this configuration (skip_completed=false "
                  "re-runs it)", run_dir)

@@ -1,5 +1,11 @@
 """What every task DataModule shares: a training set and one eval set per eval split, batched by
-the family's collate function. Subclasses fill ``train_data`` and ``eval_data`` in ``setup``."""
+the family's collate function. Subclasses fill ``train_data`` and ``eval_data`` in ``setup``.
+
+The training order is an ``EpochSampler`` (``datamodules/sampling.py``): the DataModule's state
+in a checkpoint is where in which epoch training stood, so a resumed run continues the same
+order. Every loader draws its worker seeds from its own generator, never from torch's global
+RNG, which belongs to the model (dropout) and is restored from a checkpoint as it was.
+"""
 
 from collections.abc import Callable, Mapping, Sequence
 
@@ -9,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from datamodules.errors import PlmbenchError
+from datamodules.sampling import EpochSampler
 
 
 def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
@@ -34,6 +41,7 @@ class PlmDataModule(L.LightningDataModule):
         self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
         self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
         self.eval_data: list[Sequence] = []  # one per eval split, in eval_split_names' order
+        self._resume: dict | None = None  # where a checkpoint's training stood (load_state_dict)
 
     def _loaded_train_data(self) -> Sequence:
         if self.train_data is None:
@@ -59,11 +67,12 @@ class PlmDataModule(L.LightningDataModule):
             collate_fn=self.collate_fn,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
+            generator=torch.Generator().manual_seed(self.seed),
             **kwargs,
         )
 
     def train_dataloader(self) -> DataLoader:
-        """Shuffled with a generator seeded by the run's seed, so batches are reproducible."""
+        """Shuffled per (seed, epoch), resumed where a loaded checkpoint stood."""
         data = self._loaded_train_data()
         if len(data) == 0:
             raise PlmbenchError(
@@ -71,8 +80,22 @@ class PlmDataModule(L.LightningDataModule):
                 f"{self.task['splits']['train']}, max_train_samples="
                 f"{self.task.get('max_train_samples')}); raise task.max_train_samples"
             )
-        generator = torch.Generator().manual_seed(self.seed)
-        return self._loader(data, self.task["batch_size"], shuffle=True, generator=generator)
+        sampler = EpochSampler(len(data), self.seed)
+        if self._resume is not None:
+            seen = self._resume["batches"] * self.task["batch_size"]
+            sampler.resume_at(self._resume["epoch"], seen)
+        return self._loader(data, self.task["batch_size"], sampler=sampler)
+
+    def state_dict(self) -> dict:
+        """Saved in every checkpoint: the epoch and the batches of it trained so far."""
+        loop = self.trainer.fit_loop if self.trainer is not None else None
+        if loop is None:
+            return {}
+        return {"epoch": loop.epoch_progress.current.processed,
+                "batches": loop.epoch_loop.batch_progress.current.processed}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._resume = state or None
 
     def val_dataloader(self) -> list[DataLoader]:
         """One loader per eval split, in the task's order (see ``eval_split_names``)."""

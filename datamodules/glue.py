@@ -46,6 +46,13 @@ def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
     return key, (text for field in task["text_fields"] for text in raw[field])
 
 
+def labels(task: Mapping | DictConfig, split: str, cap_key: str) -> list:
+    """The labels of ``split``, capped as the task caps it (``cap_key``: max_train_samples or
+    max_eval_samples): what a data-only baseline is computed from."""
+    task = _task_dict(task)
+    return _load(task, split, task.get(cap_key))[task["label_field"]]
+
+
 def _task_dict(task: Mapping | DictConfig) -> dict:
     """The task config as a plain dict, checked for what this module needs."""
     config = task_config(task, REQUIRED_KEYS)

@@ -125,6 +125,23 @@ class Classification(TaskFamily):
             for split, batches in zip(dm.eval_split_names, per_split, strict=True)
         }
 
+    def baseline(self, task):
+        """The majority class of the training labels predicted for every eval example; for
+        regression the mean score, a constant, whose Pearson and Spearman correlations are 0."""
+        if not task["splits"].get("train"):
+            return None
+        if task["num_labels"] == 1:
+            return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
+        train = torch.tensor(glue.labels(task, task["splits"]["train"], "max_train_samples"))
+        majority = train.bincount().argmax()
+        metrics = {}
+        for split in task["splits"]["eval"]:
+            labels = torch.tensor(glue.labels(task, split, "max_eval_samples"))
+            computed = build_metrics(task["metrics"], task["num_labels"])
+            values = computed(majority.expand(len(labels)), labels)
+            metrics[split] = {name: float(value) for name, value in values.items()}
+        return metrics
+
     def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:
         if cfg["save_model"]:
             to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.head,

@@ -39,6 +39,11 @@ class TaskFamily:
                cfg: Mapping) -> None:
         """Write what the run leaves besides its record (a trained model, ...)."""
 
+    def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
+        """Metrics per eval split of a reference computed from the task's data alone, with no
+        training, that every score of the task is read against; None: the family has none."""
+        return None
+
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:
     """A task may not cut inputs longer than the net's position embeddings cover."""

@@ -91,6 +91,15 @@ class Throughput(L.Callback):
         self.seconds = float(trainer.strategy.reduce(seconds, reduce_op="max"))
         self.tokens, self.samples, self.flops = (int(counts[0]), int(counts[1]), float(counts[2]))
 
+    def state_dict(self) -> dict[str, float]:
+        """The counters, in checkpoints: a resumed run reports the whole run's totals."""
+        return {"tokens": self.tokens, "samples": self.samples, "flops": self.flops,
+                "seconds": self.seconds}
+
+    def load_state_dict(self, state_dict: dict[str, float]) -> None:
+        self.tokens, self.samples = state_dict["tokens"], state_dict["samples"]
+        self.flops, self.seconds = state_dict["flops"], state_dict["seconds"]
+
     def summary(self) -> dict[str, float]:
         """Run totals for the record (empty before any training step)."""
         if self.seconds == 0:

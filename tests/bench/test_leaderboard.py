@@ -14,14 +14,13 @@ import statistics
 
 import pytest
 
+from bench.board_text import render_csv, render_markdown
 from bench.leaderboard import (
     BOARD_DIR,
     Board,
     build_table,
     get_board,
     known_boards,
-    render_csv,
-    render_markdown,
 )
 from bench.records import iter_records, write_record
 from datamodules.errors import PlmbenchError
@@ -228,7 +227,12 @@ def test_failed_and_foreign_records_are_ignored():
     expected = render_markdown(build_table(records, "glue"))
     table = build_table(records + extra, "glue")
     assert table.n_records == 18
-    assert render_markdown(table) == expected
+    # the failed run is listed apart from the table, with its error; the rest is unchanged
+    (failure,) = table.failures
+    assert (failure.task, failure.label, failure.seed) == ("glue/rte", "bert-tiny", 9)
+    shown, listed = render_markdown(table).split("### Failed runs (1), not in the table\n\n")
+    assert shown == expected + "\n"
+    assert listed.startswith("- glue/rte bert-tiny seed 9: ")
 
 
 def test_missing_tasks_give_dashes_and_a_partial_task_count():
@@ -460,8 +464,12 @@ def test_no_matching_records_gives_an_empty_table_and_one_line(tmp_path):
     table = build_table(failed, "glue")
     assert table.rows == [] and table.n_records == 0
     message = render_markdown(table, tmp_path)
-    assert message.count("\n") == 1
-    assert "no finished runs" in message.lower() and "glue" in message and str(tmp_path) in message
+    first, *listed = message.splitlines()
+    assert "no finished runs" in first.lower() and "glue" in first and str(tmp_path) in first
+    # the failures are listed, one line each, never a row
+    assert len(table.failures) == len(failed)
+    assert sum(line.startswith("- ") for line in listed) == len(failed)
+    assert render_markdown(build_table([], "glue"), tmp_path).count("\n") == 1
     assert render_csv(table) == "model,protocol_hash,score,n_tasks\n"
     # a glue sweep is nothing for the pretraining board
     message = render_markdown(build_table(records, "pretrain"))

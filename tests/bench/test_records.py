@@ -115,11 +115,10 @@ def test_crash_mid_write_keeps_the_old_record(tmp_path, monkeypatch):
     old = {"status": "ok", "seed": 1}
     path = write_record(tmp_path, old)
 
-    def crash(obj, handle, **kwargs):
-        handle.write('{"status": "fa')  # half a record reaches the temp file
+    def crash(fd):  # the whole text is in the temp file, not yet renamed over the record
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(records.json, "dump", crash)
+    monkeypatch.setattr(records.os, "fsync", crash)
     with pytest.raises(RuntimeError, match="disk full"):
         write_record(tmp_path, {"status": "failed", "seed": 1})
     assert read_record(path) == old
@@ -174,7 +173,8 @@ def test_a_long_run_variant_is_cut_but_stays_unique():
 
 def test_software_versions_names_every_component():
     versions = software_versions()
-    assert set(versions) == {"python", "torch", "lightning", "plmbench", "git_commit"}
+    assert set(versions) == {"python", "torch", "lightning", "plmbench", "git_commit", "git_dirty"}
+    assert versions["git_dirty"] in ((None,) if versions["git_commit"] is None else (True, False))
     assert versions["python"] == platform.python_version()
     assert all(isinstance(versions[k], str) and versions[k] for k in ("torch", "lightning"))
     assert versions["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}", versions["git_commit"])

@@ -1,0 +1,50 @@
+"""Reference rows computed from the data alone, with no training, so every score on a board is read
+against chance: for each task the board's runs used, its family's ``baseline`` (classification:
+the majority class of the training labels; regression: the mean score) on the same eval data.
+
+A baseline is a record like any other, marked ``baseline: true`` and labelled ``BASELINE_LABEL``,
+so the leaderboard aggregates and renders it with no special case beyond the mark.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from omegaconf import OmegaConf
+
+from bench.run import task_family
+from datamodules.errors import PlmbenchError
+
+BASELINE_LABEL = "baseline (no training)"
+#: what the data of a task's baseline depends on; runs that agree on these share one baseline
+DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels", "metrics",
+             "max_train_samples", "max_eval_samples", "family", "board", "columns")
+
+
+def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
+    """One baseline record per distinct task data among the board's finished runs."""
+    tasks: dict[str, dict] = {}
+    for record in records:
+        task = (record.get("config") or {}).get("task")
+        if record.get("board") != board or record.get("status") != "ok" or not task:
+            continue
+        if record.get("baseline") or not isinstance(task.get("family"), Mapping):
+            continue
+        data = {key: task.get(key) for key in DATA_KEYS}
+        tasks.setdefault(json.dumps(data, sort_keys=True), dict(task))
+    made = []
+    for key, task in sorted(tasks.items()):
+        try:
+            metrics = task_family(OmegaConf.create(task)).baseline(task)
+        except PlmbenchError:  # data gone since the runs: no reference row for this task
+            metrics = None
+        if metrics is None:
+            continue
+        made.append({
+            "status": "ok", "baseline": True, "board": board, "task": task["name"],
+            "label": BASELINE_LABEL, "model": BASELINE_LABEL, "seed": 0,
+            "protocol_hash": "baseline", "config": {"task": task}, "metrics": metrics,
+            "run_dir": f"baseline of {task['name']}", "finished_at": key,
+        })
+    return made

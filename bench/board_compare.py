@@ -1,0 +1,43 @@
+"""``plmbench leaderboard --compare DIR_A DIR_B``: what changed between two sets of results (two
+code versions, two protocols), cell by cell, on one board.
+
+Rows are matched by their label, columns by theirs; a cell shows A's mean, B's mean and the
+difference B - A in the column's format. Rows or cells only one side has say so.
+"""
+
+from __future__ import annotations
+
+from bench.leaderboard import MISSING, Table
+
+
+def _mean(table: Table, row_label: str, column_label: str) -> float | None:
+    row = next((r for r in table.rows if r.label == row_label), None)
+    column = next((c for c in table.columns if c.label == column_label), None)
+    if row is None or column is None or column_label not in row.cells:
+        return None
+    return column.scale * row.cells[column_label].mean
+
+
+def render_comparison(a: Table, b: Table, name_a: str, name_b: str) -> str:
+    """Markdown: one row per label of either side, one column per column of either side."""
+    columns = {c.label: c for c in b.columns} | {c.label: c for c in a.columns}
+    labels = sorted({r.label for r in a.rows} | {r.label for r in b.rows})
+    if not labels:
+        return f"No finished runs of board {a.board.name!r} under {name_a} or {name_b}.\n"
+    lines = [f"## {a.board.title}: {name_b} against {name_a} (B - A)", "",
+             "| Model | " + " | ".join(columns) + " |",
+             "|:--" + "|--:" * len(columns) + "|"]
+    for label in labels:
+        cells = []
+        for column in columns.values():
+            x, y = _mean(a, label, column.label), _mean(b, label, column.label)
+            if x is None and y is None:
+                cells.append(MISSING)
+            elif x is None or y is None:
+                side = "B" if x is None else "A"
+                cells.append(f"only {side}: {format(x if y is None else y, column.format)}")
+            else:
+                diff = format(y - x, "+" + column.format.lstrip("+"))
+                cells.append(f"{format(x, column.format)} → {format(y, column.format)} ({diff})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join([*lines, "", f"A: {name_a}; B: {name_b}. Cells: mean over seeds.", ""])

@@ -1,0 +1,165 @@
+"""A leaderboard as one self-contained HTML page: nothing is fetched, so it opens offline.
+
+The table sorts by any column when its header is clicked (a few lines of inline JavaScript over
+each cell's ``data-value``); the plots are inline SVG drawn here: the score against the parameter
+count and against the pretraining compute (log scales), and the spread over seeds of every
+column (one dot per seed, one line per row). Baseline rows are marked; failed runs are listed
+apart from the table. The page is a function of the table alone, so the same records give the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+
+from bench.board_text import BASELINE_MARK, _footnote, _score_text, table_json
+from bench.leaderboard import MISSING, Row, Table
+
+WIDTH, HEIGHT, PAD = 520, 260, 48
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; } th, td { padding: .3em .7em; border-bottom: 1px solid #ddd; }
+th { cursor: pointer; background: #f4f4f4; user-select: none; } td.num { text-align: right; }
+tr.baseline td { font-style: italic; color: #666; }
+.plots { display: flex; flex-wrap: wrap; gap: 1.5em; } svg { border: 1px solid #ddd; }
+.note { color: #555; max-width: 60em; }
+"""
+SORT_SCRIPT = """
+document.querySelectorAll("#board th").forEach((th, i) => th.addEventListener("click", () => {
+  const body = document.querySelector("#board tbody");
+  const up = th.dataset.order !== "asc";
+  th.dataset.order = up ? "asc" : "desc";
+  const key = r => r.children[i].dataset.value;
+  const rows = Array.from(body.rows).sort((a, b) => {
+    const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+    const c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+    return up ? c : -c;
+  });
+  rows.forEach(r => body.appendChild(r));
+}));
+"""
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _row_score(row: Row, table: Table) -> float | None:
+    """The row's board score, else (boards without one) its first column's scaled mean."""
+    if row.score is not None:
+        return row.score
+    for column in table.columns:
+        if column.label in row.cells:
+            return column.scale * row.cells[column.label].mean
+    return None
+
+
+def _axis(values: list[float], log: bool) -> tuple[float, float]:
+    points = [math.log10(v) for v in values] if log else values
+    low, high = min(points), max(points)
+    return (low - 0.5, high + 0.5) if low == high else (low, high)
+
+
+def scatter(title: str, name: str, points: list[tuple[float, float, str]], x_label: str,
+            y_label: str, log_x: bool = True) -> str:
+    """An inline SVG scatter plot of (x, y, label) points; a note when there are none."""
+    head = f'<figure><figcaption>{_esc(title)}</figcaption>'
+    points = [p for p in points if p[0] > 0 or not log_x]
+    if not points:
+        note = f"no runs with a known {x_label}"
+        return f'{head}<p class="note" data-plot="{name}">{note}</p></figure>'
+    (x0, x1), (y0, y1) = _axis([p[0] for p in points], log_x), _axis([p[1] for p in points], False)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        u = (math.log10(x) if log_x else x) - x0
+        return (PAD + u / (x1 - x0) * (WIDTH - 2 * PAD),
+                HEIGHT - PAD - (y - y0) / (y1 - y0) * (HEIGHT - 2 * PAD))
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{name}" '
+             f'width="{WIDTH}" height="{HEIGHT}">',
+             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
+             'stroke="#888"/>',
+             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#888"/>',
+             f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" text-anchor="middle">{_esc(x_label)}'
+             f'{" (log)" if log_x else ""}</text>',
+             f'<text x="12" y="{HEIGHT / 2}" transform="rotate(-90 12 {HEIGHT / 2})" '
+             f'text-anchor="middle">{_esc(y_label)}</text>',
+             f'<text x="{PAD}" y="{PAD - 8}" font-size="11">{y1:.4g}</text>',
+             f'<text x="{PAD}" y="{HEIGHT - PAD + 14}" font-size="11">{y0:.4g}</text>']
+    for x, y, label in sorted(points):
+        cx, cy = at(x, y)
+        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="#3465a4">'
+                     f'<title>{_esc(label)}: {x:.4g}, {y:.4g}</title></circle>'
+                     f'<text x="{cx + 7:.1f}" y="{cy - 7:.1f}" font-size="11">{_esc(label)}</text>')
+    return head + "".join(parts) + "</svg></figure>"
+
+
+def seed_spread(table: Table) -> str:
+    """Per column, each row's value for every seed: how far one seed is from another."""
+    figures = []
+    for index, column in enumerate(table.columns):
+        points = [(float(i + 1), column.scale * v, row.label)
+                  for i, row in enumerate(table.rows) if column.label in row.cells
+                  for v in row.cells[column.label].values]
+        figures.append(scatter(f"spread over seeds: {column.label} (x: row in table order)",
+                               f"seeds-{index}", points, "row", column.label, log_x=False))
+    return "".join(figures)
+
+
+def _cell(row: Row, table: Table, label: str) -> str:
+    column = next(c for c in table.columns if c.label == label)
+    cell = row.cells.get(label)
+    if cell is None:
+        return f'<td class="num" data-value="">{MISSING}</td>'
+    return (f'<td class="num" data-value="{column.scale * cell.mean!r}" '
+            f'title="median {column.show(cell.median)}">{_esc(column.text(cell))}</td>')
+
+
+def render_html(table: Table) -> str:
+    """The whole page: title, sortable table, footnote, failures, plots."""
+    board = table.board
+    scored = board.aggregate != "none"
+    header = ["Model", *([board.score_label] if scored else []), *table.labels]
+    ths = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = []
+    for row in table.rows:
+        label = row.label + (BASELINE_MARK if row.baseline else "")
+        cells = [f'<td data-value="{_esc(label)}">{_esc(label)}</td>']
+        if scored:
+            value = "" if row.score is None else repr(row.score)
+            text = _esc(_score_text(row, table))
+            cells.append(f'<td class="num" data-value="{value}">{text}</td>')
+        cells += [_cell(row, table, label_) for label_ in table.labels]
+        kind = "baseline" if row.baseline else "model"
+        body.append(f'<tr class="{kind}">{"".join(cells)}</tr>')
+    failures = "".join(f"<li>{_esc(f.task)} {_esc(f.label)} seed {_esc(f.seed)}: {_esc(f.error)} "
+                       f"<code>{_esc(f.run_dir)}</code></li>" for f in table.failures)
+    trained = [row for row in table.rows if not row.baseline]
+    y_label = board.score_label if scored else (table.labels[0] if table.labels else "score")
+    params = [(r.parameters, s, r.label) for r in trained
+              if r.parameters and (s := _row_score(r, table)) is not None]
+    compute = [(r.compute, s, r.label) for r in trained
+               if r.compute and (s := _row_score(r, table)) is not None]
+    empty = "" if table.rows else "<p>No finished runs on this board yet.</p>"
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(board.title)} leaderboard</title><style>{STYLE}</style></head><body>",
+        f"<h1>{_esc(board.title)}: board {_esc(board.name)}</h1>", empty,
+        f'<table id="board"><thead><tr>{ths}</tr></thead><tbody>{"".join(body)}</tbody></table>',
+        f'<p class="note">{_esc(_footnote(table)) if table.rows else ""}</p>',
+        (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
+         f'<ul id="failures">{failures}</ul>') if table.failures else "",
+        '<h2>Plots</h2><div class="plots">',
+        scatter("score against parameters", "parameters", params, "parameters", y_label),
+        scatter("score against pretraining compute", "compute", compute, "training FLOPs",
+                y_label),
+        seed_spread(table), "</div>",
+        f'<script type="application/json" id="data">{_esc(_json_text(table))}</script>',
+        f"<script>{SORT_SCRIPT}</script></body></html>", "",
+    ])
+
+
+def _json_text(table: Table) -> str:
+    return json.dumps(table_json(table), sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,97 @@
+"""Runs that survive crashes and repeat themselves (issue #10: fault tolerance, reproducibility):
+a run killed with SIGKILL part-way and resumed ends with the metrics of an uninterrupted run; the
+same run twice gives identical metrics; a diverging loss fails the run in one line; a full disk
+leaves no partial record."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import records
+from bench.checkpoints import CHECKPOINT_DIR, LAST
+from datamodules.errors import PlmbenchError
+from tests.bench.invoke import plmbench, read, records_under
+from tests.conftest import REPO
+
+# STS-B's Pearson correlation moves with any change of the weights, unlike a 16-example accuracy.
+# 24 examples in batches of 8: 3 steps an epoch, 3 epochs; a checkpoint every 2 steps.
+RUN = ["run", "model=bert-tiny", "task=glue/stsb", "task.max_train_samples=24",
+       "task.batch_size=8", "task.max_eval_samples=32", "trainer.max_steps=9",
+       "trainer.enable_progress_bar=false", "checkpoint.every_n_steps=2"]
+
+
+@pytest.fixture
+def env(mirror, tmp_path) -> Path:
+    return tmp_path
+
+
+def only_record(root: Path) -> dict:
+    (path,) = records_under(root)
+    return read(path.parent)
+
+
+def test_a_run_killed_part_way_resumes_to_the_metrics_of_an_uninterrupted_run(env):
+    whole = plmbench(*RUN, f"results_dir={env / 'whole'}")
+    assert whole.rc == 0, whole.err
+    expected = only_record(env / "whole")
+    args = [*RUN, f"results_dir={env / 'killed'}"]
+    # step 5 is mid-epoch (epoch 2, its second batch); the last checkpoint is step 4's
+    # one torch thread, as this test process has (conftest): float sums then add up alike
+    killed = subprocess.run([sys.executable, "-m", "tests.bench.killed_run", "5", *args],
+                            cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert records_under(env / "killed") == []
+    (last,) = (env / "killed").rglob(LAST)
+    assert last.parent.parent.name == CHECKPOINT_DIR
+    resumed = plmbench(*args)  # resume=auto is the default
+    assert resumed.rc == 0, resumed.err
+    record = only_record(env / "killed")
+    assert record["resumed_from"] == str(last)
+    assert record["steps"] == expected["steps"] == 9
+    assert record["metrics"] == expected["metrics"]
+    assert record["throughput"]["train_samples"] == expected["throughput"]["train_samples"]
+    assert not last.exists()  # a finished run's resume state is removed (checkpoint.keep=false)
+
+
+def test_the_same_run_twice_gives_identical_metrics(env):
+    args = [*RUN, "trainer.max_steps=4", "trainer.deterministic=true"]
+    for name in ("a", "b"):
+        assert plmbench(*args, f"results_dir={env / name}").rc == 0
+    a, b = only_record(env / "a"), only_record(env / "b")
+    assert a["metrics"] == b["metrics"] and a["metrics"]["validation"]["pearson"] != 0
+    assert a["config_hash"] == b["config_hash"] and a["data"] == b["data"]
+    assert a["tokenizer"] == b["tokenizer"] and a["versions"]["git_dirty"] in (True, False, None)
+    # the seed matters: another seed is another run
+    assert plmbench(*args, "seed=1", f"results_dir={env / 'c'}").rc == 0
+    assert only_record(env / "c")["metrics"] != a["metrics"]
+
+
+def test_a_diverging_loss_stops_the_run_with_a_failed_record(env):
+    result = plmbench(*RUN, "optim.lr=1e12", "trainer.gradient_clip_val=null",
+                      f"results_dir={env}")
+    assert result.rc == 2
+    (line,) = [line for line in result.err_lines if line.startswith("error:")]
+    assert "training loss is nan" in line and "diverged" in line
+    record = only_record(env)
+    assert record["status"] == "failed" and "loss is" in record["error"]
+    assert "lower optim.lr" in record["error"]
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_partial_record(tmp_path, monkeypatch):
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    records.write_record(tmp_path, {"status": "ok", "seed": 0})
+    monkeypatch.setattr(records.os, "fsync", disk_full)
+    with pytest.raises(PlmbenchError, match="No space left on device.*results_dir"):
+        records.write_record(tmp_path, {"status": "ok", "seed": 1})
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+    assert records.read_record(tmp_path)["seed"] == 0  # the previous record, untouched
