@@ -156,9 +156,11 @@ def from_hf(directory: str | Path, with_heads: bool = False) -> tuple[nn.Module,
     state = _read_weights(_weights_file(directory))
     if with_heads:
         net = arch.pretraining(config)
-    else:
+    elif arch.kind == "encoder":
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
         net = arch.encoder(config, add_pooling_layer=has_pooler)
+    else:
+        net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
     return net, load_tokenizer(directory)
 
