@@ -31,7 +31,7 @@ from bench.records import (
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from lit_models.archs import arch_of_net
+from lit_models.archs import arch_of_net, get_arch
 from lit_models.build import build_net
 from lit_models.family import TaskFamily
 from lit_models.throughput import Throughput
@@ -88,6 +88,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
     split, predict), and write the family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     family = task_family(cfg.task)
+    family.check_arch(get_arch(cfg.model.arch), cfg.task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
@@ -108,6 +109,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path) -> dict:
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
     if trainer.is_global_zero:
+        predictions |= family.evaluation_outputs(module, run_dir, cfg)
         family.export(module, tokenizer, run_dir, cfg)
     return {
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
