@@ -104,7 +104,8 @@ class DenoisingCollator:
 
     def __init__(self, tokenizer: TextTokenizer, cfg: NoiseConfig, seed: int = 0) -> None:
         special = tokenizer.special
-        self.bos, self.eos, self.mask, self.pad = special.cls, special.sep, special.mask, special.pad
+        self.bos, self.eos = special.cls, special.sep
+        self.mask, self.pad = special.mask, special.pad
         self.cfg, self.seed = cfg, seed
         self._rng: random.Random | None = None
         self._owner: int | None = None
