@@ -41,7 +41,7 @@ from bench.records import (
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from lit_models.archs import arch_of_net
+from lit_models.archs import arch_of_net, get_arch
 from lit_models.build import build_net
 from lit_models.family import TaskFamily
 from lit_models.throughput import Throughput
@@ -99,6 +99,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     family = task_family(cfg.task)
+    family.check_arch(get_arch(cfg.model.arch), cfg.task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
@@ -124,6 +125,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
     if trainer.is_global_zero:
+        predictions |= family.evaluation_outputs(module, run_dir, cfg)
         family.export(module, tokenizer, run_dir, cfg)
         if not cfg.checkpoint.keep:
             discard(checkpoints)

@@ -1,8 +1,10 @@
 """Prediction files in the GLUE submission format: ``<run dir>/predictions/<split>.tsv`` with a
 header ``index<TAB>prediction`` and one row per example, in the split's order (its ``idx``),
-holding the label name (classification) or the score (regression, STS-B)."""
+holding the label name (classification) or the score (regression, STS-B); generation tasks
+write ``<split>.jsonl`` (one JSON object per example)."""
 
 import csv
+import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -26,5 +28,17 @@ def write_predictions(
         for index, value in enumerate(predictions.tolist()):
             writer.writerow([index, f"{value:.3f}" if regression else label_names[value]])
     path = directory / f"{split}.tsv"
+    os.replace(tmp.name, path)
+    return path
+
+
+def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:
+    """``<run dir>/predictions/<split>.jsonl``, one JSON object a line, written atomically."""
+    directory = run_dir / PREDICTIONS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8") as tmp:
+        for row in rows:
+            tmp.write(json.dumps(row, ensure_ascii=False) + "\n")
+    path = directory / f"{split}.jsonl"
     os.replace(tmp.name, path)
     return path

@@ -15,11 +15,23 @@ from torch import nn
 from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import ARCHS, Arch
 
 
 class TaskFamily:
     #: whether the net is built with its pretraining heads
     with_heads: bool = False
+    #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
+    kinds: tuple[str, ...] = ("encoder",)
+
+    def check_arch(self, arch: Arch, task: Mapping) -> None:
+        """Refuse, in one line, an architecture of a kind this family cannot train."""
+        if arch.kind not in self.kinds:
+            fitting = sorted(a.name for a in ARCHS.values() if a.kind in self.kinds)
+            raise PlmbenchError(
+                f"task {task['name']} trains {' or '.join(self.kinds)} models, and {arch.name} "
+                f"is of kind {arch.kind}; pick a preset of {fitting}"
+            )
 
     def vocabulary_corpus(self, task: Mapping) -> tuple[str, Iterable[str]]:
         """(a key identifying the text, the text) a scratch vocabulary is trained on."""
@@ -34,6 +46,12 @@ class TaskFamily:
         """Predictions of every eval split of a task without a training split; split -> file
         relative to ``run_dir``."""
         raise PlmbenchError(f"task {cfg['task']['name']} has no training split; give it one")
+
+    def evaluation_outputs(self, module: L.LightningModule, run_dir: Path, cfg: Mapping
+                           ) -> dict[str, str]:
+        """Write what the last evaluation produced besides metrics (generated text ...);
+        split -> file relative to ``run_dir``."""
+        return {}
 
     def export(self, module: L.LightningModule, tokenizer: TextTokenizer, run_dir: Path,
                cfg: Mapping) -> None:

@@ -170,9 +170,11 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
         net = arch.masked_lm(config)
     elif with_heads:
         net = arch.pretraining(config)
-    else:
+    elif arch.kind == "encoder":
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
         net = arch.encoder(config, add_pooling_layer=has_pooler)
+    else:
+        net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
     return net, load_tokenizer(directory)
 

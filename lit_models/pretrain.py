@@ -18,6 +18,7 @@ from torchmetrics import MeanMetric
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs.spec import KINDS
 from lit_models.build import EXPORT_DIR
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.flops import EncoderShape
@@ -78,6 +79,7 @@ class Pretraining(TaskFamily):
     """A pretraining objective on a document corpus; the pretrained net is exported."""
 
     with_heads = True
+    kinds = KINDS
 
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)

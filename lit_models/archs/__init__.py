@@ -2,7 +2,7 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import albert, bert, deberta, distilbert, electra, roberta, spanbert
+from lit_models.archs import albert, bart, bert, deberta, distilbert, electra, roberta, spanbert
 from lit_models.archs.spec import Arch, HFLayout
 
 ARCHS: dict[str, Arch] = {
@@ -15,6 +15,7 @@ ARCHS: dict[str, Arch] = {
         electra.ARCH,
         spanbert.ARCH,
         deberta.ARCH,
+        bart.ARCH,
     )
 }
 

@@ -33,18 +33,29 @@ class HFLayout:
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
 
 
+#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
+KINDS = ("encoder", "decoder", "encoder-decoder")
+
+
 @dataclass(frozen=True)
 class Arch:
     """An architecture: its nets, vocabulary, checkpoint layout and classification pooling."""
 
     name: str  # model presets' `arch`
     config: type  # dataclass whose field names are transformers' config.json keys
-    encoder: type  # encoder(config) -> output with last_hidden_state (and pooler_output)
-    pretraining: type  # the encoder with its pretraining heads (.mlm_head, optionally .nsp_head)
+    #: the backbone: encoder(config) -> output with last_hidden_state (and pooler_output); for an
+    #: encoder-decoder, encoder(config)(input_ids=, attention_mask=, decoder_input_ids=) gives the
+    #: decoder's last_hidden_state, as transformers' BartModel / T5Model
+    encoder: type
+    #: the backbone with its pretraining heads (.mlm_head, optionally .nsp_head; an
+    #: encoder-decoder's language-modelling head: .encode, .decode, .logits, .new_caches)
+    pretraining: type
     tokenizer: TokenizerSpec  # family, special-token roles and templates of scratch vocabularies
     hf: HFLayout
-    #: (config, num_labels, dropout) -> module mapping the encoder output to label scores
-    classification_head: Callable[..., nn.Module]
+    #: (config, num_labels, dropout) -> module mapping the encoder output to label scores;
+    #: None where the architecture has no classification head here
+    classification_head: Callable[..., nn.Module] | None = None
+    kind: str = "encoder"  # one of KINDS
     #: other architectures whose checkpoints can start this one: their name -> (their pretraining
     #: net, with_heads) -> our net (DistilBERT: every other layer of a BERT teacher)
     init_from_arch: Mapping[str, Callable[[nn.Module, bool], nn.Module]] = field(

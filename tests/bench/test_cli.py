@@ -480,7 +480,8 @@ def test_unwritable_results_dir_fails_before_anything_is_written(mirror, tmp_pat
 def test_leaderboard_bad_input(tmp_path):
     result = plmbench("leaderboard", str(tmp_path), "--board", "nope")
     assert result.rc == 2 and result.out == ""
-    assert result.err_lines == ["error: unknown board 'nope'; known boards: glue, pretrain"]
+    assert result.err_lines == [
+        "error: unknown board 'nope'; known boards: glue, pretrain, summarization"]
 
     missing = tmp_path / "never-ran"
     result = plmbench("leaderboard", str(missing))

@@ -326,6 +326,8 @@ def pretrain_task(name="pretrain/wikipedia", split="heldout") -> dict:
     return task_config(name, [
         col("MLM loss", f"metrics.{split}.mlm_loss", higher_is_better=False, format=".3f"),
         col("perplexity", f"metrics.{split}.perplexity", higher_is_better=False, format=".2f"),
+        col("denoising loss", f"metrics.{split}.denoising_loss", higher_is_better=False,
+            format=".3f"),
         col("tokens", "throughput.train_tokens", score=False, format="#.3g"),
         col("FLOPs", "throughput.train_flops", score=False, format="#.3g"),
         col("tokens/s", "throughput.train_tokens_per_s", higher_is_better=True, score=False,
