@@ -9,7 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from torchmetrics.text.rouge import ROUGEScore
 
-from bench.leaderboard import build_table, render_markdown
+from bench.board_text import render_markdown
+from bench.leaderboard import build_table
 from bench.records import iter_records
 from bench.run import CONF_DIR, execute, normalize
 from datamodules.summarization import SummarizationDataModule
