@@ -2,10 +2,10 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import bert, roberta
+from lit_models.archs import bert, longformer, roberta
 from lit_models.archs.spec import Arch, HFLayout
 
-ARCHS: dict[str, Arch] = {arch.name: arch for arch in (bert.ARCH, roberta.ARCH)}
+ARCHS: dict[str, Arch] = {arch.name: arch for arch in (bert.ARCH, roberta.ARCH, longformer.ARCH)}
 
 __all__ = ["ARCHS", "Arch", "HFLayout", "get_arch", "arch_of_model_type", "arch_of_net"]
 

@@ -59,3 +59,14 @@ def test_runs_reach_the_squad_board(results):
     for label in ("EM [squad/v1]", "F1 [squad/v2]", "HasAns F1", "NoAns EM", "max length"):
         assert label in header
     assert len(rows) == 1 and "bert-tiny" in rows[0] and "128" in rows[0]
+
+
+def test_long_contexts_in_one_window_with_longformer(mirror, tmp_path):
+    """SQuAD at 1,024 tokens with no windows: one window per question, global attention on it."""
+    long = ["model=longformer-tiny", "task=squad/v1", "task.max_length=1024",
+            "task.doc_stride=null", *TINY[1:5]]
+    done = plmbench("run", *long, f"results_dir={tmp_path}")
+    assert done.rc == 0, done.err
+    record = read(run_dir(tmp_path, "squad/v1", *long[1:], label="longformer-tiny"))
+    assert record["status"] == "ok" and set(record["metrics"]["validation"]) == {"exact_match",
+                                                                                 "f1"}

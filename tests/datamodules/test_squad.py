@@ -89,3 +89,11 @@ def test_roberta_pairs_use_its_roles_and_one_segment(mirror, roberta_tokenizer):
 def test_stride_must_leave_room_for_context(minilm_path):
     with pytest.raises(PlmbenchError, match="doc_stride"):
         SquadDataModule({**TASK, "doc_stride": 80}, load_tokenizer(minilm_path))
+
+
+def test_no_stride_keeps_one_window_per_question(mirror, minilm_path):
+    dm = SquadDataModule({**TASK, "doc_stride": None}, load_tokenizer(minilm_path))
+    dm.setup()
+    assert len(dm.eval_windows[0]) == len(dm.eval_examples[0]) == TASK["max_eval_samples"]
+    assert len(dm.train_data) == TASK["max_train_samples"]
+    assert max(len(ids) for ids in dm.eval_data[0]["input_ids"]) == TASK["max_length"]
