@@ -10,7 +10,8 @@ CUDA, the allocator's peak. The full-attention net is the architecture ``--again
 same preset fields, so the two differ in their attention only (and Longformer's global
 projections, unused without global tokens).
 
-    plmbench perf --lengths 512,1024,2048,4096 model=longformer-tiny model.max_position_embeddings=4098
+    plmbench perf --lengths 512,1024,2048,4096 model=longformer-tiny \
+        model.max_position_embeddings=4098
 """
 
 import argparse
@@ -42,15 +43,15 @@ def length_scaling(model_cfg, lengths: list[int], against: str, batch_size: int,
     nets = encoders(model_cfg, against, device)
     too_long = [n for n in lengths if any(n > net.config.max_length for net in nets.values())]
     if too_long:
-        raise PlmbenchError(f"lengths {too_long} exceed the positions of model={model_cfg['name']}; "
-                            "raise model.max_position_embeddings")
+        raise PlmbenchError(f"lengths {too_long} exceed the positions of "
+                            f"model={model_cfg['name']}; raise model.max_position_embeddings")
     results: dict[int, dict] = {}
     for length in lengths:
         ids = torch.randint(len(special_ids(get_arch(against))), model_cfg["vocab_size"],
                             (batch_size, length), device=device)
         results[length] = {}
         for name, net in nets.items():
-            def loss(net=net) -> torch.Tensor:
+            def loss(net=net, ids=ids) -> torch.Tensor:
                 return net(input_ids=ids).last_hidden_state.float().pow(2).mean()
 
             def step(net=net, loss=loss) -> None:
