@@ -133,7 +133,6 @@ class SquadDataModule(PlmDataModule):
         self.encoder = Tokenizer.from_str(tokenizer.backend.to_str())
         self.encoder.enable_truncation(self.task["max_length"], stride=self.task["doc_stride"] or 0,
                                        strategy="only_second")
-        self.questions = Tokenizer.from_str(tokenizer.backend.to_str())
         self.eval_examples: list[datasets.Dataset] = []
         self.eval_windows: list[datasets.Dataset] = []
 
@@ -181,7 +180,7 @@ class SquadDataModule(PlmDataModule):
         run_squad.py cuts at 64)."""
         questions = [q.lstrip() for q in questions]
         limit = self.task["max_query_length"]
-        encoded = self.questions.encode_batch(questions, add_special_tokens=False)
+        encoded = self.tokenizer.backend.encode_batch(questions, add_special_tokens=False)
         return [q if len(e.offsets) <= limit else q[: e.offsets[limit - 1][1]]
                 for q, e in zip(questions, encoded, strict=True)]
 

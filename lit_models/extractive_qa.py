@@ -87,9 +87,8 @@ class LitExtractiveQA(PlmModule):
 
     def evaluate(self, batches: list[torch.Tensor], windows, examples, task: Mapping):
         """(metrics, {id: answer}, {id: null odds} or None) of one eval split."""
-        columns = windows.select_columns(["example_index", "cls_index", "offset_start",
-                                          "offset_end"])
-        spans = Windows.from_rows(*(columns[c] for c in columns.column_names))
+        spans = Windows.from_rows(*(windows[column] for column in (
+            "example_index", "cls_index", "offset_start", "offset_end")))
         length = spans.offset_start.shape[1]
         logits = torch.cat([F.pad(b, (0, length - b.shape[-1]), value=float("-inf"))
                             for b in batches])

@@ -30,6 +30,10 @@ class LongformerConfig(RobertaConfig):
     max_position_embeddings: int = 4098  # 4,096 positions past pad_token_id + 1
     attention_window: list[int] | int = field(default_factory=lambda: [512] * 12)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.attention_window, int):  # a plain list (not a config's ListConfig)
+            self.attention_window = [int(w) for w in self.attention_window]
+
     def windows(self) -> list[int]:
         """The window of each layer (a single int is every layer's)."""
         windows = self.attention_window
