@@ -9,6 +9,9 @@ backward (activations) and, on CUDA, the allocator's peak. Any registered archit
 transformers counterpart: ``model=<preset>`` picks it.
 
     plmbench perf model=bert-mini [--batch-size 32] [--seq-len 128] [--repeats 7] [--device cpu]
+
+``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
+next to full attention (``bench/perf_length.py``: Longformer's linear cost).
 """
 
 import argparse
@@ -136,13 +139,18 @@ def training_step(net: torch.nn.Module, loss_fn: Callable[[], torch.Tensor]) -> 
     return step
 
 
-def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
+def model_config(overrides: list[str]):
+    """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
     from hydra import compose, initialize_config_dir
 
     from bench.run import CONF_DIR
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        model_cfg = compose("config", overrides=overrides).model
+        return compose("config", overrides=overrides).model
+
+
+def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
+    model_cfg = model_config(overrides)
     if model_cfg.init_from != "scratch":
         raise PlmbenchError(
             f"perf needs a scratch preset (model=bert-mini ...), not {model_cfg.name}"
@@ -211,12 +219,23 @@ def render(results: dict, args: argparse.Namespace, model: str) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=None, help="32 (--lengths: 1)")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--lengths", help="e.g. 512,1024,2048,4096: encoder forward+backward "
+                        "memory and time against full attention (bench/perf_length.py)")
+    parser.add_argument("--against", default="roberta",
+                        help="--lengths: the full-attention architecture of the same sizes")
     args, overrides = parser.parse_known_args(argv)
+    if args.lengths:
+        from bench.perf_length import main as length_main
+
+        args.batch_size = args.batch_size or 1
+        print(length_main(args, model_config(overrides)))
+        return 0
+    args.batch_size = args.batch_size or 32
     results = measure(args, overrides)
     model = next((o.split("=", 1)[1] for o in overrides if o.startswith("model=")), "bert-tiny")
     print(render(results, args, model))

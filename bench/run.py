@@ -103,6 +103,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
+    module.run_dir = run_dir  # where an evaluation writes its predictions
     dm.setup("fit")  # bad data fails here, in one line, before the Trainer starts
     throughput = Throughput()
     checkpoints = checkpoint_dir(run_dir, config_hash)
@@ -131,7 +132,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
             discard(checkpoints)
     return {
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
-        "predictions": predictions,
+        "predictions": predictions or module.predictions,
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),

@@ -7,6 +7,7 @@ module, GLUE-format prediction files for tasks without a training split, and the
 fine-tuned model with ``save_model``.
 """
 
+import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -42,13 +43,22 @@ class LitClassifier(PlmModule):
         self.head = head
         self.num_labels = num_labels
         self.eval_splits = list(eval_splits)
+        #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
+        self.global_attention = "global_attention_mask" in inspect.signature(
+            encoder.forward).parameters
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        extra = {}
+        if self.global_attention:  # the pooled first token attends to, and is seen by, all
+            first = torch.zeros_like(batch["input_ids"])
+            first[:, 0] = 1
+            extra["global_attention_mask"] = first
         out = self.encoder(
             input_ids=batch["input_ids"],
             attention_mask=batch["attention_mask"],
             token_type_ids=batch.get("token_type_ids"),
+            **extra,
         )
         logits = self.head(out)
         return logits.squeeze(-1) if self.num_labels == 1 else logits

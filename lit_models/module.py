@@ -1,7 +1,9 @@
 """What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
-collected from the last validation pass, and the step at which that pass ran."""
+collected from the last validation pass, the step at which that pass ran, and the prediction
+files an evaluation wrote into the run directory (Design contract 10)."""
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import lightning as L
 
@@ -17,6 +19,10 @@ class PlmModule(L.LightningModule):
         self.num_layers = num_layers
         self.last_metrics: dict[str, dict[str, float]] = {}
         self.validated_at_step = -1
+        #: the run directory (set by the run); a module that writes predictions puts them under
+        #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
+        self.run_dir: Path | None = None
+        self.predictions: dict[str, str] = {}
 
     def configure_optimizers(self) -> dict:
         total_steps = int(self.trainer.estimated_stepping_batches)

@@ -2,7 +2,7 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import albert, bart, bert, deberta, distilbert, electra, roberta, spanbert
+from lit_models.archs import albert, bart, bert, deberta, distilbert, electra, longformer, roberta, spanbert
 from lit_models.archs.spec import Arch, HFLayout
 
 ARCHS: dict[str, Arch] = {
@@ -16,6 +16,7 @@ ARCHS: dict[str, Arch] = {
         spanbert.ARCH,
         deberta.ARCH,
         bart.ARCH,
+        longformer.ARCH,
     )
 }
 

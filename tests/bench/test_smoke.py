@@ -2,8 +2,9 @@
 one evaluation each, through ``bench.run.execute``, each leaving an ok record with metrics.
 
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
-family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train) are
-stand-ins written from the task's own column names into a copy of the mirror, so every YAML runs.
+family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
+SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
+of the mirror, so every YAML runs.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def stand_in(task, path: Path) -> None:
                 task.target_field: [sentence(rng) for _ in range(40)]}
         if task.id_field:
             rows[task.id_field] = [f"stand-in-{i}" for i in range(40)]
+    elif "context_field" in task:  # extractive QA (SQuAD schema); every third unanswerable
+        contexts = [" ".join(sentence(rng) for _ in range(4)) for _ in range(40)]
+        words = [context.split()[rng.randrange(3)] for context in contexts]
+        rows = {
+            task.id_field: [str(i) for i in range(40)],
+            "title": ["stand-in"] * 40,
+            task.context_field: contexts,
+            task.question_field: [sentence(rng) + "?" for _ in contexts],
+            task.answers_field: [
+                {"text": [] if i % 3 == 2 else [word], "answer_start": []
+                 if i % 3 == 2 else [context.index(word)]}
+                for i, (context, word) in enumerate(zip(contexts, words, strict=True))
+            ],
+        }
+    elif "tokens_field" in task:  # sequence labelling: words and tag ids
+        tokens = [sentence(rng).split() for _ in range(40)]
+        rows = {task.tokens_field: tokens,
+                task.tags_field: [[rng.randrange(len(task.label_names)) for _ in words]
+                                  for words in tokens]}
     elif "text_fields" in task:
         regression = task.num_labels == 1
         rows = {field: [sentence(rng) for _ in range(40)] for field in task.text_fields}

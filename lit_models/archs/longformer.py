@@ -1,0 +1,41 @@
+"""Longformer's registration (Beltagy et al. 2020): RoBERTa's byte-level BPE vocabulary and
+layout, plus the global projections, in transformers' ``Longformer*`` layout; classification
+pools <s> as RoBERTa's head does (§6: <s> gets global attention)."""
+
+from datamodules import tokenization
+from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.spec import Arch, HFLayout
+from lit_models.nets.heads import FirstTokenClassifier
+from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
+
+ARCH = Arch(
+    name="longformer",
+    config=LongformerConfig,
+    encoder=LongformerModel,
+    pretraining=LongformerForMaskedLM,
+    tokenizer=tokenization.ROBERTA,
+    hf=HFLayout(
+        model_type="longformer",
+        prefix="longformer.",
+        names={
+            **ENCODER_NAMES,
+            "encoder.layers.{i}.attention.global_qkv": (
+                "encoder.layer.{i}.attention.self.query_global",
+                "encoder.layer.{i}.attention.self.key_global",
+                "encoder.layer.{i}.attention.self.value_global",
+            ),
+            "mlm_head.dense": "lm_head.dense",
+            "mlm_head.norm": "lm_head.layer_norm",
+            "mlm_head.bias": "lm_head.bias",
+        },
+        head_prefixes=("lm_head.",),
+        classifier_names={"dense": "classifier.dense", "out": "classifier.out_proj"},
+        classes={"encoder": "LongformerModel", "pretraining": "LongformerForMaskedLM",
+                 "mlm": "LongformerForMaskedLM",
+                 "classifier": "LongformerForSequenceClassification"},
+        skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
+        config_only_ours=("pre_norm",),
+        unsupported=absolute_positions_only,
+    ),
+    classification_head=FirstTokenClassifier,
+)
