@@ -2,7 +2,17 @@
 and by transformers' ``model_type``. Adding one is a file in this folder plus a line here."""
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import albert, bart, bert, deberta, distilbert, electra, longformer, roberta, spanbert
+from lit_models.archs import (
+    albert,
+    bart,
+    bert,
+    deberta,
+    distilbert,
+    electra,
+    longformer,
+    roberta,
+    spanbert,
+)
 from lit_models.archs.spec import Arch, HFLayout
 
 ARCHS: dict[str, Arch] = {
