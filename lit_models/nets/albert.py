@@ -26,9 +26,8 @@ from torch import Tensor, nn
 from lit_models.nets.bert import (
     BertConfig,
     BertEmbeddings,
-    BertMLMHead,
     BertModel,
-    EncoderOutput,
+    EncoderForMaskedLM,
     bert_layer,
 )
 from lit_models.nets.blocks import TransformerLayer, init_normal_
@@ -103,30 +102,17 @@ class AlbertModel(BertModel):
         return shared_layers(config)
 
 
-class AlbertForPreTraining(nn.Module):
+class AlbertForPreTraining(EncoderForMaskedLM):
     """ALBERT with its pretraining heads (§3.1, §4.1): ``mlm_head`` (H -> E, then the tied
     decoder) and the sentence-order classifier ``sop_head`` on the pooled [CLS] state, which
     also serves NSP in the paper's comparison of inter-sentence losses (Table 5)."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.config = config
-        self.albert = AlbertModel(config)
-        self.mlm_head = BertMLMHead(config, self.albert.embeddings.word_embeddings)
+        super().__init__(config, AlbertModel(config), "albert")
         self.sop_head = nn.Linear(config.hidden_size, 2)
-        for module in (self.mlm_head.dense, self.mlm_head.norm, self.sop_head):
-            init_normal_(module, config.initializer_range)
+        init_normal_(self.sop_head, config.initializer_range)
 
     @property
     def nsp_head(self) -> nn.Linear:
         """The same classifier, trained on next-sentence pairs (objective=mlm_nsp)."""
         return self.sop_head
-
-    def forward(
-        self,
-        input_ids: Tensor,
-        attention_mask: Tensor | None = None,
-        token_type_ids: Tensor | None = None,
-        output_hidden_states: bool = False,
-    ) -> EncoderOutput:
-        return self.albert(input_ids, attention_mask, token_type_ids, output_hidden_states)

@@ -157,19 +157,20 @@ class BertMLMHead(nn.Module):
         return nn.functional.linear(h, self.word_embeddings.weight, self.bias)
 
 
-class BertForPreTraining(nn.Module):
-    """BERT with its two pretraining heads (§3.1): ``mlm_head`` and the NSP classifier
-    ``nsp_head`` on the pooled [CLS] state. ``forward`` runs the encoder only; objectives apply
-    the heads where their losses need them."""
+class EncoderForMaskedLM(nn.Module):
+    """An encoder with the masked-LM head ``mlm_head`` (§3.1): the pretraining net of every
+    architecture on BERT's layout. The encoder is the attribute ``prefix`` names (transformers'
+    prefix for its weights: bert, roberta, ...); ``forward`` runs the encoder only, and the
+    objectives apply the heads where their losses need them. Subclasses add their other heads."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config, encoder: nn.Module, prefix: str, mlm_act: str | None = None):
         super().__init__()
         self.config = config
-        self.bert = BertModel(config)
-        self.mlm_head = BertMLMHead(config, self.bert.embeddings.word_embeddings)
-        self.nsp_head = nn.Linear(config.hidden_size, 2)
-        # heads only: mlm_head also holds the (already initialised) shared token embeddings
-        for module in (self.mlm_head.dense, self.mlm_head.norm, self.nsp_head):
+        self.prefix = prefix
+        self.add_module(prefix, encoder)
+        self.mlm_head = BertMLMHead(config, encoder.embeddings.word_embeddings, mlm_act)
+        # the head only: it also holds the (already initialised) shared token embeddings
+        for module in (self.mlm_head.dense, self.mlm_head.norm):
             init_normal_(module, config.initializer_range)
 
     def forward(
@@ -178,5 +179,19 @@ class BertForPreTraining(nn.Module):
         attention_mask: Tensor | None = None,
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
+        **inputs: Tensor,
     ) -> EncoderOutput:
-        return self.bert(input_ids, attention_mask, token_type_ids, output_hidden_states)
+        """The encoder's output; ``inputs`` are the encoder's own (Longformer's global mask)."""
+        encoder = getattr(self, self.prefix)
+        return encoder(input_ids, attention_mask, token_type_ids,
+                       output_hidden_states=output_hidden_states, **inputs)
+
+
+class BertForPreTraining(EncoderForMaskedLM):
+    """BERT with its two pretraining heads (§3.1): ``mlm_head`` and the NSP classifier
+    ``nsp_head`` on the pooled [CLS] state."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config, BertModel(config), "bert")
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        init_normal_(self.nsp_head, config.initializer_range)

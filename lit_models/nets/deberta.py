@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from lit_models.nets.attention import attend
-from lit_models.nets.bert import BertConfig, BertMLMHead, EncoderOutput
+from lit_models.nets.bert import BertConfig, EncoderForMaskedLM, EncoderOutput
 from lit_models.nets.blocks import FeedForward, init_normal_, padding_mask
 
 
@@ -219,17 +219,12 @@ class DebertaModel(nn.Module):
         return EncoderOutput(x, None, hidden_states)
 
 
-class DebertaForMaskedLM(nn.Module):
+class DebertaForMaskedLM(EncoderForMaskedLM):
     """DeBERTa with BERT's MLM head (``mlm_head``). ``forward`` returns what the head reads: the
     enhanced mask decoder's output (§3.2), or the encoder's with ``position_biased_input``."""
 
     def __init__(self, config: DebertaConfig):
-        super().__init__()
-        self.config = config
-        self.deberta = DebertaModel(config)
-        self.mlm_head = BertMLMHead(config, self.deberta.embeddings.word_embeddings)
-        for module in (self.mlm_head.dense, self.mlm_head.norm):
-            init_normal_(module, config.initializer_range)
+        super().__init__(config, DebertaModel(config), "deberta")
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, output_hidden_states: bool = False

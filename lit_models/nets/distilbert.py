@@ -20,8 +20,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.bert import BertForPreTraining, BertMLMHead, BertModel, EncoderOutput
-from lit_models.nets.blocks import init_normal_
+from lit_models.nets.bert import (
+    BertForPreTraining,
+    BertModel,
+    EncoderForMaskedLM,
+)
 
 
 @dataclass
@@ -90,25 +93,11 @@ class DistilBertModel(BertModel):
         super().__init__(config, add_pooling_layer=False)
 
 
-class DistilBertForMaskedLM(nn.Module):
-    """DistilBERT with its one pretraining head, ``mlm_head``."""
+class DistilBertForMaskedLM(EncoderForMaskedLM):
+    """DistilBERT with BERT's masked-LM head (the vocabulary transform and tied decoder)."""
 
     def __init__(self, config: DistilBertConfig):
-        super().__init__()
-        self.config = config
-        self.distilbert = DistilBertModel(config)
-        self.mlm_head = BertMLMHead(config, self.distilbert.embeddings.word_embeddings)
-        for module in (self.mlm_head.dense, self.mlm_head.norm):
-            init_normal_(module, config.initializer_range)
-
-    def forward(
-        self,
-        input_ids: Tensor,
-        attention_mask: Tensor | None = None,
-        token_type_ids: Tensor | None = None,
-        output_hidden_states: bool = False,
-    ) -> EncoderOutput:
-        return self.distilbert(input_ids, attention_mask, token_type_ids, output_hidden_states)
+        super().__init__(config, DistilBertModel(config), "distilbert")
 
 
 def student_of_bert(teacher: BertForPreTraining, with_heads: bool = True

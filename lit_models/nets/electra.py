@@ -21,7 +21,13 @@ from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
-from lit_models.nets.bert import BertConfig, BertEmbeddings, BertMLMHead, BertModel, EncoderOutput
+from lit_models.nets.bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertModel,
+    EncoderForMaskedLM,
+    EncoderOutput,
+)
 from lit_models.nets.blocks import activation, init_normal_, padding_mask
 
 
@@ -89,22 +95,12 @@ class ElectraModel(BertModel):
         return EncoderOutput(x, None, hidden_states)
 
 
-class ElectraForMaskedLM(nn.Module):
+class ElectraForMaskedLM(EncoderForMaskedLM):
     """The generator (§2): an encoder and BERT's MLM head (dense to the embedding width, exact
     GELU, LayerNorm, decoder tied to the token embeddings)."""
 
     def __init__(self, config: ElectraConfig, embeddings: ElectraEmbeddings | None = None):
-        super().__init__()
-        self.config = config
-        self.electra = ElectraModel(config, embeddings=embeddings)
-        self.mlm_head = BertMLMHead(config, self.electra.embeddings.word_embeddings, "gelu")
-        for module in (self.mlm_head.dense, self.mlm_head.norm):
-            init_normal_(module, config.initializer_range)
-
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
-        return self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states)
+        super().__init__(config, ElectraModel(config, embeddings=embeddings), "electra", "gelu")
 
 
 class DiscriminatorHead(nn.Module):

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from lit_models.nets.attention import split_heads
-from lit_models.nets.bert import BertMLMHead, EncoderOutput
+from lit_models.nets.bert import EncoderForMaskedLM, EncoderOutput
 from lit_models.nets.blocks import init_normal_
 from lit_models.nets.roberta import RobertaConfig, RobertaModel
 from lit_models.nets.sliding_attention import sliding_window_attention
@@ -150,24 +150,10 @@ class LongformerModel(RobertaModel):
         return EncoderOutput(x, pooled, hidden_states)
 
 
-class LongformerForMaskedLM(nn.Module):
-    """Longformer with RoBERTa's masked-LM head (§5: pretraining continues RoBERTa's MLM)."""
+class LongformerForMaskedLM(EncoderForMaskedLM):
+    """Longformer with RoBERTa's masked-LM head (§5: pretraining continues RoBERTa's MLM);
+    ``forward`` also takes the encoder's ``global_attention_mask``."""
 
     def __init__(self, config: LongformerConfig):
-        super().__init__()
-        self.config = config
-        self.longformer = LongformerModel(config, add_pooling_layer=False)
-        self.mlm_head = BertMLMHead(config, self.longformer.embeddings.word_embeddings, "gelu")
-        for module in (self.mlm_head.dense, self.mlm_head.norm):
-            init_normal_(module, config.initializer_range)
-
-    def forward(
-        self,
-        input_ids: Tensor,
-        attention_mask: Tensor | None = None,
-        token_type_ids: Tensor | None = None,
-        global_attention_mask: Tensor | None = None,
-        output_hidden_states: bool = False,
-    ) -> EncoderOutput:
-        return self.longformer(input_ids, attention_mask, token_type_ids, global_attention_mask,
-                               output_hidden_states)
+        super().__init__(config, LongformerModel(config, add_pooling_layer=False), "longformer",
+                         "gelu")

@@ -12,10 +12,14 @@ GELU as fairseq's ``RobertaLMHead``).
 
 from dataclasses import dataclass
 
-from torch import Tensor, nn
+from torch import Tensor
 
-from lit_models.nets.bert import BertConfig, BertEmbeddings, BertMLMHead, BertModel, EncoderOutput
-from lit_models.nets.blocks import init_normal_
+from lit_models.nets.bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertModel,
+    EncoderForMaskedLM,
+)
 
 
 @dataclass
@@ -60,23 +64,9 @@ class RobertaModel(BertModel):
     embeddings_class = RobertaEmbeddings
 
 
-class RobertaForMaskedLM(nn.Module):
-    """RoBERTa with its one pretraining head, ``mlm_head`` (dynamic-masking MLM, §4.1)."""
+class RobertaForMaskedLM(EncoderForMaskedLM):
+    """RoBERTa with its one pretraining head, ``mlm_head`` (dynamic-masking MLM, §4.1); fairseq's
+    RobertaLMHead applies exact GELU whatever the encoder's activation."""
 
     def __init__(self, config: RobertaConfig):
-        super().__init__()
-        self.config = config
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        # fairseq's RobertaLMHead applies exact GELU whatever the encoder's activation
-        self.mlm_head = BertMLMHead(config, self.roberta.embeddings.word_embeddings, "gelu")
-        for module in (self.mlm_head.dense, self.mlm_head.norm):
-            init_normal_(module, config.initializer_range)
-
-    def forward(
-        self,
-        input_ids: Tensor,
-        attention_mask: Tensor | None = None,
-        token_type_ids: Tensor | None = None,
-        output_hidden_states: bool = False,
-    ) -> EncoderOutput:
-        return self.roberta(input_ids, attention_mask, token_type_ids, output_hidden_states)
+        super().__init__(config, RobertaModel(config, add_pooling_layer=False), "roberta", "gelu")

@@ -19,7 +19,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.bert import BertConfig, BertMLMHead, BertModel, EncoderOutput
+from lit_models.nets.bert import (
+    BertConfig,
+    BertModel,
+    EncoderForMaskedLM,
+)
 from lit_models.nets.blocks import activation, init_normal_
 
 
@@ -62,23 +66,13 @@ class SpanBoundaryHead(nn.Module):
         return nn.functional.linear(y, self.word_embeddings.weight, self.bias)
 
 
-class SpanBertForPreTraining(nn.Module):
+class SpanBertForPreTraining(EncoderForMaskedLM):
     """The encoder (no pooler: no NSP, §3.3) with ``mlm_head`` and ``sbo_head``; ``forward`` runs
     the encoder, the objective applies the heads at the masked positions."""
 
     def __init__(self, config: SpanBertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = SpanBertModel(config, add_pooling_layer=False)
-        embeddings = self.bert.embeddings.word_embeddings
-        self.mlm_head = BertMLMHead(config, embeddings)
-        self.sbo_head = SpanBoundaryHead(config, embeddings)
-        for module in (self.mlm_head.dense, self.mlm_head.norm, self.sbo_head.position_embeddings,
-                       self.sbo_head.dense1, self.sbo_head.norm1, self.sbo_head.dense2,
-                       self.sbo_head.norm2):
+        super().__init__(config, SpanBertModel(config, add_pooling_layer=False), "bert")
+        self.sbo_head = SpanBoundaryHead(config, self.bert.embeddings.word_embeddings)
+        for module in (self.sbo_head.position_embeddings, self.sbo_head.dense1,
+                       self.sbo_head.norm1, self.sbo_head.dense2, self.sbo_head.norm2):
             init_normal_(module, config.initializer_range)
-
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
-        return self.bert(input_ids, attention_mask, token_type_ids, output_hidden_states)
