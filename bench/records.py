@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
 from datamodules.errors import PlmbenchError
 
 SCHEMA_VERSION = 1
@@ -210,16 +212,22 @@ def iter_records(results_dir: str | Path) -> Iterator[dict]:
 def run_variant(overrides: Sequence[str]) -> str:
     """The run directory's variant name: the command-line overrides that change the result and
     that the path does not name already, sorted, as ``key:value`` joined by "+" ("" for none),
-    e.g. ``optim.lr:3e-4+trainer.max_steps:100``. Characters a Hydra override value cannot hold
-    unquoted ("/", "=", ",", brackets ...) become "_", so a run directory can be passed back as
+    e.g. ``optim.lr:0.0003+trainer.max_steps:100``. Values are Hydra's parsed values, so a single
+    run and a sweep's job (which Hydra writes back as ``0.0003``, with ``\\:`` escapes) of one
+    configuration share a directory. Characters a Hydra override value cannot hold unquoted
+    ("/", "=", ",", brackets ...) become "_", so a run directory can be passed back as
     ``init_from=ckpt:<run dir>``; a name over ``MAX_VARIANT`` characters is cut and ends in a
     hash of the whole, so it stays unique."""
     kept = []
-    for override in overrides:
-        key, _, value = override.lstrip("+~").partition("=")
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.key_or_group
         if key in PATH_KEYS or key.startswith("hydra.") or _is_volatile(key):
             continue
-        kept.append(UNSAFE.sub("_", f"{key}:{value}"))
+        value = override.value()
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        if override.is_delete():
+            text = "~"
+        kept.append(UNSAFE.sub("_", f"{key}:{text}"))
     name = "+".join(sorted(kept))
     if len(name) > MAX_VARIANT:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]

@@ -157,8 +157,11 @@ def test_run_variant_names_the_overrides_that_change_the_result():
                  "optim.lr=3e-4", "+trainer.max_steps=4", "init_from=ckpt:/runs/a/seed0",
                  "hydra.run.dir=/x", "experiment=quickstart"]
     # sorted, path-free, without what the path names already or what changes nothing
-    expected = "init_from:ckpt:_runs_a_seed0+optim.lr:3e-4+trainer.max_steps:4"
+    expected = "init_from:ckpt:_runs_a_seed0+optim.lr:0.0003+trainer.max_steps:4"
     assert run_variant(overrides) == expected
+    # a sweep's job spells the same values as Hydra writes them back: the same directory
+    job = ["optim.lr=0.0003", "trainer.max_steps=4", "init_from=ckpt\\:/runs/a/seed0"]
+    assert run_variant(job) == expected
     assert run_variant(["task=glue/rte", "seed=1"]) == ""
     assert run_variant(["optim.lr=1e-4"]) != run_variant(["optim.lr=2e-4"])
 
@@ -169,6 +172,7 @@ def test_a_long_run_variant_is_cut_but_stays_unique():
     assert len(a) == len(b) == records.MAX_VARIANT and a != b
     assert a.startswith("task.field0:value+")
     assert run_variant(["optim.betas=[0.9,0.98]"]) == "optim.betas:_0.9_0.98_"
+    assert run_variant(["optim.betas=[0.9, 0.98]"]) == "optim.betas:_0.9_0.98_"
 
 
 def test_software_versions_names_every_component():
@@ -215,6 +219,6 @@ def test_any_run_directory_can_be_passed_back_as_an_override_value():
     parser = OverridesParser.create()
     for overrides in (["optim.betas=[0.9,0.98]", "trainer.max_steps=4"],
                       [f"task.field{i}=value" for i in range(30)],
-                      ["init_from=ckpt:/runs/a=b,c/seed0", "label=x"]):
+                      ["init_from='ckpt:/runs/a=b,c/seed0'", "label=x"]):
         where = f"results/glue/rte/bert-tiny/{run_variant(overrides)}/seed0"
         assert parser.parse_override(f"init_from=ckpt:{where}").value() == f"ckpt:{where}"
