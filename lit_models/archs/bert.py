@@ -29,6 +29,14 @@ ENCODER_NAMES = {
 }
 
 
+#: §3.1: the masked-LM transform and bias (the decoder is tied to the embeddings)
+MLM_HEAD_NAMES = {
+    "mlm_head.dense": "cls.predictions.transform.dense",
+    "mlm_head.norm": "cls.predictions.transform.LayerNorm",
+    "mlm_head.bias": "cls.predictions.bias",
+}
+
+
 def absolute_positions_only(hf_config: dict) -> str | None:
     kind = hf_config.get("position_embedding_type", "absolute")
     if kind != "absolute":
@@ -47,10 +55,7 @@ ARCH = Arch(
         prefix="bert.",
         names={
             **ENCODER_NAMES,
-            # §3.1: the masked-LM transform and bias (the decoder is tied to the embeddings)
-            "mlm_head.dense": "cls.predictions.transform.dense",
-            "mlm_head.norm": "cls.predictions.transform.LayerNorm",
-            "mlm_head.bias": "cls.predictions.bias",
+            **MLM_HEAD_NAMES,
             "nsp_head": "cls.seq_relationship",
         },
         head_prefixes=("cls.",),

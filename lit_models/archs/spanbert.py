@@ -3,9 +3,12 @@
 the pretraining net as ``BertForMaskedLM`` plus the span boundary head under ``cls.sbo.``, which
 transformers ignores), fine-tuned as BERT is."""
 
+from dataclasses import replace
+
 from datamodules import tokenization
-from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs import bert
+from lit_models.archs.bert import ENCODER_NAMES, MLM_HEAD_NAMES
+from lit_models.archs.spec import Arch
 from lit_models.nets.heads import PooledClassifier
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining, SpanBertModel
 
@@ -15,14 +18,11 @@ ARCH = Arch(
     encoder=SpanBertModel,
     pretraining=SpanBertForPreTraining,
     tokenizer=tokenization.BERT,  # BERT's cased WordPiece vocabulary (§4.1)
-    hf=HFLayout(
-        model_type="bert",
-        prefix="bert.",
+    hf=replace(
+        bert.ARCH.hf,
         names={
             **ENCODER_NAMES,
-            "mlm_head.dense": "cls.predictions.transform.dense",
-            "mlm_head.norm": "cls.predictions.transform.LayerNorm",
-            "mlm_head.bias": "cls.predictions.bias",
+            **MLM_HEAD_NAMES,
             "sbo_head.position_embeddings": "cls.sbo.position_embeddings",
             "sbo_head.dense1": "cls.sbo.dense1",
             "sbo_head.norm1": "cls.sbo.LayerNorm1",
@@ -30,13 +30,7 @@ ARCH = Arch(
             "sbo_head.norm2": "cls.sbo.LayerNorm2",
             "sbo_head.bias": "cls.sbo.bias",
         },
-        head_prefixes=("cls.",),
-        classifier_names={"out": "classifier"},
-        classes={"encoder": "BertModel", "pretraining": "BertForMaskedLM",
-                 "mlm": "BertForMaskedLM", "classifier": "BertForSequenceClassification"},
-        skipped=r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$",
-        config_only_ours=("pre_norm",),
-        unsupported=absolute_positions_only,
+        classes={**bert.ARCH.hf.classes, "pretraining": "BertForMaskedLM"},
     ),
     classification_head=PooledClassifier,
 )
