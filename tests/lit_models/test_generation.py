@@ -17,9 +17,9 @@ from lit_models.generation import (
 from lit_models.hf import to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from tests.conftest import require
+from tests.nets.parity import TEXT
 from tests.nets.test_bart import inputs
 from tests.nets.test_bart import tokenizer as tokenizer  # noqa: F401 (fixture)
-from tests.nets.test_roberta import TEXT
 
 transformers = require("transformers")
 

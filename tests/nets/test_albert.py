@@ -14,10 +14,10 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.build import net_config
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from tests.conftest import require
-from tests.nets.test_roberta import TEXT, assert_close, randomize_
+from tests.nets.parity import TEXT, assert_classifier_round_trips, assert_close, randomize_
 
 transformers = require("transformers")
 
@@ -138,17 +138,8 @@ def test_unsupported_checkpoint_layouts_are_refused(tokenizer, tmp_path):
 def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
     reference = checkpoint("AlbertForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
                            num_labels=3)
-    encoder, _ = from_hf(tmp_path)
-    head = ALBERT.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, tmp_path, ALBERT)
     inputs = pair_batch(tokenizer)
-    with torch.no_grad():
-        ours = head.eval()(encoder.eval()(**inputs))
-        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
-    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
-    with torch.no_grad():
-        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
+    assert_classifier_round_trips(ALBERT, reference, tmp_path, tokenizer, inputs, tmp_path)
 
 
 def preset_parameters(preset: str, *overrides: str) -> int:

@@ -14,7 +14,7 @@ from lit_models.archs import get_arch
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration, BartModel
 from tests.conftest import require
-from tests.nets.test_roberta import TEXT, randomize_
+from tests.nets.parity import TEXT, randomize_
 
 transformers = require("transformers")
 

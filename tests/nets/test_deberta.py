@@ -9,11 +9,10 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, to_hf
 from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM, DebertaModel
 from tests.conftest import require
-from tests.nets.test_electra import max_diff
-from tests.nets.test_roberta import TEXT, batch, randomize_
+from tests.nets.parity import TEXT, assert_classifier_round_trips, batch, max_diff, randomize_
 
 transformers = require("transformers")
 
@@ -127,17 +126,8 @@ def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
 def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
     reference = checkpoint("DebertaForSequenceClassification", CONFIGS[0], tokenizer, tmp_path,
                            num_labels=3)
-    encoder, _ = from_hf(tmp_path)
-    head = DEBERTA.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, tmp_path, DEBERTA)
     inputs = batch(tokenizer, TEXT[:4])
-    with torch.no_grad():
-        ours = head.eval()(encoder.eval()(**inputs))
-        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
-    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
-    with torch.no_grad():
-        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
+    assert_classifier_round_trips(DEBERTA, reference, tmp_path, tokenizer, inputs, tmp_path)
 
 
 def test_tiny_mlm_run_lowers_the_loss(tokenizer):

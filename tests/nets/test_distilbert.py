@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.distilbert import (
     DistilBertConfig,
@@ -18,7 +18,7 @@ from lit_models.nets.distilbert import (
     student_of_bert,
 )
 from tests.conftest import require
-from tests.nets.test_roberta import TEXT, assert_close, batch, randomize_
+from tests.nets.parity import TEXT, assert_classifier_round_trips, assert_close, batch, randomize_
 
 transformers = require("transformers")
 
@@ -93,17 +93,8 @@ def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
     """DistilBertForSequenceClassification's head (pre_classifier, ReLU, classifier)."""
     reference = checkpoint("DistilBertForSequenceClassification", CONFIGS[1], tokenizer,
                            tmp_path, num_labels=3)
-    encoder, _ = from_hf(tmp_path)
-    head = DISTILBERT.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, tmp_path, DISTILBERT)
     inputs = batch(tokenizer, TEXT[:4])
-    with torch.no_grad():
-        ours = head.eval()(encoder.eval()(**inputs))
-        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
-    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
-    with torch.no_grad():
-        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
+    assert_classifier_round_trips(DISTILBERT, reference, tmp_path, tokenizer, inputs, tmp_path)
 
 
 def test_student_takes_every_other_teacher_layer(tokenizer):

@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, to_hf
 from lit_models.nets.electra import (
     ElectraConfig,
     ElectraForMaskedLM,
@@ -18,7 +18,14 @@ from lit_models.nets.electra import (
     generator_config,
 )
 from tests.conftest import require
-from tests.nets.test_roberta import TEXT, batch, randomize_
+from tests.nets.parity import (
+    TEXT,
+    assert_classifier_round_trips,
+    batch,
+    max_diff,
+    randomize_,
+    segments,
+)
 
 transformers = require("transformers")
 
@@ -49,19 +56,8 @@ def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory, 
     return model
 
 
-def max_diff(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> float:
-    ours, theirs = ours[mask.bool()], theirs[mask.bool()]
-    assert ours.shape == theirs.shape
-    return (ours - theirs).abs().max().item()
 
 
-def segments(tokenizer: TextTokenizer, pairs: list[tuple[str, str]]) -> dict:
-    """A padded batch of sentence pairs (token type ids 0 and 1)."""
-    from datamodules.collate import pad_collate
-
-    encodings = [tokenizer.backend.encode(a, b) for a, b in pairs]
-    examples = [{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings]
-    return pad_collate(examples, pad_id=tokenizer.special.pad)
 
 
 PAIRS = [(TEXT[0], TEXT[1]), (TEXT[2], "Birds sing."), ("Dogs jump.", TEXT[3])]
@@ -150,14 +146,5 @@ def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
     """ElectraForSequenceClassification's head (first token, dense, GELU, out_proj)."""
     reference = checkpoint("ElectraForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
                            num_labels=3)
-    encoder, _ = from_hf(tmp_path)
-    head = ELECTRA.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, tmp_path, ELECTRA)
     inputs = segments(tokenizer, PAIRS)
-    with torch.no_grad():
-        ours = head.eval()(encoder.eval()(**inputs))
-        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
-    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
-    with torch.no_grad():
-        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
+    assert_classifier_round_trips(ELECTRA, reference, tmp_path, tokenizer, inputs, tmp_path)

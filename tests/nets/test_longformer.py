@@ -14,7 +14,7 @@ from lit_models.hf import from_hf, to_hf
 from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
 from lit_models.nets.sliding_attention import sliding_window_attention
 from tests.conftest import require
-from tests.nets.test_roberta import TEXT, batch, randomize_
+from tests.nets.parity import TEXT, batch, randomize_
 
 transformers = require("transformers")
 

@@ -7,25 +7,24 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.nn.utils import vector_to_parameters
 
-from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, to_hf
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tests.conftest import require
+from tests.nets.parity import (
+    TEXT,
+    TOLERANCE,
+    assert_classifier_round_trips,
+    assert_close,
+    batch,
+    randomize_,
+)
 
 transformers = require("transformers")
 
-TOLERANCE = 1e-5
 ROBERTA = get_arch("roberta")
-TEXT = [
-    "The quick brown fox jumped over the lazy dog.",
-    "Hello, world! It was a bright cold day in April, and the clocks were striking thirteen.",
-    "A cat sat on the mat and it was playing with a ball of wool.",
-    "Dogs jump. Cats sleep. Birds sing in the morning.",
-] * 20
 #: sizes no other test uses: odd head, layer and position counts, tanh GELU
 CONFIGS = [
     dict(hidden_size=36, num_hidden_layers=3, num_attention_heads=3, intermediate_size=50,
@@ -40,19 +39,8 @@ def tokenizer() -> TextTokenizer:
     return train_tokenizer(ROBERTA.tokenizer, TEXT, vocab_size=300, lowercase=False)
 
 
-def batch(tokenizer: TextTokenizer, texts: list[str]) -> dict[str, torch.Tensor]:
-    """A dynamically padded batch, as the datamodules build it (lengths differ: padding)."""
-    encodings = tokenizer.backend.encode_batch(texts)
-    examples = [{"input_ids": e.ids} for e in encodings]
-    return pad_collate(examples, pad_id=tokenizer.special.pad)
 
 
-def randomize_(model: torch.nn.Module) -> torch.nn.Module:
-    """Every weight N(0, 0.3) (biases and LayerNorms too, unlike a fresh init)."""
-    torch.manual_seed(0)
-    n = sum(p.numel() for p in model.parameters())
-    vector_to_parameters(0.3 * torch.randn(n), model.parameters())
-    return model.eval()
 
 
 def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: Path,
@@ -69,10 +57,6 @@ def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: 
     return model
 
 
-def assert_close(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> None:
-    ours, theirs = ours[mask.bool()], theirs[mask.bool()]
-    assert ours.shape == theirs.shape
-    assert (ours - theirs).abs().max().item() <= TOLERANCE
 
 
 @pytest.mark.parametrize("sizes", CONFIGS)
@@ -142,17 +126,5 @@ def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
     exported as transformers does it."""
     reference = checkpoint("RobertaForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
                            num_labels=3)
-    encoder, _ = from_hf(tmp_path)
-    head = ROBERTA.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, tmp_path, ROBERTA)
     inputs = batch(tokenizer, TEXT[:4])
-    with torch.no_grad():
-        ours = head.eval()(encoder.eval()(**inputs))
-        assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    other = ROBERTA.classification_head(encoder.config, 2, dropout=0.1)
-    assert not load_classification_head(other, tmp_path, ROBERTA)  # another label count
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
-    again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
-    with torch.no_grad():
-        assert (again.eval()(**inputs).logits - ours).abs().max() <= TOLERANCE
-    assert again.config.id2label == {0: "a", 1: "b", 2: "c"}
+    assert_classifier_round_trips(ROBERTA, reference, tmp_path, tokenizer, inputs, tmp_path)

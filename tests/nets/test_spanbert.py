@@ -10,8 +10,7 @@ from lit_models.build import build_net
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining, SpanBertModel
 from tests.conftest import require
-from tests.nets.test_electra import max_diff, segments
-from tests.nets.test_roberta import TEXT, randomize_
+from tests.nets.parity import TEXT, max_diff, randomize_, segments
 
 transformers = require("transformers")
 

@@ -18,7 +18,7 @@ from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.distilbert import student_of_bert
 from lit_models.objectives.distillation import Distillation, cosine_loss, distillation_loss
 from lit_models.objectives.mlm import MaskedLM
-from tests.nets.test_roberta import TEXT
+from tests.nets.parity import TEXT
 
 SENTENCES = [s.strip() + "." for text in TEXT[:4] for s in text.split(".") if s.strip()]
 
