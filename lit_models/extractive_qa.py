@@ -27,7 +27,7 @@ from datamodules import squad
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.module import PlmModule
-from lit_models.qa_decode import Windows, best_spans
+from lit_models.qa_decode import Spans, Windows, best_spans
 from lit_models.squad_metrics import squad_v1, squad_v2
 
 
@@ -85,15 +85,19 @@ class LitExtractiveQA(PlmModule):
             if self.run_dir is not None and self.trainer.is_global_zero:
                 self.write_predictions(split, answers, odds)
 
-    def evaluate(self, batches: list[torch.Tensor], windows, examples, task: Mapping):
-        """(metrics, {id: answer}, {id: null odds} or None) of one eval split."""
+    def decode(self, batches: list[torch.Tensor], windows, num_examples: int) -> Spans:
+        """The best span of each example from its windows' collected logits."""
         spans = Windows.from_rows(*(windows[column] for column in (
             "example_index", "cls_index", "offset_start", "offset_end")))
         length = spans.offset_start.shape[1]
         logits = torch.cat([F.pad(b, (0, length - b.shape[-1]), value=float("-inf"))
                             for b in batches])
-        decoded = best_spans(logits[:, 0], logits[:, 1], spans, len(examples),
-                             self.decoding["n_best"], self.decoding["max_answer_length"])
+        return best_spans(logits[:, 0], logits[:, 1], spans, num_examples,
+                          self.decoding["n_best"], self.decoding["max_answer_length"])
+
+    def evaluate(self, batches: list[torch.Tensor], windows, examples, task: Mapping):
+        """(metrics, {id: answer}, {id: null odds} or None) of one eval split."""
+        decoded = self.decode(batches, windows, len(examples))
         texts = decoded.texts(examples[task["context_field"]])
         references = [a["text"] for a in examples[task["answers_field"]]]
         ids = examples[task["id_field"]]

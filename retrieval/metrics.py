@@ -74,7 +74,8 @@ def retrieval_metrics(hits: np.ndarray, recall_at: Sequence[int] = RECALL_AT) ->
     queries, depth = hits.shape
     if queries == 0 or depth == 0:
         return {}
-    preds = -torch.arange(depth, dtype=torch.float).repeat(queries)  # rank order, no ties
+    # scores that give the rank order with no ties (torchmetrics mishandles non-positive ones)
+    preds = torch.arange(depth, 0, -1, dtype=torch.float).repeat(queries)
     target = torch.from_numpy(hits.reshape(-1))
     indexes = torch.arange(queries).repeat_interleave(depth)
     metrics = {f"recall@{k}": RetrievalHitRate(top_k=k)(preds, target, indexes)
