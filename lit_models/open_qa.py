@@ -131,6 +131,7 @@ class LitRetrieveRead(LitExtractiveQA):
 class Reader:
     kinds: tuple[str, ...]  # the architecture kinds it reads with
     retrieves: bool  # whether it reads retrieved passages
+    with_heads: bool  # whether the net is built with its pretraining heads (a generator's LM head)
     build: Callable  # (family, cfg, net, tokenizer) -> (module, DataModule)
 
 
@@ -165,8 +166,8 @@ def _closed_book(family, cfg, net, tokenizer):
 
 #: reader name -> Reader; REALM and RAG readers register here
 READERS: dict[str, Reader] = {
-    "extractive": Reader(("encoder",), True, _extractive),
-    "closed_book": Reader(("encoder-decoder",), False, _closed_book),
+    "extractive": Reader(("encoder",), True, False, _extractive),
+    "closed_book": Reader(("encoder-decoder",), False, True, _closed_book),
 }
 
 
@@ -187,6 +188,7 @@ class OpenQA(TaskFamily):
     def check_arch(self, arch, task) -> None:
         super().check_arch(arch, task)
         reader = self.reader(task, arch.kind)
+        self.with_heads = reader.with_heads  # the run builds the net after this check
         if arch.kind not in reader.kinds:
             fitting = sorted(a.name for a in ARCHS.values() if a.kind in reader.kinds)
             raise PlmbenchError(f"reader {task['reader']} reads with {' or '.join(reader.kinds)} "

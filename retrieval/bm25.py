@@ -3,8 +3,9 @@
 Robertson & Zaragoza 2009, eq. 3.1 (Okapi BM25): a passage D scores a query Q as
 sum over query terms t of IDF(t) · f(t, D) (k1 + 1) / (f(t, D) + k1 (1 - b + b |D| / avgdl)),
 f the term's count in D, |D| the passage length in terms, avgdl the mean length; ``method``
-picks bm25s's variant (``lucene``: Lucene's IDF, log(1 + (N - df + 0.5) / (df + 0.5)), the one
-Anserini's BM25 baseline in DPR's Table 2 uses). Terms: lower-cased words of two or more
+picks bm25s's variant (``lucene``: Lucene's IDF, log(1 + (N - df + 0.5) / (df + 0.5)), and, as
+Lucene 8+, no (k1 + 1) factor, which scales every score alike: the ranking of Anserini's BM25,
+DPR's Table 2 baseline). Terms: lower-cased words of two or more
 characters, English stop words removed, optionally Porter-stemmed (``stemmer: porter``, NLTK's;
 Anserini stems). DPR's BM25 used k1 = 0.9, b = 0.4 (Karpukhin et al. 2020, §5.1 via Anserini's
 defaults); bm25s's defaults are 1.5 and 0.75.
