@@ -70,7 +70,7 @@ def answer_hits(passages: Sequence[Sequence[str]], answers: Sequence[Sequence[st
 
 
 def retrieval_metrics(hits: np.ndarray, recall_at: Sequence[int] = RECALL_AT) -> dict[str, float]:
-    """recall@k (each k no larger than the lists) and MRR, on 0..100, of hits [Q, K]."""
+    """recall@k and MRR, on 0..100, of hits [Q, K] (a k beyond K: every retrieved passage)."""
     queries, depth = hits.shape
     if queries == 0 or depth == 0:
         return {}
@@ -79,7 +79,7 @@ def retrieval_metrics(hits: np.ndarray, recall_at: Sequence[int] = RECALL_AT) ->
     target = torch.from_numpy(hits.reshape(-1))
     indexes = torch.arange(queries).repeat_interleave(depth)
     metrics = {f"recall@{k}": RetrievalHitRate(top_k=k)(preds, target, indexes)
-               for k in recall_at if k <= depth}
+               for k in recall_at}
     metrics["mrr"] = RetrievalMRR()(preds, target, indexes)
     return {name: 100 * float(value) for name, value in metrics.items()}
 

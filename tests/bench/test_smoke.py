@@ -41,6 +41,7 @@ def compose_run(arch: str, task: str, *overrides: str):
     if "corpus" in cfg.task:  # open QA: a few documents per corpus source, sparse retrieval
         cfg.task.corpus.max_documents = 4
         cfg.task.retriever = "bm25"
+        cfg.task.read_top_k = 2
     return cfg
 
 
