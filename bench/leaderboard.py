@@ -157,7 +157,7 @@ class Column:
     higher_is_better: bool
     score: bool  # counts in the board's aggregate
     format: str
-    in_label: bool = False  # ``text: true``: a text value (a retriever's name) shown in the row label
+    in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)

@@ -71,11 +71,11 @@ def vectors(passages: int, questions: int, batch_size: int) -> tuple[np.ndarray,
     directory = cache_root() / "bench_vectors"
     directory.mkdir(parents=True, exist_ok=True)
     out = []
-    for name, rows, encode in (
-            ("passages", corpus, lambda: encode_passages(encoder, rows["title"], rows["text"],
+    for name, texts, encode in (
+            ("passages", corpus, lambda: encode_passages(encoder, corpus["title"], corpus["text"],
                                                          batch_size)[0]),
-            ("questions", asked, lambda: encoder.question_vectors(rows["text"]).numpy())):
-        path = directory / f"{name}-{corpus_fingerprint(rows)}-{encoder.fingerprint()}.npy"
+            ("questions", asked, lambda: encoder.question_vectors(asked["text"]).numpy())):
+        path = directory / f"{name}-{corpus_fingerprint(texts)}-{encoder.fingerprint()}.npy"
         if not path.is_file():
             np.save(path, encode())
         out.append(np.load(path))

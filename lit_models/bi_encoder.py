@@ -4,7 +4,8 @@ A batch of B questions q_i, their positive passages p_i+ and one BM25 hard negat
 (``retrieval.dpr_data``); every question is scored against all 2B passages of the batch (the other
 questions' positives and negatives are its in-batch negatives), and the loss is the negative
 log-likelihood of the positive passage (eq. 2):
-L(q_i, p_i+, p_i,1-, ..., p_i,n-) = -log e^{sim(q_i, p_i+)} / (e^{sim(q_i, p_i+)} + Σ_j e^{sim(q_i, p_i,j-)}),
+L(q_i, p_i+, p_i,1-, ..., p_i,n-)
+    = -log e^{sim(q_i, p_i+)} / (e^{sim(q_i, p_i+)} + Σ_j e^{sim(q_i, p_i,j-)}),
 sim the inner product of the bi-encoder's vectors (``retrieval.encoders.BiEncoder``; DPR: two BERT
 encoders, [CLS] vectors). Evaluation ranks the passages of the eval questions' paragraphs by the
 current encoders (exact inner product) and records recall@k and MRR (``retrieval.metrics``).
@@ -28,7 +29,6 @@ from lit_models.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER
 from retrieval.dpr_data import dpr_triples, eval_questions
 from retrieval.encoders import BiEncoder
 from retrieval.metrics import answer_hits, retrieval_metrics
-
 
 PASSAGE = "passage_"
 

@@ -133,7 +133,8 @@ class DenseIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial")
         faiss.write_index(self.index, str(partial))
-        meta = {**self.meta, "factory": self.settings.factory, "search_params": self.settings.search_params,
+        meta = {**self.meta, "factory": self.settings.factory,
+                "search_params": self.settings.search_params,
                 "ef_construction": self.settings.ef_construction,
                 "train_size": self.settings.train_size, "seed": self.settings.seed,
                 "dim": int(self.index.d), "ntotal": self.size, "bytes": partial.stat().st_size,

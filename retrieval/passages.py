@@ -6,7 +6,7 @@ article's title (the passage encoder reads "title [SEP] text"). A corpus is one 
 *sources*, each a split the data layer resolves (``datamodules.sources.load_split``: the local
 mirror, then the hub, else its one-line error), described by a mapping:
 
-    dataset, config, split     where the rows are ($PLMBENCH_DATA/<dataset>/<config>/<split>.parquet)
+    dataset, config, split     where the rows are: $PLMBENCH_DATA/<dataset>/<config>/<split>.parquet
     hub_id                     the hub's id when the mirror lacks it (null: the dataset name)
     name                       prefix of the passage ids ("wiki", "squad-dev")
     text_field, title_field    the document's text and title columns (title_field null: no titles)

@@ -57,12 +57,6 @@ class Retriever:
         """retriever, index, corpus_size, passages_per_s, build_s, index_bytes."""
         raise NotImplementedError
 
-    def passage_ids(self, rows: np.ndarray) -> list[list[str]]:
-        """The corpus ids of retrieved rows (-1 rows dropped)."""
-        ids = self.corpus["id"] if len(self.corpus) <= 1_000_000 else None
-        return [[(ids[r] if ids is not None else self.corpus[int(r)]["id"]) for r in row if r >= 0]
-                for row in rows.tolist()]
-
 
 class BM25Retriever(Retriever):
     name = "bm25"

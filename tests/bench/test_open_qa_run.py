@@ -13,7 +13,8 @@ from tests.bench.invoke import plmbench, read, run_dir
 
 TINY = ["task=open_qa/squad_open", "model=bert-tiny", "task.max_train_samples=16",
         "task.max_eval_samples=12", "trainer.max_steps=1", "trainer.enable_progress_bar=false",
-        "task.corpus.max_documents=3", "task.read_top_k=3", "task.max_length=192"]
+        "task.corpus.max_documents=3", "task.read_top_k=3", "task.max_length=192",
+        "task.doc_stride=64"]
 
 
 @pytest.fixture(scope="module")
