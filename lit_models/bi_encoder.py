@@ -13,6 +13,7 @@ current encoders (exact inner product) and records recall@k and MRR (``retrieval
 layout), which an open-QA task reads as ``task.dense.encoder=ckpt:<run dir>``.
 """
 
+import json
 from collections.abc import Mapping
 from functools import partial
 
@@ -25,7 +26,7 @@ from lit_models.build import EXPORT_DIR
 from lit_models.family import TaskFamily
 from lit_models.hf import to_hf
 from lit_models.module import PlmModule
-from lit_models.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER
+from lit_models.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER, SETTINGS_FILE
 from retrieval.dpr_data import dpr_triples, eval_questions
 from retrieval.encoders import BiEncoder
 from retrieval.metrics import answer_hits, retrieval_metrics
@@ -123,3 +124,4 @@ class BiEncoderTraining(TaskFamily):
             encoder = module.encoder
             to_hf(encoder.question_encoder, tokenizer, run_dir / EXPORT_DIR / QUESTION_ENCODER)
             to_hf(encoder.passage_encoder, tokenizer, run_dir / EXPORT_DIR / PASSAGE_ENCODER)
+            (run_dir / EXPORT_DIR / SETTINGS_FILE).write_text(json.dumps(encoder.settings()))

@@ -11,6 +11,7 @@ encoders), ``pooling``, ``normalize``, question/passage lengths, the encoding ba
 ``mmap``, ``cache``).
 """
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from retrieval.retriever import BM25Retriever, Retriever, dense_retriever
 RETRIEVERS = ("bm25", "dense")
 #: where a LitBiEncoder run exports its two encoders, under <run dir>/model/
 QUESTION_ENCODER, PASSAGE_ENCODER = "question_encoder", "passage_encoder"
+#: the pooling and lengths it was trained with, beside them
+SETTINGS_FILE = "bi_encoder.json"
 
 
 def build_corpus_of(task: Mapping) -> datasets.Dataset:
@@ -49,6 +52,10 @@ def load_bi_encoder(spec: Mapping) -> BiEncoder:
     directory = checkpoint_dir(where)
     pair = [directory / QUESTION_ENCODER, directory / PASSAGE_ENCODER]
     if all(p.is_dir() for p in pair):
+        trained = json.loads((directory / SETTINGS_FILE).read_text())
+        if differ := {k: v for k, v in trained.items() if settings.get(k) != v}:
+            fix = " ".join(f"task.dense.{k}={json.dumps(v)}" for k, v in differ.items())
+            raise PlmbenchError(f"dense encoder {where} was trained with {differ}; set {fix}")
         (question, tokenizer), (passage, _) = (from_hf(p) for p in pair)
         return BiEncoder(question, tokenizer, passage, **settings)
     net, tokenizer = from_hf(Path(directory))
