@@ -52,11 +52,10 @@ def _train_sample(vectors: np.ndarray, size: int, seed: int) -> np.ndarray:
     return vectors[np.sort(rows)]
 
 
-def build_faiss(vectors: np.ndarray, settings: IndexSettings) -> faiss.Index:
-    """An inner-product index of ``vectors`` [N, d] (float32), trained where it needs it."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+def empty_index(dim: int, settings: IndexSettings) -> faiss.Index:
+    """An untrained, empty inner-product index of the factory string."""
     try:
-        index = faiss.index_factory(vectors.shape[1], settings.factory, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(dim, settings.factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
         raise PlmbenchError(f"index factory {settings.factory!r} is not one FAISS knows "
                             f"({str(err).strip().splitlines()[-1]}); use Flat, HNSW32 or "
@@ -64,16 +63,30 @@ def build_faiss(vectors: np.ndarray, settings: IndexSettings) -> faiss.Index:
     inner = faiss.downcast_index(index)
     if hasattr(inner, "hnsw"):
         inner.hnsw.efConstruction = settings.ef_construction
-    if not index.is_trained:
-        sample = _train_sample(vectors, settings.train_size, settings.seed)
-        cells = getattr(faiss.extract_index_ivf(index), "nlist", 0) if "IVF" in settings.factory \
-            else 0
-        if len(sample) < max(cells, 256):
-            raise PlmbenchError(
-                f"index {settings.factory} needs at least {max(cells, 256)} training vectors "
-                f"(cells and 8-bit codebooks) and the corpus has {len(sample)}; use fewer cells "
-                "or a Flat/HNSW index for a corpus this small")
-        index.train(sample)
+    return index
+
+
+def train(index: faiss.Index, vectors: np.ndarray, settings: IndexSettings) -> None:
+    """Train IVF cells / PQ codebooks on a random sample of ``train_size`` vectors (no-op for
+    indexes that need no training)."""
+    if index.is_trained:
+        return
+    sample = _train_sample(vectors, settings.train_size, settings.seed)
+    cells = getattr(faiss.extract_index_ivf(index), "nlist", 0) if "IVF" in settings.factory \
+        else 0
+    if len(sample) < max(cells, 256):
+        raise PlmbenchError(
+            f"index {settings.factory} needs at least {max(cells, 256)} training vectors "
+            f"(cells and 8-bit codebooks) and the corpus has {len(sample)}; use fewer cells "
+            "or a Flat/HNSW index for a corpus this small")
+    index.train(sample)
+
+
+def build_faiss(vectors: np.ndarray, settings: IndexSettings) -> faiss.Index:
+    """An inner-product index of ``vectors`` [N, d] (float32), trained where it needs it."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = empty_index(vectors.shape[1], settings)
+    train(index, vectors, settings)
     index.add(vectors)
     set_search_params(index, settings.search_params)
     return index
