@@ -7,7 +7,9 @@ Evaluation collects the logits of every window of every question, decodes one sp
 (``lit_models.qa_decode``), scores it as the official SQuAD v1.1 / v2.0 scripts do
 (``lit_models.squad_metrics``) and writes ``<run dir>/predictions/<split>.json``
 ({question id: answer}) and, for v2.0, ``<split>.null_odds.json`` ({question id: null odds}),
-which the official scripts read as they are. An encoder whose forward takes a
+which the official scripts read as they are. ``save_model=true`` exports the reader as the
+architecture's ``*ForQuestionAnswering``, and ``init_from`` of such a checkpoint keeps its span
+head. An encoder whose forward takes a
 ``global_attention_mask`` (Longformer, Beltagy et al. 2020, §3.1 and §6.1) gets global attention
 on the question tokens.
 """
@@ -25,7 +27,9 @@ from torch import nn
 
 from datamodules import squad
 from datamodules.predictions import PREDICTIONS_DIR
+from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
+from lit_models.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.module import PlmModule
 from lit_models.qa_decode import Windows, best_spans
 from lit_models.squad_metrics import squad_v1, squad_v2
@@ -126,4 +130,12 @@ class ExtractiveQA(TaskFamily):
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(net, dm.eval_split_names, decoding,
                                  task["version_2_with_negative"], cfg["optim"])
+        if cfg["init_from"] != "scratch":  # a fine-tuned reader keeps its span head
+            load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}),
+                      checkpoint_dir(cfg["init_from"]), QA_HEAD_NAMES)
         return module, dm
+
+    def export(self, module, tokenizer, run_dir, cfg):
+        """``save_model=true``: the reader as the architecture's ``*ForQuestionAnswering``."""
+        if cfg["save_model"]:
+            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module, task="qa")
