@@ -151,7 +151,9 @@ class SquadDataModule(PlmDataModule):
             windows = self._windows(raw, split, train=False)
             self.eval_examples.append(raw)
             self.eval_windows.append(windows)
-            self.eval_data.append(windows.select_columns(list(MODEL_KEYS)))
+            # a window's index travels with it, so outputs gathered over DDP's ranks are matched
+            self.eval_data.append(windows.select_columns(list(MODEL_KEYS))
+                                  .add_column("index", list(range(len(windows)))))
 
     def _windows(self, raw: datasets.Dataset, split: str, train: bool) -> datasets.Dataset:
         """Tokenized windows of ``raw`` (cached by ``datasets`` under a fingerprint of the

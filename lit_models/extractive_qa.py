@@ -57,7 +57,8 @@ class LitExtractiveQA(PlmModule):
         self.version_2 = version_2
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        self.logits: list[list[torch.Tensor]] = [[] for _ in self.eval_splits]
+        #: per eval split, (window index, [2, length] start/end logits) of the last evaluation
+        self.logits: list[list[tuple[int, torch.Tensor]]] = [[] for _ in self.eval_splits]
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         extra = {"global_attention_mask": batch["question_mask"]} if self.global_attention else {}
@@ -75,7 +76,8 @@ class LitExtractiveQA(PlmModule):
 
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         start, end = self(batch)
-        self.logits[dataloader_idx].append(torch.stack([start, end], 1).float().cpu())
+        logits = torch.stack([start, end], 1).float().cpu()
+        self.logits[dataloader_idx].extend(zip(batch["index"].tolist(), logits, strict=True))
 
     def on_validation_epoch_end(self) -> None:
         collected, self.logits = self.logits, [[] for _ in self.eval_splits]
@@ -83,19 +85,23 @@ class LitExtractiveQA(PlmModule):
             return
         dm = self.trainer.datamodule
         for i, split in enumerate(self.eval_splits):
-            metrics, answers, odds = self.evaluate(collected[i], dm.eval_windows[i],
+            windows = [logits for _, logits in self.gather_indexed(collected[i])]
+            metrics, answers, odds = self.evaluate(windows, dm.eval_windows[i],
                                                    dm.eval_examples[i], dm.task)
             self.record_metrics(split, metrics)
             if self.run_dir is not None and self.trainer.is_global_zero:
                 self.write_predictions(split, answers, odds)
 
-    def evaluate(self, batches: list[torch.Tensor], windows, examples, task: Mapping):
-        """(metrics, {id: answer}, {id: null odds} or None) of one eval split."""
+    def evaluate(self, window_logits: list[torch.Tensor], windows, examples, task: Mapping):
+        """(metrics, {id: answer}, {id: null odds} or None) of one eval split, from the
+        [2, length] start/end logits of each of its windows, in window order."""
         spans = Windows.from_rows(*(windows[column] for column in (
             "example_index", "cls_index", "offset_start", "offset_end")))
         length = spans.offset_start.shape[1]
-        logits = torch.cat([F.pad(b, (0, length - b.shape[-1]), value=float("-inf"))
-                            for b in batches])
+        if len(window_logits) != len(spans.offset_start):
+            raise RuntimeError(f"{len(window_logits)} windows scored of {len(spans.offset_start)}")
+        logits = torch.stack([F.pad(w, (0, length - w.shape[-1]), value=float("-inf"))
+                              for w in window_logits])
         decoded = best_spans(logits[:, 0], logits[:, 1], spans, len(examples),
                              self.decoding["n_best"], self.decoding["max_answer_length"])
         texts = decoded.texts(examples[task["context_field"]])
