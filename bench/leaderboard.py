@@ -39,6 +39,9 @@ MISSING = "–"
 #: where the board YAMLs live: <repo>/conf/board/<name>.yaml
 BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
 AGGREGATES = ("task_macro", "mean", "none")
+#: the statistic over seeds that fills a cell and makes the score: the mean (with the sample std),
+#: or the median (with the range), which cramming (Geiping & Goldstein 2022, §4) reports for GLUE
+STATS = ("mean", "median")
 DEFAULT_FORMAT = ".4g"
 
 
@@ -162,7 +165,10 @@ class Column:
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
 
-    def text(self, cell: Cell) -> str:
+    def text(self, cell: Cell, stat: str = "mean") -> str:
+        if stat == "median":
+            low, high = cell.values[0], cell.values[-1]
+            return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
         return f"{self.show(cell.mean)} ± {self.show(cell.std)} (n={cell.n})"
 
 
@@ -259,6 +265,10 @@ class Cell:
         return cls(statistics.mean(values), std, statistics.median(values), len(values),
                    tuple(values))
 
+    def center(self, stat: str) -> float:
+        """The cell's value under ``stat`` (one of STATS)."""
+        return self.median if stat == "median" else self.mean
+
 
 @dataclass
 class Row:
@@ -295,6 +305,7 @@ class Table:
     n_records: int = 0
     n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
     failures: list[Failure] = field(default_factory=list)
+    stat: str = "mean"  # the statistic over seeds in cells and score, one of STATS
 
     @property
     def labels(self) -> list[str]:
@@ -403,22 +414,25 @@ def _unique_labels(columns: list[Column]) -> list[Column]:
     ]
 
 
-def _score(cells: dict[str, Cell], columns: list[Column], board: Board):
+def _score(cells: dict[str, Cell], columns: list[Column], board: Board, stat: str):
     """(score, how many tasks or columns it covers) of one row; (None, 0) without a score."""
     scoring = [c for c in columns if c.score and c.label in cells]
     if board.aggregate == "none" or not scoring:
         return None, 0
     if board.aggregate == "mean":
-        return statistics.mean(c.scale * cells[c.label].mean for c in scoring), len(scoring)
+        return statistics.mean(c.scale * cells[c.label].center(stat) for c in scoring), len(scoring)
     by_task = defaultdict(list)
     for column in scoring:
-        by_task[column.task].append(column.scale * cells[column.label].mean)
+        by_task[column.task].append(column.scale * cells[column.label].center(stat))
     return statistics.mean(statistics.mean(v) for v in by_task.values()), len(by_task)
 
 
-def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
-    """Aggregate the board's ok records into rows sorted by score (best first), then label."""
+def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean") -> Table:
+    """Aggregate the board's ok records into rows sorted by score (best first), then label;
+    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average."""
     board = get_board(board) if isinstance(board, str) else board
+    if stat not in STATS:
+        raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
     records = list(records)
     finished = _select(records, board)
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
@@ -478,9 +492,10 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
             if (old.task, old.label) in by_column
         }
         name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board),
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat),
                         **extras[label, protocol]))
-    table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished))
+    table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
+                  stat)
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,

@@ -20,7 +20,7 @@ import numpy as np
 
 from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
-from datamodules.squad import SquadDataModule, load_examples
+from datamodules.squad import MODEL_KEYS, SquadDataModule, load_examples
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import TextTokenizer
 
@@ -82,8 +82,8 @@ class OpenQADataModule(SquadDataModule):
             self.retrieved.append(retrieved)
             self.eval_examples.append(pairs)
             self.eval_windows.append(windows)
-            self.eval_data.append(windows.select_columns(["input_ids", "token_type_ids",
-                                                          "question_mask"]))
+            self.eval_data.append(windows.select_columns(list(MODEL_KEYS))
+                                  .add_column("index", list(range(len(windows)))))
 
     def _train_examples(self, split: str) -> datasets.Dataset:
         return load_examples(self.task, split, self.task.get("max_train_samples"), train=True)

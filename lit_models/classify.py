@@ -23,7 +23,7 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
-from lit_models.hf import load_classification_head, to_hf
+from lit_models.hf import load_head, to_hf
 from lit_models.metrics import build_metrics
 from lit_models.module import PlmModule
 
@@ -114,8 +114,8 @@ class Classification(TaskFamily):
         dm = glue.GlueDataModule(task, tokenizer, num_workers=cfg["num_workers"], seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_classification_head(
-            head, checkpoint_dir(cfg["init_from"]), arch)
+        fine_tuned = cfg["init_from"] != "scratch" and load_head(
+            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         module = LitClassifier(net, head, task["num_labels"], task["metrics"],

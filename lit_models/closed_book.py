@@ -26,9 +26,9 @@ class LitClosedBook(LitSeq2Seq):
         self.match = match
 
     def on_validation_epoch_end(self) -> None:
-        for i, split in enumerate(self.eval_splits):
-            for metric in (self.rouge[i], self.eval_loss[i], self.eval_length[i]):
-                metric.reset()
+        """Every process's generations, gathered, scored by EM (not ROUGE)."""
+        for split in self.eval_splits:
+            self.generations[split] = self.gather_indexed(self.generations[split])
             if self.trainer.sanity_checking:
                 continue
             references = self.trainer.datamodule.references[split]

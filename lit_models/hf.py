@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -195,13 +196,19 @@ def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor
     return weights
 
 
-def load_classification_head(head: nn.Module, directory: str | Path, arch: Arch) -> bool:
-    """Load a fine-tuned sequence-classification head from a checkpoint into ``head``; False
-    (``head`` untouched) when the checkpoint has none or one of another label count."""
+#: transformers' extractive-QA head, the same in every encoder's ``*ForQuestionAnswering``: one
+#: Linear to (start, end) logits
+QA_HEAD_NAMES = {"qa_outputs": "qa_outputs"}
+
+
+def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
+    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
+    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
+    untouched) when the checkpoint has none or one of other shapes (another label count)."""
     file = _weights_file(Path(directory))
     state = _read_weights(file) if file else {}
     theirs = {f"{ours}.{param}": f"{name}.{param}"
-              for ours, name in arch.hf.classifier_names.items() for param in ("weight", "bias")}
+              for ours, name in names.items() for param in ("weight", "bias")}
     if not all(name in state for name in theirs.values()):
         return False
     weights = {ours: state[name] for ours, name in theirs.items()}
@@ -231,11 +238,13 @@ def to_hf(
     directory: str | Path,
     head: nn.Module | None = None,
     label_names: list[str] | None = None,
+    task: str = "classifier",
 ) -> Path:
     """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
-    ``transformers``' Auto classes load; with a classification ``head`` over an encoder, as the
-    architecture's ``*ForSequenceClassification`` (one output = regression). The directory
-    appears complete or not at all (written beside it, then renamed)."""
+    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
+    "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
+    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``). The directory appears
+    complete or not at all (written beside it, then renamed)."""
     arch = arch_of_net(net)
     layout = arch.hf
     reason = export_problem(net)
@@ -244,16 +253,20 @@ def to_hf(
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
         kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
-        kind = kinds.get(type(net), "encoder")
+        class_name = layout.classes[kinds.get(type(net), "encoder")]
         weights = hf_state_dict(net)
     else:
-        kind = "classifier"
         weights = hf_state_dict(net, prefix=layout.prefix)
-        for ours, theirs in layout.classifier_names.items():
+        names = QA_HEAD_NAMES if task == "qa" else layout.classifier_names
+        for ours, theirs in names.items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
-        config |= _label_config(head.out.out_features, label_names)
-    config |= {"model_type": layout.model_type, "architectures": [layout.classes[kind]]}
+        if task == "qa":  # BertModel -> BertForQuestionAnswering, in every architecture
+            class_name = layout.classes["encoder"].removesuffix("Model") + "ForQuestionAnswering"
+        else:
+            class_name = layout.classes["classifier"]
+            config |= _label_config(head.out.out_features, label_names)
+    config |= {"model_type": layout.model_type, "architectures": [class_name]}
 
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():

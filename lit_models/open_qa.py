@@ -101,7 +101,8 @@ class LitRetrieveRead(LitExtractiveQA):
         dm = self.trainer.datamodule
         for i, split in enumerate(self.eval_splits):
             read = dm.retrieved[i][0][:, : dm.task["read_top_k"]]
-            answers = self.answers(collected[i], dm.eval_windows[i], dm.eval_examples[i], read)
+            windows = [logits for _, logits in self.gather_indexed(collected[i])]
+            answers = self.answers(windows, dm.eval_windows[i], dm.eval_examples[i], read)
             metrics = open_qa_metrics(answers, dm.questions[i], dm.retrieved[i], dm.corpus,
                                       self.match, self.describe)
             self.record_metrics(split, metrics)
@@ -110,13 +111,13 @@ class LitRetrieveRead(LitExtractiveQA):
                 path = write_jsonl(self.run_dir, split, rows)
                 self.predictions[split] = str(path.relative_to(self.run_dir))
 
-    def answers(self, batches, windows, pairs, rows: np.ndarray) -> list[str]:
+    def answers(self, window_logits, windows, pairs, rows: np.ndarray) -> list[str]:
         """Per question the best span over its read passages: ``pairs`` holds, question after
         question, one row per valid retrieved ``rows`` entry."""
         answers = [""] * len(rows)
-        if not batches:
+        if not window_logits:
             return answers
-        spans = self.decode(batches, windows, len(pairs))
+        spans = self.decode(window_logits, windows, len(pairs))
         texts = spans.texts(pairs[self.trainer.datamodule.task["context_field"]])
         question_of = np.repeat(np.arange(len(rows)), (rows >= 0).sum(1))
         best = np.full(len(rows), -np.inf)

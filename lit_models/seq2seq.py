@@ -12,6 +12,7 @@ files and, with ``save_model``, the fine-tuned model in the Hugging Face layout.
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -31,6 +32,15 @@ from lit_models.module import PlmModule
 from lit_models.rouge import Rouge
 
 
+class Generated(NamedTuple):
+    """One evaluation example's outputs: its generation and its reference's token NLL."""
+
+    text: str
+    nll_sum: float  # summed over the reference's tokens, under teacher forcing
+    tokens: int  # the reference's token count
+    length: int  # generated tokens
+
+
 class LitSeq2Seq(PlmModule):
     def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
                  eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
@@ -39,22 +49,26 @@ class LitSeq2Seq(PlmModule):
         self.net, self.tokenizer, self.generation = net, tokenizer, generation
         self.eval_splits = list(eval_splits)
         self.texts = texts  # the DataModule's raw id / source / reference per eval split
-        self.rouge = nn.ModuleList(Rouge() for _ in self.eval_splits)
-        self.eval_loss = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
-        self.eval_length = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
-        #: split -> (row index, generated text) of the last evaluation
-        self.generations: dict[str, list[tuple[int, str]]] = {}
+        # scored at the epoch's end from every process's generations: no sync of its own
+        self.rouge = nn.ModuleList(Rouge(sync_on_compute=False) for _ in self.eval_splits)
+        self.eval_loss = nn.ModuleList(MeanMetric(sync_on_compute=False)
+                                       for _ in self.eval_splits)
+        self.eval_length = nn.ModuleList(MeanMetric(sync_on_compute=False)
+                                         for _ in self.eval_splits)
+        #: split -> (row index, what was generated and scored for it) of the last evaluation
+        self.generations: dict[str, list[tuple[int, Generated]]] = {}
 
-    def loss(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean token NLL of the labels, number of label tokens)."""
+    def token_nll(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(NLL of each label token, the row each belongs to), label positions only."""
         hidden = self.net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                           decoder_input_ids=batch["decoder_input_ids"]).last_hidden_state
         selected = batch["labels"] != IGNORE_INDEX
         logits = self.net.logits(hidden[selected])
-        return F.cross_entropy(logits, batch["labels"][selected]), selected.sum()
+        nll = F.cross_entropy(logits, batch["labels"][selected], reduction="none")
+        return nll, selected.nonzero()[:, 0]
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
-        loss, _ = self.loss(batch)
+        loss = self.token_nll(batch)[0].mean()
         self.log("train/loss", loss, prog_bar=True)
         return loss
 
@@ -62,35 +76,44 @@ class LitSeq2Seq(PlmModule):
         self.generations = {split: [] for split in self.eval_splits}
 
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
-        split = self.eval_splits[dataloader_idx]
-        loss, tokens = self.loss(batch)
-        self.eval_loss[dataloader_idx].update(loss, weight=tokens)
+        nll, rows = self.token_nll(batch)
+        size = len(batch["input_ids"])
+        nll_sums = nll.new_zeros(size).index_add_(0, rows, nll.float())
+        tokens = rows.bincount(minlength=size)
         ids = generate(self.net, batch["input_ids"], batch["attention_mask"], self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
-        texts = [text.strip() for text in texts]
-        indices = batch["index"].tolist()
-        references = [self.texts[split]["reference"][i] for i in indices]
-        self.rouge[dataloader_idx].update(texts, references)
-        lengths = (ids != self.net.config.pad_token_id).sum(1).float()
-        self.eval_length[dataloader_idx].update(lengths)
-        self.generations[split].extend(zip(indices, texts, strict=True))
+        lengths = (ids != self.net.config.pad_token_id).sum(1)
+        self.generations[self.eval_splits[dataloader_idx]].extend(
+            (i, Generated(text.strip(), nll_sum, n, length)) for i, text, nll_sum, n, length
+            in zip(batch["index"].tolist(), texts, nll_sums.tolist(), tokens.tolist(),
+                   lengths.tolist(), strict=True))
 
     def on_validation_epoch_end(self) -> None:
+        """Score every process's generations together (ROUGE, token-weighted NLL, length)."""
         for i, split in enumerate(self.eval_splits):
-            if not self.trainer.sanity_checking:
-                values = {k: float(v) for k, v in self.rouge[i].compute().items()}
-                values |= {"loss": float(self.eval_loss[i].compute()),
-                           "generated_tokens": float(self.eval_length[i].compute())}
-                self.record_metrics(split, values)
-            for metric in (self.rouge[i], self.eval_loss[i], self.eval_length[i]):
+            self.generations[split] = self.gather_indexed(self.generations[split])
+            if self.trainer.sanity_checking or not self.generations[split]:
+                continue
+            indices, outputs = zip(*self.generations[split], strict=True)
+            rouge, loss, length = self.rouge[i], self.eval_loss[i], self.eval_length[i]
+            rouge.update([o.text for o in outputs],
+                         [self.texts[split]["reference"][j] for j in indices])
+            nll_sums, tokens, lengths = torch.tensor(
+                [o[1:] for o in outputs], dtype=torch.float, device=self.device).T
+            loss.update(nll_sums / tokens, weight=tokens)
+            length.update(lengths)
+            values = {k: float(v) for k, v in rouge.compute().items()}
+            values |= {"loss": float(loss.compute()), "generated_tokens": float(length.compute())}
+            self.record_metrics(split, values)
+            for metric in (rouge, loss, length):
                 metric.reset()
 
     def prediction_rows(self, split: str) -> list[dict]:
         """The last evaluation's generations of ``split`` in row order, with their texts."""
         texts = self.texts[split]
-        return [{"id": texts["id"][i], "source": texts["source"][i], "prediction": prediction,
+        return [{"id": texts["id"][i], "source": texts["source"][i], "prediction": out.text,
                  "reference": texts["reference"][i]}
-                for i, prediction in sorted(self.generations.get(split, []))]
+                for i, out in self.generations.get(split, [])]
 
 
 class Seq2Seq(TaskFamily):

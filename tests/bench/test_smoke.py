@@ -9,18 +9,22 @@ of the mirror, so every YAML runs.
 
 from __future__ import annotations
 
+import inspect
 import random
 from pathlib import Path
 
 import datasets
 import hydra
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
+from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
-from tests.conftest import MIRROR_CANDIDATES
+from lit_models.hf import QA_HEAD_NAMES, from_hf, load_head
+from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(
     str(path.relative_to(CONF_DIR / "task").with_suffix(""))
@@ -166,6 +170,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         if not (mnli / "model").is_dir():
             execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
         extra = [f"init_from=ckpt:{mnli}"]
+    if task == "squad/v1":  # the reader exports as transformers' *ForQuestionAnswering
+        extra = ["save_model=true"]
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -181,3 +187,34 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert expected_metrics(cfg) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
+    if task == "squad/v1":
+        assert_reader_export_scores_as_transformers(run_dir / "model")
+
+
+def assert_reader_export_scores_as_transformers(export: Path) -> None:
+    """The exported reader, loaded by transformers' AutoModelForQuestionAnswering, gives the
+    start and end logits our encoder and span head (loaded back from it) give, on a padded pair
+    batch."""
+    transformers = require("transformers")
+    encoder, tokenizer = from_hf(export)
+    head = torch.nn.ModuleDict({"qa_outputs": torch.nn.Linear(encoder.config.hidden_size, 2)})
+    assert load_head(head, export, QA_HEAD_NAMES)
+    pairs = [("Who sat on the mat?", "The cat sat on the mat."), ("Was it lazy?", "It was.")]
+    encodings = tokenizer.backend.encode_batch(pairs)
+    batch = pad_collate([{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings],
+                        pad_id=tokenizer.special.pad)
+    if getattr(encoder.config, "type_vocab_size", 0) < 2:  # no segment B embedding
+        batch.pop("token_type_ids")
+    extra = {}
+    if "global_attention_mask" in inspect.signature(encoder.forward).parameters:
+        # Longformer: global attention before the first separator, as transformers sets it
+        first_sep = (batch["input_ids"] == tokenizer.special.sep).int().argmax(1, keepdim=True)
+        extra["global_attention_mask"] = torch.arange(batch["input_ids"].shape[1]) < first_sep
+    theirs = transformers.AutoModelForQuestionAnswering.from_pretrained(export).eval()
+    with torch.no_grad():
+        hidden = encoder.eval()(**batch, **extra).last_hidden_state
+        start, end = head.qa_outputs(hidden).unbind(-1)
+        out = theirs(**batch)
+    mask = batch["attention_mask"].bool()
+    assert (start - out.start_logits)[mask].abs().max() <= 1e-5
+    assert (end - out.end_logits)[mask].abs().max() <= 1e-5
