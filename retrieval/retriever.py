@@ -7,7 +7,9 @@ size, passages encoded per second, build time, index memory). ``DenseRetriever``
 what trainers of the question encoder need: ``encoder`` (the ``BiEncoder``), ``index`` (the
 ``DenseIndex``), ``passage_vectors(rows)`` (the indexed vectors of passages, fixed between
 refreshes) and ``refresh()`` (re-embed the corpus with the current passage encoder and rebuild the
-index: REALM's asynchronous refresh, Guu et al. 2020 §3.4, done synchronously every N steps).
+index: REALM's asynchronous refresh, Guu et al. 2020 §3.4, done synchronously every N steps;
+it runs its own Lightning predict loop, so call it between training steps, e.g. from a
+callback's ``on_train_batch_end``, not inside one).
 
 ``dense_retriever`` builds one, or loads it from ``$PLMBENCH_CACHE/indexes/`` where an index of
 the same corpus, encoder and index settings was saved before.
