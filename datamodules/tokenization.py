@@ -98,6 +98,13 @@ DEBERTA = TokenizerSpec(  # GPT-2's byte-level BPE with BERT's special tokens (H
     pair="cls $A sep sep $B sep",  # as transformers 5's DebertaTokenizer builds pairs
     tokenizer_class="DebertaTokenizer",
 )
+XLNET = TokenizerSpec(  # SentencePiece pieces; <sep> and <cls> END a sequence (Yang et al. 2019)
+    "unigram",
+    (("unk", "<unk>"), ("cls", "<cls>"), ("sep", "<sep>"), ("pad", "<pad>"), ("mask", "<mask>")),
+    single="$A sep cls:2",
+    pair="$A sep $B:1 sep:1 cls:2",  # segment ids 0, 1 and 2 for <cls>, as XLNetTokenizer
+    tokenizer_class="XLNetTokenizer",
+)
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
 _DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
                   "unigram": "T5TokenizerFast"}

@@ -261,8 +261,9 @@ def to_hf(
         for ours, theirs in names.items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
-        if task == "qa":  # BertModel -> BertForQuestionAnswering, in every architecture
-            class_name = layout.classes["encoder"].removesuffix("Model") + "ForQuestionAnswering"
+        if task == "qa":  # BertModel -> BertForQuestionAnswering, unless the layout names one
+            class_name = layout.classes.get("qa") or (
+                layout.classes["encoder"].removesuffix("Model") + "ForQuestionAnswering")
         else:
             class_name = layout.classes["classifier"]
             config |= _label_config(head.out.out_features, label_names)

@@ -12,6 +12,7 @@ from lit_models.archs import (
     longformer,
     roberta,
     spanbert,
+    xlnet,
 )
 from lit_models.archs.spec import Arch, HFLayout
 
@@ -27,6 +28,7 @@ ARCHS: dict[str, Arch] = {
         deberta.ARCH,
         bart.ARCH,
         longformer.ARCH,
+        xlnet.ARCH,
     )
 }
 

@@ -25,7 +25,7 @@ class HFLayout:
     names: NameTable  # encoder and pretraining-head modules; head names are not prefixed
     head_prefixes: tuple[str, ...]  # transformers' pretraining-head prefixes, e.g. ("cls.",)
     classifier_names: Mapping[str, str]  # our classification-head modules -> theirs
-    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" -> class name
+    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" | "qa" -> class
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
     optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
