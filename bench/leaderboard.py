@@ -7,6 +7,9 @@ which values of the record to show (dotted paths such as ``metrics.validation.f1
 ``throughput.train_tokens_per_s``). A task without ``columns`` gets one column per (eval split,
 metric in ``task.metrics``). So a new task YAML reaches its board with no change here.
 
+A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
+row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
+
 Records of one board are grouped into rows by (label, protocol_hash); a cell aggregates the
 seeds of one row on one column: mean ± sample std (0 for one seed), median and n. A row's score
 follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official aggregate (Wang et
@@ -157,6 +160,7 @@ class Column:
     higher_is_better: bool
     score: bool  # counts in the board's aggregate
     format: str
+    in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
@@ -197,7 +201,7 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
         at = f"{where}: task {name} columns[{i}]"
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
-        known = {"label", "value", "scale", "higher_is_better", "score", "format"}
+        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"}
         if unknown := sorted(set(spec) - known):
             raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
         label, value = spec.get("label"), spec.get("value")
@@ -214,19 +218,31 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
             higher_is_better=_check_bool(
                 spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
             ),
-            score=_check_bool(spec.get("score", True), "score", at),
             format=_check_format(spec.get("format", board.format), at),
+            in_label=(text := _check_bool(spec.get("text", False), "text", at)),
+            score=not text and _check_bool(spec.get("score", True), "score", at),
         ))
     return columns
 
 
-def lookup(record: Mapping, path: str) -> float | None:
-    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+def _at(record: Mapping, path: str) -> object:
     value: object = record
     for key in path.split("."):
         if not isinstance(value, Mapping) or key not in value:
             return None
         value = value[key]
+    return value
+
+
+def lookup_text(record: Mapping, path: str) -> str | None:
+    """The record's value at a dotted ``path`` as text; None when absent or not a scalar."""
+    value = _at(record, path)
+    return None if value is None or isinstance(value, Mapping | list) else str(value)
+
+
+def lookup(record: Mapping, path: str) -> float | None:
+    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+    value = _at(record, path)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
@@ -301,6 +317,15 @@ class Table:
         return directions != {False}
 
 
+def _row_label(record: Mapping, board: Board) -> str:
+    """The record's label, followed by the values of its task's text columns:
+    "minilm-l6 (dense, HNSW32)"."""
+    label = record.get("label") or record.get("model") or "?"
+    texts = [text for column in _record_columns(record, board) if column.in_label
+             and (text := lookup_text(record, column.value)) is not None]
+    return f"{label} ({', '.join(texts)})" if texts else label
+
+
 def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
     """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
     chosen: dict[tuple, Mapping] = {}
@@ -309,7 +334,7 @@ def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dic
             continue
         if not isinstance(record.get("task"), str):
             continue
-        label = record.get("label") or record.get("model") or "?"
+        label = _row_label(record, board)
         seed = record.get("seed", record.get("run_id"))
         key = (label, record.get("protocol_hash", ""), record["task"], seed)
         # A re-run of the same seed replaces, not adds to, the earlier result.
@@ -418,7 +443,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     )
     n_records = 0
     for (label, protocol, task, _seed), record in selected:
-        columns = _record_columns(record, board)
+        columns = [c for c in _record_columns(record, board) if not c.in_label]
         found = [
             (c.label, value) for c in columns if (value := lookup(record, c.value)) is not None
         ]

@@ -68,9 +68,13 @@ class SummarizationDataModule(PlmDataModule):
         cap = self.task.get("max_eval_samples")
         self.eval_data = [self._prepare(split, cap) for split in self.eval_split_names]
 
+    def _raw(self, split: str, cap: int | None) -> datasets.Dataset:
+        """The rows of ``split`` (its first ``cap``), with the task's source and target columns."""
+        return _load(self.task, split, cap)
+
     def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
         task = self.task
-        raw = _load(task, split, cap)
+        raw = self._raw(split, cap)
         if split in self.eval_split_names:
             id_field = task.get("id_field")
             self.texts[split] = {

@@ -31,7 +31,7 @@ from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.module import PlmModule
-from lit_models.qa_decode import Windows, best_spans
+from lit_models.qa_decode import Spans, Windows, best_spans
 from lit_models.squad_metrics import squad_v1, squad_v2
 
 
@@ -92,9 +92,9 @@ class LitExtractiveQA(PlmModule):
             if self.run_dir is not None and self.trainer.is_global_zero:
                 self.write_predictions(split, answers, odds)
 
-    def evaluate(self, window_logits: list[torch.Tensor], windows, examples, task: Mapping):
-        """(metrics, {id: answer}, {id: null odds} or None) of one eval split, from the
-        [2, length] start/end logits of each of its windows, in window order."""
+    def decode(self, window_logits: list[torch.Tensor], windows, num_examples: int) -> Spans:
+        """The best span of each example from the [2, length] start/end logits of each of its
+        windows, in window order."""
         spans = Windows.from_rows(*(windows[column] for column in (
             "example_index", "cls_index", "offset_start", "offset_end")))
         length = spans.offset_start.shape[1]
@@ -102,8 +102,13 @@ class LitExtractiveQA(PlmModule):
             raise RuntimeError(f"{len(window_logits)} windows scored of {len(spans.offset_start)}")
         logits = torch.stack([F.pad(w, (0, length - w.shape[-1]), value=float("-inf"))
                               for w in window_logits])
-        decoded = best_spans(logits[:, 0], logits[:, 1], spans, len(examples),
-                             self.decoding["n_best"], self.decoding["max_answer_length"])
+        return best_spans(logits[:, 0], logits[:, 1], spans, num_examples,
+                          self.decoding["n_best"], self.decoding["max_answer_length"])
+
+    def evaluate(self, window_logits: list[torch.Tensor], windows, examples, task: Mapping):
+        """(metrics, {id: answer}, {id: null odds} or None) of one eval split, from the
+        [2, length] start/end logits of each of its windows, in window order."""
+        decoded = self.decode(window_logits, windows, len(examples))
         texts = decoded.texts(examples[task["context_field"]])
         references = [a["text"] for a in examples[task["answers_field"]]]
         ids = examples[task["id_field"]]

@@ -42,6 +42,10 @@ def compose_run(arch: str, task: str, *overrides: str):
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
         cfg.task.eval_documents = 3
+    if "corpus" in cfg.task:  # open QA: a few documents per corpus source, sparse retrieval
+        cfg.task.corpus.max_documents = 4
+        cfg.task.retriever = "bm25"
+        cfg.task.read_top_k = 2
     return cfg
 
 
@@ -112,6 +116,15 @@ def mirror_with_stand_ins(tmp_path_factory) -> Path:
             path = root / t.dataset / t.config / f"{split}.parquet"
             if split and split != "heldout" and not path.exists():
                 stand_in(t, path)
+        for source in (t.get("corpus") or {}).get("sources", []):  # open QA: wiki_dpr's passages
+            path = root / source.dataset / source.config / f"{source.split}.parquet"
+            if not path.exists():
+                rng = random.Random(source.dataset)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                datasets.Dataset.from_dict({
+                    source.id_field: [str(i) for i in range(12)], source.title_field: ["t"] * 12,
+                    source.text_field: [" ".join(sentence(rng) for _ in range(5))
+                                        for _ in range(12)]}).to_parquet(str(path))
     return root
 
 
