@@ -58,16 +58,24 @@ def hf_names(name: str, layout: HFLayout) -> tuple[str, ...]:
 
 
 def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tensor]:
-    """Strip the task models' encoder prefix, drop buffers and tied copies, and rename the
-    ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow."""
+    """Strip the task models' encoder prefix, drop buffers and tied copies, rename the
+    ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow, and
+    transpose the weights the layout stores [in, out]."""
     skipped = re.compile(layout.skipped)
     state = {}
     for key, tensor in hf_state.items():
         key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
         key = key.removeprefix(layout.prefix)
         if not skipped.search(key):
-            state[key] = tensor
+            state[key] = _transposed(key, tensor, layout)
     return state
+
+
+def _transposed(hf_name: str, tensor: Tensor, layout: HFLayout) -> Tensor:
+    """``tensor`` with its two dims swapped where ``layout`` stores ``hf_name`` transposed."""
+    if layout.transposed and re.search(layout.transposed, hf_name):
+        return tensor.t().contiguous()
+    return tensor
 
 
 def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
@@ -191,7 +199,7 @@ def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor
         theirs = hf_names(name, layout)
         for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
             key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
-            weights[key] = part.clone()
+            weights[key] = _transposed(hf_name, part, layout).clone()
     return weights
 
 
@@ -201,7 +209,8 @@ def load_classification_head(head: nn.Module, directory: str | Path, arch: Arch)
     file = _weights_file(Path(directory))
     state = _read_weights(file) if file else {}
     theirs = {f"{ours}.{param}": f"{name}.{param}"
-              for ours, name in arch.hf.classifier_names.items() for param in ("weight", "bias")}
+              for ours, name in arch.hf.classifier_names.items()
+              for param in getattr(head, ours).state_dict()}  # a head may have no bias
     if not all(name in state for name in theirs.values()):
         return False
     weights = {ours: state[name] for ours, name in theirs.items()}

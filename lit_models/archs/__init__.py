@@ -9,6 +9,7 @@ from lit_models.archs import (
     deberta,
     distilbert,
     electra,
+    gpt,
     longformer,
     roberta,
     spanbert,
@@ -27,6 +28,7 @@ ARCHS: dict[str, Arch] = {
         deberta.ARCH,
         bart.ARCH,
         longformer.ARCH,
+        gpt.ARCH,
     )
 }
 

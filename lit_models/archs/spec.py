@@ -31,6 +31,9 @@ class HFLayout:
     optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
+    #: regex of transformers' weight names stored [in, out], transposed to our Linear's [out, in]
+    #: (GPT-2's Conv1D); empty: none
+    transposed: str = ""
 
 
 #: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
