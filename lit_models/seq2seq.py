@@ -4,19 +4,22 @@ Training minimises the negative log-likelihood of the reference under teacher fo
 et al. 2014; Lewis et al. 2020, §3.4 for BART on summarization), logits computed only at label
 positions. Evaluation generates with the task's settings (``task.generation``: beams, length
 penalty, no-repeat n-grams, min/max length; ``lit_models/generation.py``) and scores the decoded
-text against the raw references with ROUGE-1/2/L/Lsum (``lit_models/rouge.py``); every
-evaluation's generations go to ``<run dir>/predictions/<split>.jsonl`` (id, source, prediction,
-reference). ``Seq2Seq`` is the task family: summarization DataModule, this module, the prediction
-files and, with ``save_model``, the fine-tuned model in the Hugging Face layout.
+text against the raw references with ROUGE-1/2/L/Lsum (``lit_models/rouge.py``), or another
+scorer of texts (``lit_models/text_to_text.py``: GLUE labels as words); every evaluation's
+generations go to ``<run dir>/predictions/<split>.jsonl`` (id, source, prediction, reference).
+Encoder-decoders (BART, T5) read the source and decode the target; a decoder-only model (GPT-2)
+reads source and target as one sequence and generates after the source's separator (Radford et
+al. 2019, §3.6). ``Seq2Seq`` is the task family: summarization DataModule, this module, the
+prediction files and, with ``save_model``, the fine-tuned model in the Hugging Face layout.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchmetrics import MeanMetric
+from torchmetrics import MeanMetric, Metric
 
 from datamodules import summarization
 from datamodules.collate import IGNORE_INDEX
@@ -30,16 +33,22 @@ from lit_models.hf import to_hf
 from lit_models.module import PlmModule
 from lit_models.rouge import Rouge
 
+#: the model inputs of a batch: an encoder-decoder's and a decoder-only model's
+MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids")
+
 
 class LitSeq2Seq(PlmModule):
+    """``scorer()`` makes the metric of one eval split: ``update(predictions, references)`` on
+    texts, ``compute()`` -> {name: value} (ROUGE by default)."""
+
     def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
                  eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
-                 optim: Mapping) -> None:
+                 optim: Mapping, scorer: Callable[[], Metric] = Rouge) -> None:
         super().__init__(optim, net.config.num_hidden_layers)
         self.net, self.tokenizer, self.generation = net, tokenizer, generation
         self.eval_splits = list(eval_splits)
         self.texts = texts  # the DataModule's raw id / source / reference per eval split
-        self.rouge = nn.ModuleList(Rouge() for _ in self.eval_splits)
+        self.scores = nn.ModuleList(scorer() for _ in self.eval_splits)
         self.eval_loss = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
         self.eval_length = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
         #: split -> (row index, generated text) of the last evaluation
@@ -47,8 +56,8 @@ class LitSeq2Seq(PlmModule):
 
     def loss(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean token NLL of the labels, number of label tokens)."""
-        hidden = self.net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                          decoder_input_ids=batch["decoder_input_ids"]).last_hidden_state
+        inputs = {key: batch[key] for key in MODEL_INPUTS if key in batch}
+        hidden = self.net(**inputs).last_hidden_state
         selected = batch["labels"] != IGNORE_INDEX
         logits = self.net.logits(hidden[selected])
         return F.cross_entropy(logits, batch["labels"][selected]), selected.sum()
@@ -65,12 +74,15 @@ class LitSeq2Seq(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss, tokens = self.loss(batch)
         self.eval_loss[dataloader_idx].update(loss, weight=tokens)
-        ids = generate(self.net, batch["input_ids"], batch["attention_mask"], self.generation)
+        # a decoder-only model continues its left-padded sources (prompts)
+        prompt = batch.get("prompt_ids", batch["input_ids"])
+        ids = generate(self.net, prompt, batch.get("prompt_mask", batch["attention_mask"]),
+                       self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
         texts = [text.strip() for text in texts]
         indices = batch["index"].tolist()
         references = [self.texts[split]["reference"][i] for i in indices]
-        self.rouge[dataloader_idx].update(texts, references)
+        self.scores[dataloader_idx].update(texts, references)
         lengths = (ids != self.net.config.pad_token_id).sum(1).float()
         self.eval_length[dataloader_idx].update(lengths)
         self.generations[split].extend(zip(indices, texts, strict=True))
@@ -78,11 +90,11 @@ class LitSeq2Seq(PlmModule):
     def on_validation_epoch_end(self) -> None:
         for i, split in enumerate(self.eval_splits):
             if not self.trainer.sanity_checking:
-                values = {k: float(v) for k, v in self.rouge[i].compute().items()}
+                values = {k: float(v) for k, v in self.scores[i].compute().items()}
                 values |= {"loss": float(self.eval_loss[i].compute()),
                            "generated_tokens": float(self.eval_length[i].compute())}
                 self.record_metrics(split, values)
-            for metric in (self.rouge[i], self.eval_loss[i], self.eval_length[i]):
+            for metric in (self.scores[i], self.eval_loss[i], self.eval_length[i]):
                 metric.reset()
 
     def prediction_rows(self, split: str) -> list[dict]:
@@ -97,7 +109,7 @@ class Seq2Seq(TaskFamily):
     """Summarization: source -> summary, evaluated by generation and ROUGE."""
 
     with_heads = True  # the language-modelling head generates
-    kinds = ("encoder-decoder",)
+    kinds = ("encoder-decoder", "decoder")
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
@@ -107,15 +119,10 @@ class Seq2Seq(TaskFamily):
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
-        for key in ("source_max_length", "target_max_length"):
-            if task[key] > net.config.max_length:
-                raise PlmbenchError(
-                    f"task.{key}={task[key]} exceeds the {net.config.max_length} positions of "
-                    f"the model; set task.{key}<={net.config.max_length}"
-                )
         generation = GenerationConfig(**task["generation"])
+        check_lengths(task, net, generation)
         dm = summarization.SummarizationDataModule(
-            task, tokenizer, net.config.decoder_start_token_id, cfg["num_workers"], cfg["seed"])
+            task, tokenizer, decoder_start(net), cfg["num_workers"], cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"])
         return module, dm
@@ -128,3 +135,28 @@ class Seq2Seq(TaskFamily):
     def export(self, module, tokenizer, run_dir, cfg) -> None:
         if cfg["save_model"]:
             to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
+
+
+def decoder_start(net: nn.Module) -> int | None:
+    """An encoder-decoder's decoder start token; None for a decoder-only model."""
+    return net.config.decoder_start_token_id if hasattr(net, "encode") else None
+
+
+def check_lengths(task: Mapping, net: nn.Module, generation: GenerationConfig) -> None:
+    """Sources and targets fit the model's positions (a decoder-only model's, one after the
+    other, the generated tokens after the longest source)."""
+    limit = net.config.max_length
+    keys = ["source_max_length", "target_max_length"]
+    if decoder_start(net) is None:
+        total = task["source_max_length"] + max(task["target_max_length"],
+                                                generation.max_new_tokens)
+        if total > limit:
+            raise PlmbenchError(
+                f"task.source_max_length + the target length ({total}) exceeds the {limit} "
+                "positions of the model, which reads source and target as one sequence; lower "
+                "task.source_max_length"
+            )
+    for key in keys:
+        if task[key] > limit:
+            raise PlmbenchError(f"task.{key}={task[key]} exceeds the {limit} positions of the "
+                                f"model; set task.{key}<={limit}")
