@@ -15,7 +15,7 @@ import json
 import re
 import shutil
 import tempfile
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import torch
@@ -36,17 +36,19 @@ def _encoder_attribute(layout: HFLayout) -> str:
     return layout.prefix.rstrip(".")
 
 
-def hf_names(name: str, layout: HFLayout) -> tuple[str, ...]:
+def hf_names(name: str, layout: HFLayout, config=None) -> tuple[str, ...]:
     """transformers' name(s) of our parameter ``name``, relative to the encoder for encoder
-    weights (no "bert." prefix) and absolute for pretraining-head weights."""
+    weights (no "bert." prefix) and absolute for pretraining-head weights; ``config`` (the
+    net's) picks the layout's config-dependent names."""
+    names = {**layout.names, **layout.config_names(config)}
     name = name.removeprefix(layout.prefix)
     index = LAYER_INDEX.search(name)
     template = LAYER_INDEX.sub(".{i}.", name, count=1)
     module, _, param = template.rpartition(".")
-    if module in layout.names:
-        theirs, suffix = layout.names[module], "." + param
-    elif template in layout.names:
-        theirs, suffix = layout.names[template], ""
+    if module in names:
+        theirs, suffix = names[module], "." + param
+    elif template in names:
+        theirs, suffix = names[template], ""
     else:
         raise PlmbenchError(
             f"parameter {name} has no transformers {layout.model_type} equivalent (pre_norm=True "
@@ -93,7 +95,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
     missing, mismatched = [], []
     with torch.no_grad():
         for name, param in net.named_parameters():  # tied parameters are listed once
-            theirs = hf_names(name, layout)
+            theirs = hf_names(name, layout, net.config)
             if not all(n in state for n in theirs):
                 if not theirs[0].startswith(optional):
                     missing += [n for n in theirs if n not in state]
@@ -174,6 +176,7 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     state = _read_weights(_weights_file(directory))
+    config = replace(config, **arch.hf.weights_config(set(state)))
     if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
         net = arch.masked_lm(config)
     elif with_heads:
@@ -196,7 +199,7 @@ def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor
         prefix = layout.prefix if hasattr(net, _encoder_attribute(layout)) else ""
     weights = {}
     for name, param in net.named_parameters():
-        theirs = hf_names(name, layout)
+        theirs = hf_names(name, layout, net.config)
         for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
             key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
             weights[key] = _transposed(hf_name, part, layout).clone()

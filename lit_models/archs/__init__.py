@@ -13,6 +13,7 @@ from lit_models.archs import (
     longformer,
     roberta,
     spanbert,
+    t5,
 )
 from lit_models.archs.spec import Arch, HFLayout
 
@@ -29,6 +30,7 @@ ARCHS: dict[str, Arch] = {
         bart.ARCH,
         longformer.ARCH,
         gpt.ARCH,
+        t5.ARCH,
     )
 }
 
