@@ -37,18 +37,23 @@ from lit_models.rouge import Rouge
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids")
 
 
+def rouge(split: str) -> Metric:
+    """Summaries are scored with ROUGE, whatever the split."""
+    return Rouge()
+
+
 class LitSeq2Seq(PlmModule):
-    """``scorer()`` makes the metric of one eval split: ``update(predictions, references)`` on
-    texts, ``compute()`` -> {name: value} (ROUGE by default)."""
+    """``scorer(split)`` makes the metric of an eval split: ``update(predictions, references)``
+    on texts, ``compute()`` -> {name: value}."""
 
     def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
                  eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
-                 optim: Mapping, scorer: Callable[[], Metric] = Rouge) -> None:
+                 optim: Mapping, scorer: Callable[[str], Metric] = rouge) -> None:
         super().__init__(optim, net.config.num_hidden_layers)
         self.net, self.tokenizer, self.generation = net, tokenizer, generation
         self.eval_splits = list(eval_splits)
         self.texts = texts  # the DataModule's raw id / source / reference per eval split
-        self.scores = nn.ModuleList(scorer() for _ in self.eval_splits)
+        self.scores = nn.ModuleList(scorer(split) for split in self.eval_splits)
         self.eval_loss = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
         self.eval_length = nn.ModuleList(MeanMetric() for _ in self.eval_splits)
         #: split -> (row index, generated text) of the last evaluation
@@ -70,22 +75,31 @@ class LitSeq2Seq(PlmModule):
     def on_validation_epoch_start(self) -> None:
         self.generations = {split: [] for split in self.eval_splits}
 
-    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
-        split = self.eval_splits[dataloader_idx]
-        loss, tokens = self.loss(batch)
-        self.eval_loss[dataloader_idx].update(loss, weight=tokens)
-        # a decoder-only model continues its left-padded sources (prompts)
+    def generate_texts(self, batch) -> tuple[torch.Tensor, list[str]]:
+        """(generated ids, their decoded texts) of a batch; a decoder-only model continues its
+        left-padded sources (prompts)."""
         prompt = batch.get("prompt_ids", batch["input_ids"])
         ids = generate(self.net, prompt, batch.get("prompt_mask", batch["attention_mask"]),
                        self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
-        texts = [text.strip() for text in texts]
+        return ids, [text.strip() for text in texts]
+
+    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        split = self.eval_splits[dataloader_idx]
+        loss, tokens = self.loss(batch)
+        self.eval_loss[dataloader_idx].update(loss, weight=tokens)
+        ids, texts = self.generate_texts(batch)
         indices = batch["index"].tolist()
         references = [self.texts[split]["reference"][i] for i in indices]
         self.scores[dataloader_idx].update(texts, references)
         lengths = (ids != self.net.config.pad_token_id).sum(1).float()
         self.eval_length[dataloader_idx].update(lengths)
         self.generations[split].extend(zip(indices, texts, strict=True))
+
+    def predict_step(self, batch, batch_idx: int, dataloader_idx: int = 0
+                     ) -> list[tuple[int, str]]:
+        """(row index, generated text) of every example of the batch."""
+        return list(zip(batch["index"].tolist(), self.generate_texts(batch)[1], strict=True))
 
     def on_validation_epoch_end(self) -> None:
         for i, split in enumerate(self.eval_splits):
