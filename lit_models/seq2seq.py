@@ -160,7 +160,6 @@ def check_lengths(task: Mapping, net: nn.Module, generation: GenerationConfig) -
     """Sources and targets fit the model's positions (a decoder-only model's, one after the
     other, the generated tokens after the longest source)."""
     limit = net.config.max_length
-    keys = ["source_max_length", "target_max_length"]
     if decoder_start(net) is None:
         total = task["source_max_length"] + max(task["target_max_length"],
                                                 generation.max_new_tokens)
@@ -170,7 +169,7 @@ def check_lengths(task: Mapping, net: nn.Module, generation: GenerationConfig) -
                 "positions of the model, which reads source and target as one sequence; lower "
                 "task.source_max_length"
             )
-    for key in keys:
+    for key in ("source_max_length", "target_max_length"):
         if task[key] > limit:
             raise PlmbenchError(f"task.{key}={task[key]} exceeds the {limit} positions of the "
                                 f"model; set task.{key}<={limit}")

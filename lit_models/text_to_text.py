@@ -107,8 +107,6 @@ class TextToText(Seq2Seq):
 
     def build(self, cfg, net: nn.Module, tokenizer: TextTokenizer):
         task = text_task(cfg["task"], tokenizer)
-        if not task["splits"].get("train") and cfg["init_from"] == "scratch":
-            self.vocabulary_corpus(task)  # the one-line refusal
         generation = GenerationConfig(max_new_tokens=task["target_max_length"])  # greedy
         check_lengths(task, net, generation)
         dm = glue_text.GlueTextDataModule(task, tokenizer, decoder_start(net),
