@@ -9,9 +9,11 @@ from lit_models.archs import (
     deberta,
     distilbert,
     electra,
+    gpt,
     longformer,
     roberta,
     spanbert,
+    t5,
     xlnet,
 )
 from lit_models.archs.spec import Arch, HFLayout
@@ -29,6 +31,8 @@ ARCHS: dict[str, Arch] = {
         bart.ARCH,
         longformer.ARCH,
         xlnet.ARCH,
+        gpt.ARCH,
+        t5.ARCH,
     )
 }
 

@@ -6,7 +6,9 @@ released in fairseq's ``RobertaClassificationHead``): the pooling is part of the
 scores = W_o Dropout(tanh(W_d Dropout(h_<s>))); ELECTRA's (Clark et al. 2020, as released) the
 same with GELU for tanh. DistilBERT (Sanh et al. 2019, as released in transformers'
 ``DistilBertForSequenceClassification``): scores = W_o Dropout(ReLU(W_d h_[CLS])). XLNet (Yang
-et al. 2019, as released): the last token's state (its <cls>) through W_s, tanh and W_o.
+et al. 2019, as released): the last token's state (its <cls>) through W_s, tanh and W_o. GPT
+(Radford et al. 2018, §3.3; GPT-2 as released in transformers' ``GPT2ForSequenceClassification``):
+a linear layer without bias over the last token's final state, scores = W h_last.
 """
 
 import torch
@@ -85,3 +87,17 @@ class SequenceSummaryClassifier(nn.Module):
 
     def forward(self, encoded) -> Tensor:
         return self.out(self.dropout(torch.tanh(self.summary(encoded.pooler_output))))
+
+
+class LastTokenClassifier(nn.Module):
+    """scores = W h_last (no bias, no dropout), h_last the state of the last non-pad token (a
+    decoder's ``pooler_output``), for decoder-only models whose last token has seen the whole
+    input."""
+
+    def __init__(self, config, num_labels: int, dropout: float) -> None:
+        super().__init__()
+        self.out = nn.Linear(config.hidden_size, num_labels, bias=False)
+        nn.init.normal_(self.out.weight, std=config.initializer_range)
+
+    def forward(self, encoded) -> Tensor:
+        return self.out(encoded.pooler_output)

@@ -485,7 +485,7 @@ def test_unknown_board_lists_the_known_ones():
     assert str(error.value) == (
         f"unknown board 'superglue'; known boards: {', '.join(known_boards())}"
     )
-    assert "glue, open_qa, pretrain" in str(error.value)
+    assert {"glue", "pretrain"} <= set(known_boards())
 
 
 @pytest.mark.parametrize("config, fragment", [
