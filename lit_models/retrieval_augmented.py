@@ -62,11 +62,15 @@ class RetrievalAugmented:
         return [IndexRefresh(self.refresh_every)] if self.refresh_every else []
 
     def refresh_index(self) -> None:
-        """Re-embed and rebuild (the predict loop leaves every module as it found it)."""
+        """Re-embed and rebuild; every module's mode and every gradient stay as they were
+        (Lightning's predict loop sets eval mode and clears gradients)."""
         modes = {m: m.training for m in self.modules()}
+        grads = {p: p.grad for p in self.parameters()}
         self.retriever.refresh()
         for module, training in modes.items():
             module.train(training)
+        for param, grad in grads.items():
+            param.grad = grad
         self.refreshes += 1
 
     def passages(self, rows: np.ndarray) -> tuple[list[str], list[str]]:
