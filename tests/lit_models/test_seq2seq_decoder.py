@@ -61,7 +61,7 @@ def test_the_trained_loss_is_the_targets_next_token_loss(data):
                         dm.texts, {"lr": 1e-3})
     batch = dm.val_dataloader()[0].collate_fn([dm.eval_data[0][i] for i in range(3)])
     with torch.no_grad():
-        loss, tokens = module.loss(batch)
+        nll, rows = module.token_nll(batch)
         logits = net.logits(net(batch["input_ids"], batch["attention_mask"]).last_hidden_state)
     expected, count = 0.0, 0
     for row in range(3):
@@ -69,7 +69,8 @@ def test_the_trained_loss_is_the_targets_next_token_loss(data):
         for i in range(n - 1, length - 1):  # predicting tokens n .. length - 1: the target
             expected += F.cross_entropy(logits[row, i], batch["input_ids"][row, i + 1]).item()
             count += 1
-    assert tokens == count and loss.item() == pytest.approx(expected / count, abs=1e-5)
+    assert len(nll) == count and nll.mean().item() == pytest.approx(expected / count, abs=1e-5)
+    assert rows.tolist() == sorted(rows.tolist()) and set(rows.tolist()) == {0, 1, 2}
     task.source_max_length = 60
     with pytest.raises(PlmbenchError, match="one sequence"):
         check_lengths(task, net, GenerationConfig(max_new_tokens=9))
