@@ -11,7 +11,9 @@ transformers counterpart: ``model=<preset>`` picks it.
     plmbench perf model=bert-mini [--batch-size 32] [--seq-len 128] [--repeats 7] [--device cpu]
 
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
-next to full attention (``bench/perf_length.py``: Longformer's linear cost).
+next to full attention (``bench/perf_length.py``: Longformer's linear cost); ``--generate`` the
+generation throughput of a decoder or encoder-decoder, with and without the key/value cache,
+against transformers' ``generate`` (``bench/perf_generation.py``).
 """
 
 import argparse
@@ -228,7 +230,17 @@ def main(argv: list[str]) -> int:
                         "memory and time against full attention (bench/perf_length.py)")
     parser.add_argument("--against", default="roberta",
                         help="--lengths: the full-attention architecture of the same sizes")
+    parser.add_argument("--generate", action="store_true", help="generation tokens/s with and "
+                        "without the cache vs transformers' generate (bench/perf_generation.py)")
+    parser.add_argument("--new-tokens", type=int, default=64, help="--generate: tokens per row")
+    parser.add_argument("--beams", type=int, default=1, help="--generate: 1 = greedy")
     args, overrides = parser.parse_known_args(argv)
+    if args.generate:
+        from bench.perf_generation import main as generation_main
+
+        args.batch_size = args.batch_size or 8
+        print(generation_main(args, model_config(overrides)))
+        return 0
     if args.lengths:
         from bench.perf_length import main as length_main
 

@@ -124,13 +124,13 @@ class ClosedBookDataModule(SummarizationDataModule):
     """Question -> answer pairs for a sequence-to-sequence model with no passage (Roberts et al.
     2020): training pairs are the reader's SQuAD-format training questions with their first
     answer, eval pairs the task's questions with their first reference (all of them are in
-    ``references``, which EM is taken against)."""
+    ``answer_sets``, which EM is taken against)."""
 
     def __init__(self, task: Mapping, tokenizer: TextTokenizer, decoder_start_token_id: int,
                  num_workers: int = 0, seed: int = 0) -> None:
         task = {**task, "source_field": "question", "target_field": "answer", "id_field": "id"}
         super().__init__(task, tokenizer, decoder_start_token_id, num_workers, seed)
-        self.references: dict[str, list[list[str]]] = {}
+        self.answer_sets: dict[str, list[list[str]]] = {}
 
     def _raw(self, split: str, cap: int | None) -> datasets.Dataset:
         if split not in self.eval_split_names:
@@ -140,6 +140,6 @@ class ClosedBookDataModule(SummarizationDataModule):
                 "answer": [_answers(a)[0] if _answers(a) else ""
                            for a in rows[self.task["answers_field"]]]})
         questions = load_questions(self.task, split, cap)
-        self.references[split] = questions["answers"]
+        self.answer_sets[split] = questions["answers"]
         return questions.map(lambda row: {"answer": row["answers"][0] if row["answers"] else ""},
                              remove_columns=["answers"])

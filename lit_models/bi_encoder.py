@@ -29,6 +29,7 @@ from lit_models.module import PlmModule
 from lit_models.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER, SETTINGS_FILE
 from retrieval.dpr_data import dpr_triples, eval_questions
 from retrieval.encoders import BiEncoder
+from retrieval.ict import ict_pairs
 from retrieval.metrics import answer_hits, retrieval_metrics
 
 PASSAGE = "passage_"
@@ -40,8 +41,9 @@ def collate(items: list[Mapping], encoder: BiEncoder) -> dict:
     items -> question tokens."""
     batch = encoder.tokenize_questions([item["question"] for item in items])
     if "positive_text" in items[0]:
-        titles = [i["positive_title"] for i in items] + [i["negative_title"] for i in items]
-        texts = [i["positive_text"] for i in items] + [i["negative_text"] for i in items]
+        sides = ("positive", "negative") if "negative_text" in items[0] else ("positive",)
+        titles = [i[f"{side}_title"] for side in sides for i in items]
+        texts = [i[f"{side}_text"] for side in sides for i in items]
         passages = encoder.tokenize_passages(titles, texts)
         batch |= {PASSAGE + k: v for k, v in passages.items()}
     return batch
@@ -98,7 +100,9 @@ class LitBiEncoder(PlmModule):
 
 
 class BiEncoderTraining(TaskFamily):
-    """DPR training on SQuAD-format data (``conf/task/retrieval/*``)."""
+    """DPR training on SQuAD-format data (``conf/task/retrieval/*``); ``task.pairs=ict``: the
+    inverse cloze task's (sentence, passage) pairs instead (``retrieval.ict``, in-batch
+    negatives only)."""
 
     def vocabulary_corpus(self, task):
         return vocabulary_corpus(task)
@@ -111,8 +115,9 @@ class BiEncoderTraining(TaskFamily):
         encoder = BiEncoder(net, tokenizer, **settings) if spec["shared"] \
             else BiEncoder.separate(net, tokenizer, **settings)
         words = task["passage_words"]
+        pairs = ict_pairs if task.get("pairs", "dpr") == "ict" else dpr_triples
         dm = BiEncoderDataModule(task, partial(collate, encoder=encoder),
-                                 partial(dpr_triples, task, words=words),
+                                 partial(pairs, task, words=words),
                                  partial(eval_questions, task, words=words),
                                  cfg["num_workers"], cfg["seed"])
         module = LitBiEncoder(encoder, dm.eval_split_names, task["retrieve_top_k"],

@@ -46,6 +46,9 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
+        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
+        #: types of a one-segment vocabulary as extra token embeddings
+        self.segments = hasattr(encoder.config, "type_vocab_size")
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -57,7 +60,7 @@ class LitClassifier(PlmModule):
         out = self.encoder(
             input_ids=batch["input_ids"],
             attention_mask=batch["attention_mask"],
-            token_type_ids=batch.get("token_type_ids"),
+            token_type_ids=batch.get("token_type_ids") if self.segments else None,
             **extra,
         )
         logits = self.head(out)
@@ -101,7 +104,10 @@ def no_training_split(task) -> PlmbenchError:
 
 
 class Classification(TaskFamily):
-    """GLUE-style sentence (pair) classification and regression."""
+    """GLUE-style sentence (pair) classification and regression, by encoders and by decoders
+    (whose classification head reads the last token)."""
+
+    kinds = ("encoder", "decoder")
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):

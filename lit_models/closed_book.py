@@ -31,7 +31,7 @@ class LitClosedBook(LitSeq2Seq):
             self.generations[split] = self.gather_indexed(self.generations[split])
             if self.trainer.sanity_checking:
                 continue
-            references = self.trainer.datamodule.references[split]
+            references = self.trainer.datamodule.answer_sets[split]
             rows = self.prediction_rows(split)
             answers = {row["id"]: row["prediction"] for row in rows}
             texts = self.texts[split]

@@ -11,7 +11,13 @@ by the model's kind: an encoder reads extractively, an encoder-decoder answers c
   ``read_top_k`` passages; the answer is the best span over all of them (span score
   S·T_i + E·T_j, Devlin et al. 2019 §4.2, compared across passages);
 - ``closed_book`` (``lit_models.closed_book``): a sequence-to-sequence model generates the answer
-  from the question alone (Roberts et al. 2020); no retrieval.
+  from the question alone (Roberts et al. 2020); no retrieval;
+- ``realm`` (``lit_models.realm``, Guu et al. 2020): the extractive reader over [CLS] x [SEP] z
+  [SEP], trained with the question encoder on the marginal likelihood over the top k documents,
+  the index refreshed every ``task.realm.refresh_every`` steps;
+- ``rag_sequence`` / ``rag_token`` (``lit_models.rag``, Lewis et al. 2020): a BART generator
+  reading "title / text // question" of each top-k document, the two marginalisations, the
+  question encoder fine-tuned.
 
 Every evaluation scores exact match after SQuAD's normalisation against any reference (a match of
 the reference regex at the start of the prediction for CuratedTREC, DrQA's
@@ -165,10 +171,28 @@ def _closed_book(family, cfg, net, tokenizer):
     return build_closed_book(cfg, net, tokenizer)
 
 
+def _realm(family, cfg, net, tokenizer):
+    from lit_models.realm import build_realm
+
+    return build_realm(family, cfg, net, tokenizer)
+
+
+def _rag(marginalisation: str) -> Callable:
+    def build(family, cfg, net, tokenizer):
+        from lit_models.rag import build_rag
+
+        return build_rag(cfg, net, tokenizer, marginalisation)
+
+    return build
+
+
 #: reader name -> Reader; REALM and RAG readers register here
 READERS: dict[str, Reader] = {
     "extractive": Reader(("encoder",), True, False, _extractive),
     "closed_book": Reader(("encoder-decoder",), False, True, _closed_book),
+    "realm": Reader(("encoder",), True, False, _realm),
+    "rag_sequence": Reader(("encoder-decoder",), True, True, _rag("sequence")),
+    "rag_token": Reader(("encoder-decoder",), True, True, _rag("token")),
 }
 
 

@@ -65,7 +65,10 @@ def load_bi_encoder(spec: Mapping) -> BiEncoder:
     return BiEncoder(net, tokenizer, **settings)
 
 
-def build_retriever(task: Mapping, corpus: datasets.Dataset, cfg: Mapping) -> Retriever:
+def build_retriever(task: Mapping, corpus: datasets.Dataset, cfg: Mapping,
+                    separate: bool = False) -> Retriever:
+    """``separate``: a dense retriever whose question encoder is its own copy, so training it
+    leaves the document encoder (and the index) as it is (REALM, RAG)."""
     kind = task["retriever"]
     if kind == "bm25":
         return BM25Retriever(corpus, **task["bm25"])
@@ -77,5 +80,9 @@ def build_retriever(task: Mapping, corpus: datasets.Dataset, cfg: Mapping) -> Re
     encode = {"batch_size": dense["batch_size"],
               "trainer": {"accelerator": cfg["trainer"]["accelerator"], "devices": 1,
                           "enable_progress_bar": cfg["trainer"].get("enable_progress_bar", True)}}
-    return dense_retriever(corpus, load_bi_encoder(dense), IndexSettings(**index), encode,
-                           cache=cache, mmap=mmap)
+    encoder = load_bi_encoder(dense)
+    if separate and encoder.shared:
+        encoder = BiEncoder.separate(encoder.question_encoder, encoder.tokenizer,
+                                     **encoder.settings())
+    return dense_retriever(corpus, encoder, IndexSettings(**index), encode, cache=cache,
+                           mmap=mmap)

@@ -33,13 +33,10 @@ class Rouge(Metric):
 
     full_state_update = False
 
-    def __init__(self, **kwargs) -> None:
-        """``kwargs``: torchmetrics' Metric options (``sync_on_compute=False`` where every
-        process updates with every pair)."""
-        super().__init__(**kwargs)
-        self.overlap = ROUGEScore(use_stemmer=True, rouge_keys=("rouge1", "rouge2", "rougeL"),
-                                  **kwargs)
-        self.lsum = MeanMetric(**kwargs)
+    def __init__(self) -> None:
+        super().__init__()
+        self.overlap = ROUGEScore(use_stemmer=True, rouge_keys=("rouge1", "rouge2", "rougeL"))
+        self.lsum = MeanMetric()
 
     def update(self, predictions: Sequence[str], references: Sequence[str]) -> None:
         self.overlap.update(list(predictions), list(references))

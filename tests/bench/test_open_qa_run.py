@@ -94,3 +94,38 @@ def test_dpr_bi_encoder_trains_and_serves_open_qa(mirror, results):
     done = plmbench("run", *served, "task.dense.pooling=cls", "task.dense.normalize=false",
                     f"results_dir={results}", "skip_completed=false")
     assert done.rc == 0, done.err
+
+
+def test_realm_and_rag_beside_the_baselines_on_the_board(mirror, tmp_path):
+    """REALM (refreshing its index once) and RAG-Token / RAG-Sequence train a step each and
+    leave records and predictions; the board holds them beside retrieve-then-read and
+    closed-book rows (distinct labels: the reader is not part of a row's name)."""
+    few = [*TINY[2:7], "task.batch_size=4"]
+    runs = [("bert-tiny", "realm", ["task.read_top_k=3", "task.max_length=192",
+                                    "task.doc_stride=64", "task.realm.top_k=3",
+                                    "task.realm.refresh_every=1"]),
+            ("bart-tiny", "rag_token", ["task.rag.top_k=3", "task.rag.max_length=160"]),
+            ("bart-tiny", "rag_sequence", ["task.rag.top_k=3", "task.rag.max_length=160"]),
+            ("bert-tiny", "extractive", ["task.read_top_k=3", "task.max_length=192",
+                                         "task.doc_stride=64"]),
+            ("bart-tiny", "closed_book", [])]
+    for model, reader, extra in runs:
+        args = ["task=open_qa/squad_open", f"model={model}", *few, f"task.reader={reader}",
+                *extra, f"label={model}-{reader}"]
+        done = plmbench("run", *args, f"results_dir={tmp_path}")
+        assert done.rc == 0, done.err
+        where = run_dir(tmp_path, "open_qa/squad_open", *args[1:-1], label=f"{model}-{reader}")
+        metrics = read(where)["metrics"]["validation"]
+        lines = (where / "predictions/validation.jsonl").read_text().splitlines()
+        assert len(lines) == 12
+        if reader in ("realm", "rag_token", "rag_sequence"):
+            assert metrics["index_refreshes"] == (1 if reader == "realm" else 0)
+            for k in (1, 5):
+                assert metrics[f"recall@{k}"] == pytest.approx(recall_from_predictions(where, k))
+    done = plmbench("leaderboard", str(tmp_path), "--board", "open_qa")
+    assert done.rc == 0, done.err
+    _, _, *lines = [line for line in done.out.splitlines() if line.startswith("|")]
+    labels = sorted(line.split("|")[1].strip() for line in lines)
+    assert labels == ["bart-tiny-closed_book (dense, Flat)", "bart-tiny-rag_sequence (dense, Flat)",
+                      "bart-tiny-rag_token (dense, Flat)", "bert-tiny-extractive (dense, Flat)",
+                      "bert-tiny-realm (dense, Flat)"]

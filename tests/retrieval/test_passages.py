@@ -53,8 +53,8 @@ def test_squad_dev_contexts_are_deduplicated(mirror):
 def test_a_corpus_missing_offline_is_one_line(mirror):
     wiki_dpr = {"name": "wiki_dpr", "dataset": "wiki_dpr",
                 "config": "psgs_w100.nq.no_index.no_embeddings", "split": "train",
-                "hub_id": "facebook/wiki_dpr", "text_field": "text", "title_field": "title",
-                "id_field": "id", "presplit": True}
+                "hub_id": "facebook/wiki_dpr", "text_field": "text",
+                "title_field": "title", "id_field": "id", "presplit": True}
     with pytest.raises(PlmbenchError) as err:
         build_corpus([wiki_dpr])
     assert "\n" not in str(err.value) and "plmbench data mirror wiki_dpr" in str(err.value)
