@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from datamodules import glue
+from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
@@ -54,12 +55,7 @@ class LitClassifier(PlmModule):
             first = torch.zeros_like(batch["input_ids"])
             first[:, 0] = 1
             extra["global_attention_mask"] = first
-        out = self.encoder(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            token_type_ids=batch.get("token_type_ids"),
-            **extra,
-        )
+        out = self.encoder(**encoder_inputs(batch), **extra)
         logits = self.head(out)
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from datamodules import squad
+from datamodules.collate import encoder_inputs
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.module import PlmModule
@@ -57,8 +58,7 @@ class LitExtractiveQA(PlmModule):
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         extra = {"global_attention_mask": batch["question_mask"]} if self.global_attention else {}
-        out = self.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                           token_type_ids=batch.get("token_type_ids"), **extra)
+        out = self.encoder(**encoder_inputs(batch), **extra)
         start, end = self.qa_outputs(out.last_hidden_state).unbind(-1)
         return start, end
 

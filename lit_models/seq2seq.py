@@ -19,7 +19,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 
 from datamodules import summarization
-from datamodules.collate import IGNORE_INDEX
+from datamodules.collate import at_positions, label_positions
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import write_jsonl
 from datamodules.tokenization import TextTokenizer
@@ -47,11 +47,11 @@ class LitSeq2Seq(PlmModule):
 
     def loss(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean token NLL of the labels, number of label tokens)."""
-        hidden = self.net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+        hidden = self.net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                           decoder_input_ids=batch["decoder_input_ids"]).last_hidden_state
-        selected = batch["labels"] != IGNORE_INDEX
-        logits = self.net.logits(hidden[selected])
-        return F.cross_entropy(logits, batch["labels"][selected]), selected.sum()
+        positions = label_positions(batch)
+        logits = self.net.logits(at_positions(hidden, positions))
+        return F.cross_entropy(logits, at_positions(batch["labels"], positions)), len(positions)
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         loss, _ = self.loss(batch)
@@ -65,7 +65,7 @@ class LitSeq2Seq(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss, tokens = self.loss(batch)
         self.eval_loss[dataloader_idx].update(loss, weight=tokens)
-        ids = generate(self.net, batch["input_ids"], batch["attention_mask"], self.generation)
+        ids = generate(self.net, batch["input_ids"], batch.get("attention_mask"), self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
         texts = [text.strip() for text in texts]
         indices = batch["index"].tolist()

@@ -19,7 +19,8 @@ class Throughput(L.Callback):
     """Times every training batch; logs running rates every ``read_every`` steps and keeps run
     totals for the record.
 
-    A batch's tokens are its non-pad tokens (``attention_mask.sum()``). If the LightningModule has
+    A batch's tokens are its non-pad tokens (``attention_mask.sum()``; every token of a batch
+    without padding, which has no mask). If the LightningModule has
     ``flops_per_batch(batch)``, achieved FLOP/s and MFU (= achieved / device peak) are reported too.
     """
 
@@ -56,7 +57,8 @@ class Throughput(L.Callback):
             self._events.append((self._start, end))
         else:
             self.seconds += time.perf_counter() - self._start
-        self._add("tokens", batch["attention_mask"].sum())
+        mask = batch.get("attention_mask")  # absent: a batch without padding (the collate's)
+        self._add("tokens", batch["input_ids"].numel() if mask is None else mask.sum())
         self.samples += len(batch["input_ids"])  # a shape: known on the host
         flops = pl_module.flops_per_batch(batch) if hasattr(pl_module, "flops_per_batch") else None
         if flops is not None:

@@ -49,9 +49,10 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
 
 def padding_mask(attention_mask: Tensor | None) -> Tensor | None:
     """``[B, T]`` 1 = token / 0 = pad -> boolean ``[B, 1, 1, T]`` (True = key may be attended),
-    broadcast over heads and query positions. A batch without padding needs no mask (``None``),
-    which lets SDPA take its flash kernel on GPU (full-length packed pretraining batches)."""
-    if attention_mask is None or bool(attention_mask.all()):
+    broadcast over heads and query positions. ``None`` means no padding: the collate leaves the
+    mask out of a batch without padding (``datamodules/collate.py``), so SDPA gets no mask and
+    takes its flash kernel on GPU, and no forward asks the device whether the mask is all ones."""
+    if attention_mask is None:
         return None
     return attention_mask[:, None, None, :].bool()
 

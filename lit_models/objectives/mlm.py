@@ -25,7 +25,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import (
+    IGNORE_INDEX,
+    add_label_positions,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+    pad_collate,
+)
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, mlm_training_flops
@@ -208,26 +215,29 @@ class MLMCollator:
         else:
             # mask each example on its unpadded ids, so its mask does not depend on the batch
             ids, labels = batch["input_ids"], torch.full_like(batch["input_ids"], IGNORE_INDEX)
-            lengths = batch["attention_mask"].sum(1).tolist()
+            lengths = [len(example["input_ids"]) for example in examples]
             for row, (seed, n) in enumerate(zip(seeds.tolist(), lengths, strict=True)):
                 generator = torch.Generator().manual_seed(seed)
                 one = slice(row, row + 1), slice(0, n)
                 ids[one], labels[one] = self._mask(ids[one], generator)
         batch["input_ids"], batch["labels"] = ids, labels
-        return batch
+        return add_label_positions(batch)
 
 
-def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module) -> Tensor:
+def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module,
+                   positions: Tensor | None = None) -> Tensor:
     """Mean cross-entropy of ``head``'s vocabulary logits at the masked positions only.
 
-    hidden: [B, T, H]; labels: [B, T] with IGNORE_INDEX at unmasked positions. The head sees
-    [N_masked, H], so no [B, T, V] logits tensor is ever built.
+    hidden: [B, T, H]; labels: [B, T] with IGNORE_INDEX at unmasked positions; ``positions``: the
+    flat indices of the masked tokens (the collate's ``label_positions``; None: found here, which
+    waits for the device). The head sees [N_masked, H], so no [B, T, V] logits tensor is built.
     """
-    selected = labels != IGNORE_INDEX
-    logits = head(hidden[selected])
+    if positions is None:
+        positions = label_positions({"labels": labels})
+    logits = head(at_positions(hidden, positions))
     if logits.shape[0] == 0:  # nothing masked: a zero that keeps the graph, not NaN
         return logits.sum()
-    return F.cross_entropy(logits, labels[selected])
+    return F.cross_entropy(logits, labels.flatten().index_select(0, positions))
 
 
 class MaskedLM(PretrainingObjective):
@@ -277,9 +287,9 @@ class MaskedLM(PretrainingObjective):
         return MLMCollator(tokenizer, self.masking, seed)
 
     def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        out = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                  token_type_ids=batch.get("token_type_ids"))
-        losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head)}
+        out = net(**encoder_inputs(batch))
+        losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head,
+                                             label_positions(batch))}
         if self.pair_task:
             task = self.pair_task
             losses[f"{task}_loss"] = next_sentence_loss(
@@ -294,8 +304,7 @@ class MaskedLM(PretrainingObjective):
     def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
         return {**means, "perplexity": perplexity(means["mlm_loss"])}
 
-    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor:
-        """A device tensor: counting the masked positions on the host would synchronise."""
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
+        """Counted from shapes, known on the host: the masked positions are the collate's."""
         batch_size, seq_len = batch["input_ids"].shape
-        predicted = (batch["labels"] != IGNORE_INDEX).sum().float()
-        return mlm_training_flops(shape, batch_size, seq_len, predicted)
+        return mlm_training_flops(shape, batch_size, seq_len, len(label_positions(batch)))

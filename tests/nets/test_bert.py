@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch.nn.utils import vector_to_parameters
 
+from datamodules.collate import pad_collate
 from lit_models.hf import load_hf_state_dict
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
@@ -242,10 +243,15 @@ def test_bad_configs_and_inputs_raise_one_line_errors():
 
 
 def test_a_batch_without_padding_needs_no_mask():
-    """No mask lets SDPA use its flash kernel; the outputs equal those under an all-ones mask."""
+    """The collate decides: a batch of equal lengths carries no mask (so SDPA may use its flash
+    kernel and no forward asks the device), one with padding does; outputs without a mask equal
+    those under an all-ones mask."""
     torch.manual_seed(0)
-    assert padding_mask(torch.ones(2, 7, dtype=torch.long)) is None
+    assert "attention_mask" not in pad_collate([{"input_ids": [5, 6, 7]}] * 2, pad_id=0)
+    padded = pad_collate([{"input_ids": [5, 6, 7]}, {"input_ids": [5]}], pad_id=0)
+    assert padded["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert padding_mask(None) is None
+    assert padding_mask(padded["attention_mask"]).shape == (2, 1, 1, 3)
     attention = MultiHeadSelfAttention(16, 4).eval()
     x = torch.randn(2, 7, 16)
     all_ones = torch.ones(2, 1, 1, 7, dtype=torch.bool)
