@@ -5,9 +5,14 @@ The training order is an ``EpochSampler`` (``datamodules/sampling.py``): the Dat
 in a checkpoint is where in which epoch training stood, so a resumed run continues the same
 order. Every loader draws its worker seeds from its own generator, never from torch's global
 RNG, which belongs to the model (dropout) and is restored from a checkpoint as it was.
+
+How the loaders load (worker processes, pinned memory, workers kept between epochs) is the
+hardware's business, not the task's: the run sets it from the trainer preset
+(``trainer.dataloader``, ``configure_loaders``) for every DataModule alike.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import lightning as L
 import torch
@@ -31,12 +36,22 @@ def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
     return config
 
 
+@dataclass
+class LoaderOptions:
+    """DataLoader settings that a trainer preset chooses (``trainer.dataloader``)."""
+
+    num_workers: int = 0  # collate (tokenized examples -> padded, masked batches) in N processes
+    pin_memory: bool = False  # page-locked batches: asynchronous host -> GPU copies
+    persistent_workers: bool = False  # keep the workers between epochs (needs num_workers > 0)
+
+
 class PlmDataModule(L.LightningDataModule):
-    def __init__(self, task: Mapping, collate_fn: Callable, num_workers: int, seed: int) -> None:
+    def __init__(self, task: Mapping, collate_fn: Callable, seed: int) -> None:
         super().__init__()
         self.task = task
         self.collate_fn = collate_fn
-        self.num_workers, self.seed = num_workers, seed
+        self.seed = seed
+        self.loader_options = LoaderOptions()
         eval_splits = task["splits"].get("eval") or []
         self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
         self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
@@ -60,13 +75,25 @@ class PlmDataModule(L.LightningDataModule):
         """What identifies each split's data (``datasets`` fingerprints), for the run record."""
         return {}
 
+    def configure_loaders(self, **options) -> None:
+        """Set the ``LoaderOptions`` of every loader (the trainer preset's ``dataloader``)."""
+        try:
+            self.loader_options = LoaderOptions(**options)
+        except TypeError:
+            raise PlmbenchError(
+                f"trainer.dataloader {sorted(options)}: use num_workers, pin_memory and "
+                "persistent_workers"
+            ) from None
+
     def _loader(self, data: Sequence, batch_size: int, **kwargs) -> DataLoader:
+        options = self.loader_options
         return DataLoader(
             data,
             batch_size=batch_size,
             collate_fn=self.collate_fn,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            num_workers=options.num_workers,
+            pin_memory=options.pin_memory,
+            persistent_workers=options.persistent_workers and options.num_workers > 0,
             generator=torch.Generator().manual_seed(self.seed),
             **kwargs,
         )

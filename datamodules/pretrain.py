@@ -149,10 +149,9 @@ class PretrainDataModule(PlmDataModule):
         collate_fn: Callable,
         copies: int = 1,
         seeded: bool = False,
-        num_workers: int = 0,
         seed: int = 0,
     ) -> None:
-        super().__init__(_task_config(task), collate_fn, num_workers, seed)
+        super().__init__(_task_config(task), collate_fn, seed)
         self.make_examples, self.copies, self.seeded = make_examples, copies, seeded
         # sentences are encoded without special tokens and cut when examples are built
         self.encoder = tokenizer.backend

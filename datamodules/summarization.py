@@ -51,9 +51,9 @@ class SummarizationDataModule(PlmDataModule):
     ``id``, ``source`` and ``reference`` of each eval split's rows, by ``index``."""
 
     def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer,
-                 decoder_start_token_id: int, num_workers: int = 0, seed: int = 0) -> None:
+                 decoder_start_token_id: int, seed: int = 0) -> None:
         collate = partial(pad_collate, pad_id=tokenizer.special.pad)
-        super().__init__(task_config(task, REQUIRED_KEYS), collate, num_workers, seed)
+        super().__init__(task_config(task, REQUIRED_KEYS), collate, seed)
         self.source_encoder = tokenizer.truncating(self.task["source_max_length"])
         self.target_encoder = tokenizer.truncating(self.task["target_max_length"])
         self.decoder_start_token_id = decoder_start_token_id

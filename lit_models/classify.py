@@ -107,7 +107,7 @@ class Classification(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = glue.GlueDataModule(task, tokenizer, num_workers=cfg["num_workers"], seed=cfg["seed"])
+        dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = cfg["init_from"] != "scratch" and load_classification_head(

@@ -121,8 +121,7 @@ class ExtractiveQA(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = squad.SquadDataModule(task, tokenizer, num_workers=cfg["num_workers"],
-                                   seed=cfg["seed"])
+        dm = squad.SquadDataModule(task, tokenizer, seed=cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(net, dm.eval_split_names, decoding,
                                  task["version_2_with_negative"], cfg["optim"])

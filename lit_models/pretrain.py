@@ -65,13 +65,13 @@ class LitPretrain(PlmModule):
 
 
 def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
-                           objective: PretrainingObjective, num_workers: int = 0, seed: int = 0
+                           objective: PretrainingObjective, seed: int = 0
                            ) -> pretrain.PretrainDataModule:
     """The corpus DataModule fed with ``objective``'s examples and collate."""
     return pretrain.PretrainDataModule(
         task, tokenizer, objective.make_examples(task["max_length"], tokenizer),
         objective.collator(tokenizer, seed), copies=objective.copies, seeded=objective.seeded,
-        num_workers=num_workers, seed=seed,
+        seed=seed,
     )
 
 
@@ -98,7 +98,7 @@ class Pretraining(TaskFamily):
                 "its YAML's _target_ and fields"
             ) from None
         objective.check(net, tokenizer)
-        dm = pretraining_datamodule(task, tokenizer, objective, cfg["num_workers"], cfg["seed"])
+        dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
         return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
 
     def export(self, module, tokenizer, run_dir, cfg) -> None:

@@ -115,7 +115,7 @@ class Seq2Seq(TaskFamily):
                 )
         generation = GenerationConfig(**task["generation"])
         dm = summarization.SummarizationDataModule(
-            task, tokenizer, net.config.decoder_start_token_id, cfg["num_workers"], cfg["seed"])
+            task, tokenizer, net.config.decoder_start_token_id, cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"])
         return module, dm

@@ -126,8 +126,7 @@ class Tagging(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = tagging.TaggingDataModule(task, tokenizer, num_workers=cfg["num_workers"],
-                                       seed=cfg["seed"])
+        dm = tagging.TaggingDataModule(task, tokenizer, seed=cfg["seed"])
         module = LitTagger(net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"])
         return module, dm
