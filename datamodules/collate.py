@@ -33,6 +33,8 @@ PAD_VALUES: dict[str, int | str] = {
     "token_type_ids": 0,
     "special_tokens_mask": 1,
     "labels": IGNORE_INDEX,
+    "sequence_ids": 0,  # packed rows (datamodules/packing.py): padding belongs to no example
+    "position_ids": 0,
 }
 
 
@@ -109,6 +111,14 @@ def token_mask(batch: Mapping[str, Tensor]) -> Tensor:
 
 def encoder_inputs(batch: Mapping[str, Tensor]) -> dict[str, Tensor | None]:
     """What an encoder reads from a batch: ``input_ids``, ``token_type_ids`` and
-    ``attention_mask``: the [B, T] padding mask, None for a batch without padding."""
-    return {"input_ids": batch["input_ids"], "attention_mask": batch.get("attention_mask"),
-            "token_type_ids": batch.get("token_type_ids")}
+    ``attention_mask``: the [B, T] padding mask, None for a batch without padding, or, for
+    packed rows (``sequence_ids``, ``datamodules/packing.py``), the block-diagonal [B, T, T] mask
+    (True where query and key belong to the same example; padding attends to padding, so no
+    softmax row is empty) with the examples' own ``position_ids``."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch.get("attention_mask"),
+              "token_type_ids": batch.get("token_type_ids")}
+    if "sequence_ids" in batch:
+        ids = batch["sequence_ids"]
+        inputs["attention_mask"] = ids[:, :, None] == ids[:, None, :]
+        inputs["position_ids"] = batch["position_ids"]
+    return inputs

@@ -49,11 +49,15 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
 
 def padding_mask(attention_mask: Tensor | None) -> Tensor | None:
     """``[B, T]`` 1 = token / 0 = pad -> boolean ``[B, 1, 1, T]`` (True = key may be attended),
-    broadcast over heads and query positions. ``None`` means no padding: the collate leaves the
-    mask out of a batch without padding (``datamodules/collate.py``), so SDPA gets no mask and
-    takes its flash kernel on GPU, and no forward asks the device whether the mask is all ones."""
+    broadcast over heads and query positions; a pairwise ``[B, T, T]`` mask (query i may attend
+    key j: the block-diagonal mask of packed rows, Krell et al. 2021 §4) -> ``[B, 1, T, T]``.
+    ``None`` means no padding: the collate leaves the mask out of a batch without padding
+    (``datamodules/collate.py``), so SDPA gets no mask and takes its flash kernel on GPU, and no
+    forward asks the device whether the mask is all ones."""
     if attention_mask is None:
         return None
+    if attention_mask.ndim == 3:
+        return attention_mask[:, None].bool()
     return attention_mask[:, None, None, :].bool()
 
 

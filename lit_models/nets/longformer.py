@@ -127,8 +127,13 @@ class LongformerModel(RobertaModel):
         token_type_ids: Tensor | None = None,
         global_attention_mask: Tensor | None = None,
         output_hidden_states: bool = False,
+        position_ids: Tensor | None = None,
     ) -> EncoderOutput:
-        """``global_attention_mask`` [B, T]: 1 on the tokens with global attention."""
+        """``global_attention_mask`` [B, T]: 1 on the tokens with global attention. Packed rows
+        (a [B, T, T] mask, ``position_ids``) are refused: the sliding windows cross examples."""
+        if position_ids is not None or (attention_mask is not None and attention_mask.ndim == 3):
+            raise ValueError("Longformer's sliding-window attention reads rows whole, not "
+                             "packed examples; pretrain it with task.packing.cross_documents=true")
         T = input_ids.shape[1]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)

@@ -31,9 +31,9 @@ from datamodules.collate import (
     at_positions,
     encoder_inputs,
     label_positions,
-    pad_collate,
 )
 from datamodules.errors import PlmbenchError
+from datamodules.packing import PackingConfig, collate_packed
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.base import PretrainingObjective, perplexity
@@ -202,7 +202,7 @@ class MLMCollator:
         )
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
-        batch = pad_collate(examples, self.pad_id)
+        batch = collate_packed(examples, self.pad_id, LABEL_KEYS.values())
         batch.setdefault("token_type_ids", torch.zeros_like(batch["input_ids"]))
         seeds = batch.pop("mask_seed", None)
         if seeds is None:
@@ -250,6 +250,7 @@ class MaskedLM(PretrainingObjective):
     """
 
     eval_metrics = ("mlm_loss",)
+    packable = True
 
     #: the sentence-pair task's name, as in the head (``net.<task>_head``) and loss it uses
     PAIR_TASKS = {"nsp": "next-sentence-prediction", "sop": "sentence-order-prediction"}
@@ -278,10 +279,11 @@ class MaskedLM(PretrainingObjective):
             raise PlmbenchError("pretraining inputs need the tokenizer's cls/bos and sep/eos "
                                 "tokens; name them in its tokenizer_config.json")
 
-    def make_examples(self, max_length: int, tokenizer: TextTokenizer):
+    def make_examples(self, max_length: int, tokenizer: TextTokenizer,
+                      packing: PackingConfig | None = None):
         special = tokenizer.special
         return partial(make_segment_pairs, max_tokens=max_length, nsp=self.nsp, sop=self.sop,
-                       cls_id=special.cls, sep_id=special.sep)
+                       cls_id=special.cls, sep_id=special.sep, packing=packing)
 
     def collator(self, tokenizer: TextTokenizer, seed: int) -> MLMCollator:
         return MLMCollator(tokenizer, self.masking, seed)
@@ -291,9 +293,12 @@ class MaskedLM(PretrainingObjective):
         losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head,
                                              label_positions(batch))}
         if self.pair_task:
-            task = self.pair_task
+            task, pooled = self.pair_task, out.pooler_output
+            if "sequence_starts" in batch:  # packed rows: every example's [CLS]
+                first = at_positions(out.last_hidden_state, batch["sequence_starts"])
+                pooled = getattr(net, net.prefix).pool(first)
             losses[f"{task}_loss"] = next_sentence_loss(
-                out.pooler_output, batch[LABEL_KEYS[task]], getattr(net, f"{task}_head"))
+                pooled, batch[LABEL_KEYS[task]], getattr(net, f"{task}_head"))
         return losses
 
     def evaluate(self, net: nn.Module, batch: Mapping[str, Tensor]

@@ -29,9 +29,9 @@ from datamodules.collate import (
     at_positions,
     encoder_inputs,
     label_positions,
-    pad_collate,
 )
 from datamodules.errors import PlmbenchError
+from datamodules.packing import collate_packed
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape
 from lit_models.objectives.mlm import MaskedLM, MaskingConfig, MLMCollator, masked_lm_loss
@@ -136,7 +136,7 @@ class SpanMaskingCollator(MLMCollator):
             self.word_start_ids = torch.ones(tokenizer.vocab_size, dtype=torch.bool)
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
-        batch = pad_collate(examples, self.pad_id)
+        batch = collate_packed(examples, self.pad_id)
         batch.setdefault("token_type_ids", torch.zeros_like(batch["input_ids"]))
         seeds = batch.pop("mask_seed", None)
         if seeds is None and self.cfg.static:
