@@ -1,5 +1,6 @@
 """Training throughput: tokens/s and samples/s over the training steps (validation and data
-loading excluded), and model FLOP utilisation where the device's peak is known.
+loading excluded), and model FLOP utilisation where the device's peak is known
+(``lit_models/peak_flops.py``: A100, H100, H200).
 
 No host-device synchronisation inside a training step: a batch's non-pad token count (and its
 model FLOPs, when the module counts them from device tensors) is added to a counter on the device,
@@ -12,7 +13,8 @@ import time
 
 import lightning as L
 import torch
-from lightning.fabric.utilities.throughput import get_available_flops
+
+from lit_models.peak_flops import device_peak_flops
 
 
 class Throughput(L.Callback):
@@ -38,7 +40,7 @@ class Throughput(L.Callback):
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         dtype = torch.bfloat16 if "bf16" in str(trainer.precision) else torch.float32
-        self.peak_flops = get_available_flops(trainer.strategy.root_device, dtype)
+        self.peak_flops = device_peak_flops(trainer.strategy.root_device, dtype)
 
     @staticmethod
     def _cuda(pl_module: L.LightningModule) -> bool:
