@@ -48,9 +48,11 @@ def replace_tokens(input_ids: Tensor, labels: Tensor, logits: Tensor,
     if positions is None:
         positions = label_positions({"labels": labels})
     originals = torch.where(labels != IGNORE_INDEX, labels, input_ids)
-    with torch.no_grad():
-        probabilities = logits.detach().float().softmax(-1)
-        samples = torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
+    with torch.no_grad():  # a draw from softmax(logits): argmax of log p - log E, E ~ Exp(1)
+        # (the exponential race, equivalent to Gumbel-max), as torch.multinomial would draw it
+        # but without its host-device synchronisation
+        race = torch.empty(logits.shape, device=logits.device).exponential_(generator=generator)
+        samples = (logits.detach().float() - race.log()).argmax(-1)
     corrupted = originals.flatten().index_copy(0, positions, samples).view_as(originals)
     return corrupted, corrupted != originals
 
