@@ -18,6 +18,7 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.blocks import (
     TransformerEncoder,
     TransformerLayer,
@@ -137,7 +138,8 @@ class BertModel(nn.Module):
         or [B, T, T] which keys each query may attend (packed rows, with their
         ``position_ids``)."""
         x = self.embeddings(input_ids, token_type_ids, position_ids)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
+                                        unpadding=Unpadding.of(attention_mask))
         pooled = None if self.pooler is None else self.pool(x[:, 0])
         return EncoderOutput(x, pooled, hidden_states)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import (
     BertConfig,
     BertEmbeddings,
@@ -92,7 +93,8 @@ class ElectraModel(BertModel):
         x = self.embeddings(input_ids, token_type_ids, position_ids)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
+                                        unpadding=Unpadding.of(attention_mask))
         return EncoderOutput(x, None, hidden_states)
 
 

@@ -85,10 +85,11 @@ class LongformerSelfAttention(nn.Module):
         self.out = nn.Linear(hidden_size, hidden_size)
 
     def forward(self, x: Tensor, pattern: AttentionPattern, bias=None, causal=False,
-                cache=None) -> Tensor:
+                cache=None, unpadding=None) -> Tensor:
         """``x`` [B, T, H] -> [B, T, H] (the signature of the layers' self-attention)."""
-        if bias is not None or causal or cache is not None:
-            raise ValueError("Longformer attention takes no bias, causal mask or cache")
+        if bias is not None or causal or cache is not None or unpadding is not None:
+            raise ValueError("Longformer attention takes no bias, causal mask, cache or "
+                             "unpadding")
         B, T, H = x.shape
         dropout = self.dropout if self.training else 0.0
         q, k, v = split_heads(self.qkv(x), 3, self.num_heads)

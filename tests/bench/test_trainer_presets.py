@@ -63,18 +63,18 @@ def clean_cli_state():
 def test_a_run_loads_with_the_presets_workers_and_compiles(mirror, monkeypatch, tmp_path,
                                                           clean_cli_state):
     """Any task's run: the trainer preset's loader settings reach its DataModule, and
-    trainer.compile compiles its encoders before training (aot_eager: no code generation)."""
+    trainer.compile (a backend's name here) asks the module to compile its encoders."""
     monkeypatch.setenv("PLMBENCH_CACHE", str(tmp_path / "cache"))
     seen: dict[str, object] = {}
-    configure, compile_encoders = PlmDataModule.configure_loaders, PlmModule.compile_encoders
+    configure = PlmDataModule.configure_loaders
 
     def spy_loaders(self, **options):
         seen["loaders"] = options
         configure(self, **options)
 
-    def spy_compile(self, backend="inductor"):
-        seen["compiled"] = (backend, compile_encoders(self, backend))
-        return seen["compiled"][1]
+    def spy_compile(self, backend="inductor"):  # compiled steps: tests/lit_models/test_compile.py
+        seen["compiled"] = backend
+        return []
 
     monkeypatch.setattr(PlmDataModule, "configure_loaders", spy_loaders)
     monkeypatch.setattr(PlmModule, "compile_encoders", spy_compile)
@@ -86,4 +86,4 @@ def test_a_run_loads_with_the_presets_workers_and_compiles(mirror, monkeypatch, 
     assert read(run_dir(tmp_path / "results", "glue/rte", *args))["status"] == "ok"
     assert seen["loaders"] == {"num_workers": 1, "pin_memory": False,
                                "persistent_workers": False}
-    assert seen["compiled"] == ("aot_eager", ["encoder"])
+    assert seen["compiled"] == "aot_eager"

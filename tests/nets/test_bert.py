@@ -9,6 +9,7 @@ from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
 from lit_models.hf import load_hf_state_dict
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
 from tests.conftest import require
@@ -257,3 +258,28 @@ def test_a_batch_without_padding_needs_no_mask():
     all_ones = torch.ones(2, 1, 1, 7, dtype=torch.bool)
     with torch.no_grad():
         assert max_diff(attention(x, None), attention(x, all_ones)) <= 1e-6
+
+
+def test_an_unpadded_encoder_equals_the_padded_one_at_every_real_token():
+    """A padded batch on the CPU runs its position-wise layers on the real tokens only: same
+    hidden states and parameter gradients as running every position, zeros at the padding."""
+    torch.manual_seed(0)
+    net = BertModel(BertConfig(**CONFIGS["gelu_new-3heads"])).eval()
+    lengths = torch.tensor([9, 4, 7])
+    mask = (torch.arange(9)[None] < lengths[:, None]).long()
+    x = torch.randn(3, 9, net.config.hidden_size)
+    unpadding = Unpadding.of(mask)
+    assert len(unpadding.positions) == 20 and Unpadding.of(None) is None
+    assert Unpadding.of(mask[:, :, None] * mask[:, None, :]) is None  # packed rows' masks
+    outputs, grads = [], []
+    for unpad in (None, unpadding):
+        out, _ = net.encoder(x, padding_mask(mask), unpadding=unpad)
+        out[mask.bool()].pow(2).sum().backward()
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in net.encoder.parameters()])
+        net.zero_grad()
+    real = mask.bool()
+    assert max_diff(outputs[0][real], outputs[1][real]) <= 1e-5
+    assert outputs[1][~real].abs().max() == 0
+    for padded, unpadded in zip(*grads, strict=True):
+        assert (padded - unpadded).abs().max().item() <= 1e-4 * max(1.0, padded.abs().max())
