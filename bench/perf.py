@@ -1,14 +1,22 @@
-"""``plmbench perf``: MLM pretraining-step throughput of our net against ``transformers``.
+"""``plmbench perf``: our nets against their ``transformers`` counterparts, step by step.
 
-Both implementations get the same config, weights, batch and masks, in one process: a full
-training step (forward, backward, AdamW update) is timed after warm-up, and the median of the
-repeats is reported as tokens/s, with the achieved model FLOP/s (lit_models/flops.py counts
-what each one computes: ours applies the vocabulary decoder at the masked positions only, the
-architecture's ``*ForMaskedLM`` at every position) and the memory the step keeps: bytes saved for
-backward (activations) and, on CUDA, the allocator's peak. Any registered architecture with a
-transformers counterpart: ``model=<preset>`` picks it.
+For a model preset (any registered architecture), each step of ``bench/perf_workloads.py``
+(pretraining, classification fine-tuning, inference) runs as our implementation and as
+transformers' class with ``sdpa`` and with ``eager`` attention, same config, weights and batch, in
+one process. Steps are timed interleaved (one step of each implementation in turn, so a
+shared or throttling machine slows all of them alike) after warm-up; the median is reported as
+non-pad tokens/s, with
 
-    plmbench perf model=bert-mini [--batch-size 32] [--seq-len 128] [--repeats 7] [--device cpu]
+- the FLOPs each implementation performs in a step (``torch.utils.flop_counter``: matmuls and
+  attention, forward and backward), as achieved FLOP/s and model FLOP utilisation (MFU) against
+  the device's peak (``lit_models/peak_flops.py``: a datasheet table for A100/H100/H200, on CPU
+  the measured peak of large float32 matmuls on the same threads);
+- memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
+  peak during a step above what it held before it.
+
+    plmbench perf model=bert-mini [--steps pretrain,finetune,inference] [--attention sdpa,eager]
+        [--batch-size 32] [--seq-len 128] [--precision 32-true|bf16-mixed] [--threads N]
+        [--repeats 7] [--warmup 3] [--device cuda] [--json FILE]
 
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
 next to full attention (``bench/perf_length.py``: Longformer's linear cost); ``--generate`` the
@@ -17,19 +25,36 @@ against transformers' ``generate`` (``bench/perf_generation.py``).
 """
 
 import argparse
-import re
+import contextlib
+import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from pathlib import Path
 
 import torch
-import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, Workload, special_ids
 from datamodules.errors import PlmbenchError
-from lit_models.archs import Arch, get_arch
-from lit_models.flops import EncoderShape, mlm_training_flops
-from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
+from lit_models.archs import get_arch
+from lit_models.peak_flops import cpu_matmul_peak, device_peak_flops
+
+aten = torch.ops.aten
+
+
+def _cpu_flash(query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(query, key, value)
+
+
+def _cpu_flash_backward(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_backward_flop_count(grad_out, query, key, value)
+
+
+#: SDPA's CPU kernel, which torch's FLOP counter has no formula for (its CUDA kernels have)
+CPU_ATTENTION_FLOPS = {aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash,
+                       aten._scaled_dot_product_flash_attention_for_cpu_backward:
+                           _cpu_flash_backward}
 
 
 def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
@@ -45,100 +70,88 @@ def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
     return sum(seen.values())
 
 
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def time_steps(step: Callable[[], None], device: torch.device, warmup: int, repeats: int) -> float:
     """Median seconds of one call of ``step`` after ``warmup`` calls."""
-    times = []
+    return time_interleaved({"step": step}, device, warmup, repeats)["step"]
+
+
+def time_interleaved(steps: dict[str, Callable[[], None]], device: torch.device, warmup: int,
+                     repeats: int) -> dict[str, float]:
+    """Median seconds of one call of each step, the steps called in turn, ``warmup`` rounds
+    first."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
     for i in range(warmup + repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, step in steps.items():
+            _synchronize(device)
+            start = time.perf_counter()
+            step()
+            _synchronize(device)
+            if i >= warmup:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def special_ids(arch: Arch) -> dict[str, int]:
-    """Role -> id of a scratch vocabulary of ``arch`` (its special tokens come first)."""
-    return {role: i for i, (role, _) in enumerate(arch.tokenizer.tokens)}
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """bf16 autocast (fp32 weights, Lightning's bf16-mixed) or nothing (32-true)."""
+    if precision == "bf16-mixed":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
-def ours_and_reference(model_cfg, device: torch.device):
-    """Our pretraining net and transformers' masked-LM model of the same architecture, with
-    identical weights."""
-    import transformers
+def runner(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: bool,
+           device: torch.device, precision: str) -> Callable[[], None]:
+    """One timed unit: a training step (forward, backward, fused AdamW update, as
+    configure_adamw) or an inference forward without gradients."""
+    if not train:
+        net.eval()
 
-    from lit_models.build import net_config
-    from lit_models.hf import hf_state_dict
+        def forward() -> None:
+            with torch.inference_mode(), autocast(device, precision):
+                run()
 
-    arch = get_arch(model_cfg["arch"])
-    config = net_config(arch, model_cfg, model_cfg["vocab_size"], special_ids(arch)["pad"])
-    ours = arch.pretraining(config).to(device)
-    layout = arch.hf
-    hf_config = transformers.AutoConfig.for_model(
-        layout.model_type,
-        **{k: v for k, v in asdict(config).items() if k not in layout.config_only_ours},
-        attn_implementation="sdpa",
-    )
-    reference = getattr(transformers, layout.classes["mlm"])(hf_config).to(device)
-    missing, unexpected = reference.load_state_dict(hf_state_dict(ours), strict=False)
-    # tied copies are no weights of their own, and the masked-LM model has no pooler nor other
-    # pretraining heads (a misnamed masked-LM weight would show up missing); any other weight
-    # left out would void the comparison
-    skipped = re.compile(layout.skipped)
-    missing = [k for k in missing if not skipped.search(k)]
-    unexpected = [k for k in unexpected if not (
-        k.removeprefix(layout.prefix).startswith("pooler.") or k.startswith(layout.head_prefixes))]
-    if missing or unexpected:
-        raise RuntimeError(f"weights not carried over: missing {missing}, unexpected {unexpected}")
-    return arch, config, ours, reference
-
-
-def perf_batch(arch: Arch, config, batch_size: int, seq_len: int, device: torch.device) -> dict:
-    """A full-length batch (cls, random tokens, sep) masked as MLM pretraining masks it."""
-    roles = special_ids(arch)
-    ids = torch.randint(len(roles), config.vocab_size, (batch_size, seq_len))
-    ids[:, 0], ids[:, -1] = roles["cls"], roles["sep"]
-    special = torch.zeros(config.vocab_size, dtype=torch.bool)
-    special[: len(roles)] = True
-    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size,
-                                    mask_id=roles["mask"])
-    return {
-        "input_ids": corrupted.to(device),
-        "attention_mask": torch.ones_like(corrupted).to(device),
-        "labels": labels.to(device),
-    }
-
-
-def loss_functions(ours, reference, batch: dict) -> dict[str, Callable[[], torch.Tensor]]:
-    """The MLM loss of each implementation on ``batch``: ours over the masked positions only,
-    transformers' over logits at every position (as its *ForMaskedLM computes them)."""
-    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-    labels = batch["labels"]
-
-    def our_loss() -> torch.Tensor:
-        return masked_lm_loss(ours(**inputs).last_hidden_state, labels, ours.mlm_head)
-
-    def reference_loss() -> torch.Tensor:
-        logits = reference(**inputs).logits
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
-
-    return {"plmbench": our_loss, "transformers": reference_loss}
-
-
-def training_step(net: torch.nn.Module, loss_fn: Callable[[], torch.Tensor]) -> Callable[[], None]:
-    """One AdamW training step of ``net`` on ``loss_fn`` (the unit ``plmbench perf`` times)."""
+        return forward
     net.train()
-    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)  # as configure_adamw
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        loss_fn().backward()
+        with autocast(device, precision):
+            loss = run()
+        loss.backward()
         optimizer.step()
 
     return step
+
+
+def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: bool,
+               device: torch.device, precision: str) -> int:
+    """FLOPs one step performs (matmuls and attention; forward and, training, backward)."""
+    counter = FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION_FLOPS)
+    with counter, autocast(device, precision):
+        if train:
+            run().backward()
+        else:
+            with torch.no_grad():
+                run()
+    net.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def step_memory(step: Callable[[], None], device: torch.device) -> float | None:
+    """MiB the CUDA allocator's peak rose above what it held before one step."""
+    if device.type != "cuda":
+        return None
+    _synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    step()
+    _synchronize(device)
+    return (torch.cuda.max_memory_allocated(device) - before) / 2**20
 
 
 def model_config(overrides: list[str]):
@@ -151,81 +164,121 @@ def model_config(overrides: list[str]):
         return compose("config", overrides=overrides).model
 
 
-def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
-    model_cfg = model_config(overrides)
-    if model_cfg.init_from != "scratch":
-        raise PlmbenchError(
-            f"perf needs a scratch preset (model=bert-mini ...), not {model_cfg.name}"
-        )
-    device = torch.device(args.device)
-    torch.manual_seed(0)
-    arch, config, ours, reference = ours_and_reference(model_cfg, device)
-    shape = EncoderShape.of(config)
-    batch = perf_batch(arch, config, args.batch_size, args.seq_len, device)
-    losses = loss_functions(ours, reference, batch)
-    predicted = int((batch["labels"] != -100).sum())
-    every_position = args.batch_size * args.seq_len
+def arch_and_config(model_cfg):
+    """The preset's architecture and net config: its own sizes for a scratch preset, its
+    checkpoint's (config.json only: timing needs no trained weights) for ``hf:``/``ckpt:``."""
+    from lit_models.build import checkpoint_dir, net_config
+    from lit_models.hf import read_config
 
-    results = {}
-    for name, net, flops_positions in (
-        ("plmbench", ours, predicted),
-        ("transformers", reference, every_position),
-    ):
-        step = training_step(net, losses[name])
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        seconds = time_steps(step, device, args.warmup, args.repeats)
-        flops = mlm_training_flops(shape, args.batch_size, args.seq_len, flops_positions)
-        results[name] = {
-            "tokens_per_s": every_position / seconds,
-            "step_ms": 1e3 * seconds,
-            "tflops_per_s": flops / seconds / 1e12,
-            "activation_mib": saved_activation_bytes(losses[name]) / 2**20,
-            "peak_mib": torch.cuda.max_memory_allocated(device) / 2**20
-            if device.type == "cuda"
-            else None,
-        }
-    results["speedup"] = (
-        results["plmbench"]["tokens_per_s"] / results["transformers"]["tokens_per_s"]
-    )
-    results["flop_ratio"] = mlm_training_flops(
-        shape, args.batch_size, args.seq_len, every_position
-    ) / mlm_training_flops(shape, args.batch_size, args.seq_len, predicted)
-    return results
+    if model_cfg.init_from == "scratch":
+        arch = get_arch(model_cfg.arch)
+        return arch, net_config(arch, model_cfg, model_cfg.vocab_size, special_ids(arch)["pad"])
+    return read_config(checkpoint_dir(model_cfg.init_from), get_arch(model_cfg.arch))
 
 
-def render(results: dict, args: argparse.Namespace, model: str) -> str:
-    threads = torch.get_num_threads()
-    lines = [
-        f"### {model}, batch {args.batch_size} x {args.seq_len} tokens, {args.device} "
-        f"({threads} threads), median of {args.repeats} steps after {args.warmup} warm-up",
-        "",
-        "| implementation | tokens/s | step (ms) | model TFLOP/s | activations (MiB) "
-        "| peak (MiB) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for name in ("plmbench", "transformers"):
+def measure_workload(workload: Workload, device: torch.device, args) -> dict:
+    """Time, FLOPs and memory of every implementation of ``workload``."""
+    steps, results = {}, {}
+    attention = set(args.attention)
+    implementations = {name: impl for name, impl in workload.implementations.items()
+                       if name == "plmbench" or name.split()[-1] in attention}
+    for name, impl in implementations.items():
+        flops = step_flops(impl.net, impl.run, workload.train, device, args.precision)
+        activations = saved_activation_bytes(impl.run) if workload.train else None
+        steps[name] = runner(impl.net, impl.run, workload.train, device, args.precision)
+        results[name] = {"flops": flops, "activation_mib": activations and activations / 2**20}
+    seconds = time_interleaved(steps, device, args.warmup, args.repeats)
+    for name, step in steps.items():
         r = results[name]
-        peak = f"{r['peak_mib']:.0f}" if r["peak_mib"] is not None else "–"
-        lines.append(
-            f"| {name} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.0f} | "
-            f"{r['tflops_per_s']:.3f} | {r['activation_mib']:.0f} | {peak} |"
-        )
-    lines += [
-        "",
-        f"speed-up {results['speedup']:.2f}x (the FLOP count alone allows "
-        f"{results['flop_ratio']:.2f}x)",
-    ]
+        r.update(step_ms=1e3 * seconds[name], tokens_per_s=workload.tokens / seconds[name],
+                 tflops_per_s=r["flops"] / seconds[name] / 1e12,
+                 step_peak_mib=step_memory(step, device))
+        r["mfu"] = r["tflops_per_s"] * 1e12 / args.peak_flops if args.peak_flops else None
+    ours = results["plmbench"]
+    for r in results.values():
+        r["speedup"] = ours["tokens_per_s"] / r["tokens_per_s"]
+        r["flop_ratio"] = r["flops"] / ours["flops"]
+    return {"step": workload.step, "shape": workload.shape, "tokens": workload.tokens,
+            "results": results, "unavailable": {k: v for k, v in workload.unavailable.items()
+                                                if k.split()[-1] in attention}}
+
+
+def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
+    """The report: every requested step of the preset's architecture, each implementation."""
+    device = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.peak_flops = (cpu_matmul_peak(torch.get_num_threads()) if device.type == "cpu" else
+                       device_peak_flops(device, torch.bfloat16 if args.precision == "bf16-mixed"
+                                         else torch.float32))
+    model_cfg = model_config(overrides)
+    arch, config = arch_and_config(model_cfg)
+    unknown = set(args.steps) - set(STEPS)
+    if unknown:
+        raise PlmbenchError(f"--steps {sorted(unknown)}: use some of {list(STEPS)}")
+    workloads, skipped = [], []
+    for step in args.steps:
+        torch.manual_seed(0)
+        workload = WORKLOADS[step](arch, config, args.batch_size, args.seq_len, device)
+        if workload is None:
+            skipped.append(step)
+            continue
+        workloads.append(measure_workload(workload, device, args))
+    return {"model": model_cfg.name, "arch": arch.name, "device": _device_name(device),
+            "threads": torch.get_num_threads(), "precision": args.precision,
+            "peak_tflops": args.peak_flops and args.peak_flops / 1e12,
+            "repeats": args.repeats, "warmup": args.warmup, "workloads": workloads,
+            "skipped": skipped}
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def _cell(value, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def render(report: dict) -> str:
+    peak = report["peak_tflops"]
+    source = "measured float32 matmul peak" if report["device"] == "cpu" else "datasheet peak"
+    lines = [f"## {report['model']} ({report['arch']}), {report['device']} "
+             f"({report['threads']} threads), {report['precision']}; MFU against "
+             f"{_cell(peak, '.3f')} TFLOP/s ({source}); median of {report['repeats']} "
+             f"interleaved steps after {report['warmup']} warm-up"]
+    for w in report["workloads"]:
+        lines += ["", f"### {w['step']}: batch {w['shape']} ({w['tokens']:,} tokens)", "",
+                  "| implementation | tokens/s | step (ms) | TFLOP/s | MFU | activations (MiB) "
+                  "| step memory (MiB) | plmbench speed-up | its FLOPs / ours |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, r in w["results"].items():
+            lines.append(
+                f"| {name} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} | "
+                f"{r['tflops_per_s']:.3f} | {_cell(r['mfu'], '.1%')} | "
+                f"{_cell(r['activation_mib'], '.0f')} | {_cell(r['step_peak_mib'], '.0f')} | "
+                f"{r['speedup']:.2f}x | {r['flop_ratio']:.2f} |")
+        lines += [f"\n{name}: not measured ({why})" for name, why in w["unavailable"].items()]
+    if report["skipped"]:
+        lines.append(f"\nno {', '.join(report['skipped'])} step for {report['arch']} "
+                     "(no classification head or transformers class)")
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated: "
+                        f"{', '.join(STEPS)}")
+    parser.add_argument("--attention", default=",".join(ATTENTION),
+                        help="transformers' attention implementations to compare with")
     parser.add_argument("--batch-size", type=int, default=None, help="32 (--lengths: 1)")
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--precision", choices=("32-true", "bf16-mixed"), default=None,
+                        help="bf16-mixed on CUDA (the gpu trainer preset), else 32-true")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument("--json", type=Path, help="also write the report as JSON")
     parser.add_argument("--lengths", help="e.g. 512,1024,2048,4096: encoder forward+backward "
                         "memory and time against full attention (bench/perf_length.py)")
     parser.add_argument("--against", default="roberta",
@@ -248,7 +301,11 @@ def main(argv: list[str]) -> int:
         print(length_main(args, model_config(overrides)))
         return 0
     args.batch_size = args.batch_size or 32
-    results = measure(args, overrides)
-    model = next((o.split("=", 1)[1] for o in overrides if o.startswith("model=")), "bert-tiny")
-    print(render(results, args, model))
+    args.steps, args.attention = args.steps.split(","), args.attention.split(",")
+    args.precision = args.precision or ("bf16-mixed" if args.device.startswith("cuda")
+                                        else "32-true")
+    report = measure(args, overrides)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(render(report))
     return 0

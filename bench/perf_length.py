@@ -18,7 +18,8 @@ import argparse
 
 import torch
 
-from bench.perf import saved_activation_bytes, special_ids, time_steps
+from bench.perf import saved_activation_bytes, time_steps
+from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
 from lit_models.build import net_config

@@ -33,7 +33,7 @@ RECORD_NAME = "record.json"
 VOLATILE_KEYS = frozenset({
     "seed", "results_dir", "run_name", "label", "logger", "hydra", "skip_completed",
     "only_failed", "resume", "checkpoint",  # resuming ends where an uninterrupted run ends
-    "num_workers", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
+    "trainer.dataloader", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
     "task.columns",  # how the leaderboard shows the task, not what the run computes
 })
 #: overrides a run's directory names already (task, label, seed), or that pick a named bundle:

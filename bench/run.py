@@ -103,11 +103,18 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
     module.run_dir = run_dir  # where an evaluation writes its predictions
+    trainer_args = OmegaConf.to_container(cfg.trainer)
+    dm.configure_loaders(**trainer_args.pop("dataloader", {}))
+    compile_backend = trainer_args.pop("compile", False)
+    if compile_backend:  # true: inductor; or a torch.compile backend's name
+        compiled = module.compile_encoders("inductor" if compile_backend is True
+                                           else compile_backend)
+        log.info("torch.compile (%s): %s", compile_backend, ", ".join(compiled))
     dm.setup("fit")  # bad data fails here, in one line, before the Trainer starts
     throughput = Throughput()
     checkpoints = checkpoint_dir(run_dir, config_hash)
     trainer = L.Trainer(
-        **OmegaConf.to_container(cfg.trainer),
+        **trainer_args,
         default_root_dir=run_dir,
         logger=make_logger(cfg.logger, run_dir),
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),

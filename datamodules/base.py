@@ -1,21 +1,29 @@
 """What every task DataModule shares: a training set and one eval set per eval split, batched by
 the family's collate function. Subclasses fill ``train_data`` and ``eval_data`` in ``setup``.
 
-The training order is an ``EpochSampler`` (``datamodules/sampling.py``): the DataModule's state
-in a checkpoint is where in which epoch training stood, so a resumed run continues the same
-order. Every loader draws its worker seeds from its own generator, never from torch's global
-RNG, which belongs to the model (dropout) and is restored from a checkpoint as it was.
+The training order is an ``EpochSampler`` (``datamodules/sampling.py``), or with the task's
+``group_by_length`` a ``LengthGroupedSampler`` (batches of similar lengths: little padding): the
+DataModule's state in a checkpoint is where in which epoch training stood, so a resumed run
+continues the same order. Every loader draws its worker seeds from its own generator, never
+from torch's global RNG, which belongs to the model (dropout) and is restored from a checkpoint
+as it was.
+
+How the loaders load (worker processes, pinned memory, workers kept between epochs) is the
+hardware's business, not the task's: the run sets it from the trainer preset
+(``trainer.dataloader``, ``configure_loaders``) for every DataModule alike.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import lightning as L
+import pyarrow.compute as pc
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
 from datamodules.errors import PlmbenchError
-from datamodules.sampling import EpochSampler
+from datamodules.sampling import EpochSampler, LengthGroupedSampler
 
 
 def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
@@ -31,12 +39,30 @@ def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
     return config
 
 
+@dataclass
+class LoaderOptions:
+    """DataLoader settings that a trainer preset chooses (``trainer.dataloader``)."""
+
+    num_workers: int = 0  # collate (tokenized examples -> padded, masked batches) in N processes
+    pin_memory: bool = False  # page-locked batches: asynchronous host -> GPU copies
+    persistent_workers: bool = False  # keep the workers between epochs (needs num_workers > 0)
+
+
+def example_lengths(data: Sequence) -> list[int]:
+    """Tokens per example (``input_ids``): from a ``datasets.Dataset``'s Arrow column without
+    reading the tokens into Python, or from a list of example dicts."""
+    if hasattr(data, "with_format"):
+        return pc.list_value_length(data.with_format("arrow")["input_ids"]).to_pylist()
+    return [len(example["input_ids"]) for example in data]
+
+
 class PlmDataModule(L.LightningDataModule):
-    def __init__(self, task: Mapping, collate_fn: Callable, num_workers: int, seed: int) -> None:
+    def __init__(self, task: Mapping, collate_fn: Callable, seed: int) -> None:
         super().__init__()
         self.task = task
         self.collate_fn = collate_fn
-        self.num_workers, self.seed = num_workers, seed
+        self.seed = seed
+        self.loader_options = LoaderOptions()
         eval_splits = task["splits"].get("eval") or []
         self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
         self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
@@ -60,13 +86,25 @@ class PlmDataModule(L.LightningDataModule):
         """What identifies each split's data (``datasets`` fingerprints), for the run record."""
         return {}
 
+    def configure_loaders(self, **options) -> None:
+        """Set the ``LoaderOptions`` of every loader (the trainer preset's ``dataloader``)."""
+        try:
+            self.loader_options = LoaderOptions(**options)
+        except TypeError:
+            raise PlmbenchError(
+                f"trainer.dataloader {sorted(options)}: use num_workers, pin_memory and "
+                "persistent_workers"
+            ) from None
+
     def _loader(self, data: Sequence, batch_size: int, **kwargs) -> DataLoader:
+        options = self.loader_options
         return DataLoader(
             data,
             batch_size=batch_size,
             collate_fn=self.collate_fn,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            num_workers=options.num_workers,
+            pin_memory=options.pin_memory,
+            persistent_workers=options.persistent_workers and options.num_workers > 0,
             generator=torch.Generator().manual_seed(self.seed),
             **kwargs,
         )
@@ -80,11 +118,21 @@ class PlmDataModule(L.LightningDataModule):
                 f"{self.task['splits']['train']}, max_train_samples="
                 f"{self.task.get('max_train_samples')}); raise task.max_train_samples"
             )
-        sampler = EpochSampler(len(data), self.seed)
+        sampler = self._sampler(data)
         if self._resume is not None:
             seen = self._resume["batches"] * self.task["batch_size"]
             sampler.resume_at(self._resume["epoch"], seen)
         return self._loader(data, self.task["batch_size"], sampler=sampler)
+
+    def _sampler(self, data: Sequence) -> EpochSampler:
+        """Shuffled, or grouped by length with the task's ``group_by_length`` (then split over
+        the ranks of a distributed run here, so each rank's batches stay grouped)."""
+        if not self.task.get("group_by_length"):
+            return EpochSampler(len(data), self.seed)
+        trainer = self.trainer
+        ranks = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+        return LengthGroupedSampler(example_lengths(data), self.task["batch_size"], self.seed,
+                                    num_replicas=ranks[0], rank=ranks[1])
 
     def state_dict(self) -> dict:
         """Saved in every checkpoint: the epoch and the batches of it trained so far."""

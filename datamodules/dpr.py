@@ -20,8 +20,8 @@ class BiEncoderDataModule(PlmDataModule):
 
     def __init__(self, task: Mapping, collate: Callable, triples: Callable[..., datasets.Dataset],
                  eval_rows: Callable[..., tuple[datasets.Dataset, datasets.Dataset]],
-                 num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(task_config(task, REQUIRED_KEYS), collate, num_workers, seed)
+                 seed: int = 0) -> None:
+        super().__init__(task_config(task, REQUIRED_KEYS), collate, seed)
         self.triples, self.eval_rows = triples, eval_rows
         self.eval_corpus: list[datasets.Dataset] = []
 

@@ -77,11 +77,10 @@ class GlueDataModule(PlmDataModule):
         self,
         task: Mapping | DictConfig,
         tokenizer: TextTokenizer,
-        num_workers: int = 0,
         seed: int = 0,
     ) -> None:
         collate = partial(pad_collate, pad_id=tokenizer.special.pad)
-        super().__init__(_task_dict(task), collate, num_workers, seed)
+        super().__init__(_task_dict(task), collate, seed)
         self.tokenizer = tokenizer
         # pairs lose tokens from the longer side first (BERT's _truncate_seq_pair)
         self.encoder = tokenizer.truncating(self.task["max_length"])

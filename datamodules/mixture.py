@@ -65,9 +65,9 @@ class MixtureDataModule(PlmDataModule):
     examples mixed at ``rates``, eval splits "<member>:<split>" with their ``texts``."""
 
     def __init__(self, task: Mapping, members: Mapping[str, PlmDataModule],
-                 mixing: Mapping, num_workers: int = 0, seed: int = 0) -> None:
+                 mixing: Mapping, seed: int = 0) -> None:
         first = next(iter(members.values()))
-        super().__init__(task, first.collate_fn, num_workers, seed)
+        super().__init__(task, first.collate_fn, seed)
         self.members, self.mixing = dict(members), dict(mixing)
         self.splits = [name.split(":", 1) for name in self.eval_split_names]
         for member, split in ((s[0], s[-1]) for s in self.splits):

@@ -60,8 +60,8 @@ class OpenQADataModule(SquadDataModule):
     windows of their top ``read_top_k`` passages."""
 
     def __init__(self, task: Mapping, tokenizer: TextTokenizer, corpus: datasets.Dataset,
-                 retrieve: Retrieve, num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(task, tokenizer, num_workers, seed)
+                 retrieve: Retrieve, seed: int = 0) -> None:
+        super().__init__(task, tokenizer, seed)
         self.corpus, self.retrieve = corpus, retrieve
         self.questions: list[datasets.Dataset] = []
         self.retrieved: list[tuple[np.ndarray, np.ndarray, float]] = []
@@ -127,9 +127,9 @@ class ClosedBookDataModule(SummarizationDataModule):
     ``answer_sets``, which EM is taken against)."""
 
     def __init__(self, task: Mapping, tokenizer: TextTokenizer, decoder_start_token_id: int,
-                 num_workers: int = 0, seed: int = 0) -> None:
+                 seed: int = 0) -> None:
         task = {**task, "source_field": "question", "target_field": "answer", "id_field": "id"}
-        super().__init__(task, tokenizer, decoder_start_token_id, num_workers, seed)
+        super().__init__(task, tokenizer, decoder_start_token_id, seed)
         self.answer_sets: dict[str, list[list[str]]] = {}
 
     def _raw(self, split: str, cap: int | None) -> datasets.Dataset:

@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from datamodules.base import PlmDataModule, task_config
 from datamodules.errors import PlmbenchError
+from datamodules.packing import pack_examples
 from datamodules.sources import load_split
 from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
@@ -138,7 +139,8 @@ class PretrainDataModule(PlmDataModule):
     objective's ``collate_fn`` in. Training data is ``copies`` passes of ``make_examples`` (static
     masking duplicates the data, RoBERTa §4.1); with ``seeded`` every training example carries a
     ``mask_seed`` so its corruption is fixed across epochs. Eval examples always carry one, so eval
-    losses compare across epochs and runs.
+    losses compare across epochs and runs. With ``pack`` the examples are packed into rows of
+    ``max_length`` tokens (``datamodules/packing.py``) before any of that.
     """
 
     def __init__(
@@ -149,11 +151,12 @@ class PretrainDataModule(PlmDataModule):
         collate_fn: Callable,
         copies: int = 1,
         seeded: bool = False,
-        num_workers: int = 0,
+        pack: bool = False,
         seed: int = 0,
     ) -> None:
-        super().__init__(_task_config(task), collate_fn, num_workers, seed)
+        super().__init__(_task_config(task), collate_fn, seed)
         self.make_examples, self.copies, self.seeded = make_examples, copies, seeded
+        self.pack = pack
         # sentences are encoded without special tokens and cut when examples are built
         self.encoder = tokenizer.backend
         # a corpus with one split holds out its last `eval_documents` documents (split "heldout")
@@ -182,14 +185,18 @@ class PretrainDataModule(PlmDataModule):
                         "task.max_train_samples or lower task.eval_documents"
                     )
                 documents, held_out = documents[: -self.held_out], documents[-self.held_out :]
-            examples = [example for _ in range(self.copies)
-                        for example in self.make_examples(documents, rng=rng)]
+            examples = self._rows([example for _ in range(self.copies)
+                                   for example in self.make_examples(documents, rng=rng)])
             self.train_data = self._with_mask_seeds(examples, rng) if self.seeded else examples
         for split in self.eval_split_names:
             rng = random.Random(f"{self.seed}:{split}")
             split_documents = held_out if split == HELD_OUT else self.documents(split)
             self.eval_data.append(self._with_mask_seeds(
-                self.make_examples(split_documents, rng=rng), rng))
+                self._rows(self.make_examples(split_documents, rng=rng)), rng))
+
+    def _rows(self, examples: list[dict]) -> list[dict]:
+        """The examples as rows: packed into rows of ``max_length`` tokens with ``pack``."""
+        return pack_examples(examples, self.task["max_length"]) if self.pack else examples
 
     @property
     def fingerprints(self) -> dict[str, str]:

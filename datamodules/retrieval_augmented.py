@@ -30,8 +30,8 @@ class QuestionsDataModule(PlmDataModule):
     them as ``datasets.Dataset``s for the predictions file)."""
 
     def __init__(self, task: Mapping, tokenize: Callable[[Sequence[str]], dict],
-                 num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(task, partial(collate_items, tokenize=tokenize), num_workers, seed)
+                 seed: int = 0) -> None:
+        super().__init__(task, partial(collate_items, tokenize=tokenize), seed)
         self.questions = []
 
     def setup(self, stage: str | None = None) -> None:

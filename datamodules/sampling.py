@@ -1,15 +1,22 @@
-"""A training order that a resumed run reproduces exactly.
+"""A training order that a resumed run reproduces exactly, optionally grouped by length.
 
 Each epoch's order is a permutation drawn from a generator seeded by (run seed, epoch), so it
 depends on nothing that ran before; a run resumed mid-epoch skips the examples its checkpoint
 already trained on (``resume_at``) and sees the rest in the same order as an uninterrupted run.
 Lightning calls ``set_epoch`` at the start of every epoch.
+
+Length grouping (``LengthGroupedSampler``): dynamic padding pads a batch to its longest example,
+so batches of similar lengths waste little. As in transformers' ``group_by_length``, the epoch's
+permutation is cut into mega-batches of ``mega_batches`` batches, each sorted by length, and the
+batches are then shuffled, so a batch holds similar lengths while the order of batches, and which
+examples meet, stay random per (seed, epoch).
 """
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
 
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import DistributedSampler, Sampler
 
 
 class EpochSampler(Sampler[int]):
@@ -41,3 +48,46 @@ class EpochSampler(Sampler[int]):
     def __len__(self) -> int:
         # the full epoch even when resuming: Lightning counts the skipped batches as done
         return self.size
+
+
+class LengthGroupedSampler(EpochSampler, DistributedSampler):
+    """Indices in batches of similar lengths: the epoch's permutation cut into mega-batches of
+    ``mega_batches`` x ``batch_size`` examples, each sorted by length (longest first), the
+    batches shuffled (the one short batch stays last, so every batch the DataLoader cuts is one
+    of these). Every example once per epoch; reproducible per (seed, epoch); resumable.
+
+    Under DDP each of ``num_replicas`` ranks takes every ``num_replicas``-th batch (the batches
+    repeated from the first where they do not divide evenly, as ``DistributedSampler`` pads), so
+    its batches stay grouped. It is a ``DistributedSampler`` so Lightning uses it as it is:
+    Lightning would wrap any other sampler in one that reshuffles its indices across ranks.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, mega_batches: int = 50,
+                 num_replicas: int = 1, rank: int = 0) -> None:
+        super().__init__(len(lengths), seed)
+        self.lengths = torch.as_tensor(lengths)
+        self.batch_size, self.mega_batches = batch_size, mega_batches
+        self.num_replicas, self.rank = num_replicas, rank
+
+    def batches(self, epoch: int) -> list[torch.Tensor]:
+        """This rank's batches of ``epoch``, in order."""
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        permutation = torch.randperm(self.size, generator=generator)
+        mega = self.mega_batches * self.batch_size
+        grouped = torch.cat([
+            chunk[self.lengths[chunk].argsort(descending=True, stable=True)]
+            for chunk in permutation.split(mega)
+        ])
+        batches = list(grouped.split(self.batch_size))
+        last = [batches.pop()] if len(batches[-1]) < self.batch_size else []
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)] + last
+        per_rank = math.ceil(len(batches) / self.num_replicas)
+        batches += batches[: per_rank * self.num_replicas - len(batches)]  # equal steps per rank
+        return batches[self.rank :: self.num_replicas]
+
+    def order(self, epoch: int) -> torch.Tensor:
+        return torch.cat(self.batches(epoch))
+
+    def __len__(self) -> int:
+        """This rank's examples per epoch (all of them on one device)."""
+        return self.size if self.num_replicas == 1 else len(self.order(self.epoch))

@@ -124,10 +124,10 @@ class SquadDataModule(PlmDataModule):
     windows with their example index and character offsets (``eval_windows``) beside the eval
     examples (``eval_examples``) for post-processing."""
 
-    def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer, num_workers: int = 0,
+    def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer,
                  seed: int = 0) -> None:
         collate = partial(pad_collate, pad_id=tokenizer.special.pad, pad_values=PAD_VALUES)
-        super().__init__(_task_dict(task), collate, num_workers, seed)
+        super().__init__(_task_dict(task), collate, seed)
         if tokenizer.special.cls is None:
             raise PlmbenchError("extractive QA needs a tokenizer with a cls/bos token to point "
                                 "the null answer at; use a model whose vocabulary has one")

@@ -81,9 +81,9 @@ class SummarizationDataModule(PlmDataModule):
     required_keys = REQUIRED_KEYS
 
     def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer,
-                 decoder_start_token_id: int | None, num_workers: int = 0, seed: int = 0) -> None:
+                 decoder_start_token_id: int | None, seed: int = 0) -> None:
         super().__init__(task_config(task, self.required_keys),
-                         partial(collate, pad_id=tokenizer.special.pad), num_workers, seed)
+                         partial(collate, pad_id=tokenizer.special.pad), seed)
         self.source_encoder = tokenizer.truncating(self.task["source_max_length"])
         self.target_encoder = tokenizer.truncating(self.task["target_max_length"])
         self.decoder_start_token_id = decoder_start_token_id

@@ -73,10 +73,10 @@ class TaggingDataModule(PlmDataModule):
     """Tokenized sentences with first-sub-token labels; ``eval_sentences`` keeps the words and
     gold tags of each eval split for scoring and prediction files."""
 
-    def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer, num_workers: int = 0,
+    def __init__(self, task: Mapping | DictConfig, tokenizer: TextTokenizer,
                  seed: int = 0) -> None:
         collate = partial(pad_collate, pad_id=tokenizer.special.pad, pad_values=PAD_VALUES)
-        super().__init__(_task_dict(task), collate, num_workers, seed)
+        super().__init__(_task_dict(task), collate, seed)
         self.tokenizer = tokenizer
         self.encoder = tokenizer.truncating(self.task["max_length"])
         self.eval_sentences: list[datasets.Dataset] = []

@@ -119,7 +119,7 @@ class BiEncoderTraining(TaskFamily):
         dm = BiEncoderDataModule(task, partial(collate, encoder=encoder),
                                  partial(pairs, task, words=words),
                                  partial(eval_questions, task, words=words),
-                                 cfg["num_workers"], cfg["seed"])
+                                 cfg["seed"])
         module = LitBiEncoder(encoder, dm.eval_split_names, task["retrieve_top_k"],
                               task["eval_batch_size"], cfg["optim"])
         return module, dm

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from datamodules import glue
+from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
@@ -57,12 +58,10 @@ class LitClassifier(PlmModule):
             first = torch.zeros_like(batch["input_ids"])
             first[:, 0] = 1
             extra["global_attention_mask"] = first
-        out = self.encoder(
-            input_ids=batch["input_ids"],
-            attention_mask=batch["attention_mask"],
-            token_type_ids=batch.get("token_type_ids") if self.segments else None,
-            **extra,
-        )
+        inputs = encoder_inputs(batch)
+        if not self.segments:
+            inputs["token_type_ids"] = None
+        out = self.encoder(**inputs, **extra)
         logits = self.head(out)
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
@@ -117,7 +116,7 @@ class Classification(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = glue.GlueDataModule(task, tokenizer, num_workers=cfg["num_workers"], seed=cfg["seed"])
+        dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = cfg["init_from"] != "scratch" and load_head(

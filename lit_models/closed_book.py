@@ -54,7 +54,7 @@ def build_closed_book(cfg: Mapping, net, tokenizer):
             raise PlmbenchError(f"task.{key}={task[key]} exceeds the {net.config.max_length} "
                                 f"positions of the model; set task.{key}<={net.config.max_length}")
     dm = ClosedBookDataModule(task, tokenizer, net.config.decoder_start_token_id,
-                              cfg["num_workers"], cfg["seed"])
+                              cfg["seed"])
     module = LitClosedBook(net, tokenizer, GenerationConfig(**task["generation"]),
                            dm.eval_split_names, dm.texts, cfg["optim"],
                            match=task["questions"]["match"])

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from datamodules import squad
+from datamodules.collate import encoder_inputs
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
@@ -62,8 +63,7 @@ class LitExtractiveQA(PlmModule):
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         extra = {"global_attention_mask": batch["question_mask"]} if self.global_attention else {}
-        out = self.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                           token_type_ids=batch.get("token_type_ids"), **extra)
+        out = self.encoder(**encoder_inputs(batch), **extra)
         start, end = self.qa_outputs(out.last_hidden_state).unbind(-1)
         return start, end
 
@@ -136,8 +136,7 @@ class ExtractiveQA(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = squad.SquadDataModule(task, tokenizer, num_workers=cfg["num_workers"],
-                                   seed=cfg["seed"])
+        dm = squad.SquadDataModule(task, tokenizer, seed=cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(net, dm.eval_split_names, decoding,
                                  task["version_2_with_negative"], cfg["optim"])

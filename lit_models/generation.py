@@ -88,11 +88,11 @@ class Seq2SeqDecoding(Decoding):
     """An encoder-decoder: the encoder output computed once (repeated for ``copies`` rows per
     example) and the decoder start token as prompt."""
 
-    def __init__(self, net: nn.Module, input_ids: Tensor, attention_mask: Tensor, copies: int,
-                 use_cache: bool):
+    def __init__(self, net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
+                 copies: int, use_cache: bool):
         self.net = net
         self.memory = net.encode(input_ids, attention_mask).repeat_interleave(copies, 0)
-        self.mask = attention_mask.repeat_interleave(copies, 0)
+        self.mask = None if attention_mask is None else attention_mask.repeat_interleave(copies, 0)
         self.caches = net.new_caches() if use_cache else None
         rows = input_ids.shape[0] * copies
         self.prompt = input_ids.new_full((rows, 1), net.config.decoder_start_token_id)
@@ -147,7 +147,7 @@ def constrain_(scores: Tensor, sequences: Tensor, generated: int, cfg: Generatio
 
 
 @torch.no_grad()
-def generate(net: nn.Module, input_ids: Tensor, attention_mask: Tensor,
+def generate(net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
              cfg: GenerationConfig) -> Tensor:
     """Generated ids [B, T'] after the prompt (an encoder-decoder's decoder start token; a
     decoder-only model's left-padded ``input_ids``), each row ending at its end token and padded

@@ -244,19 +244,11 @@ def export_problem(net: nn.Module) -> str | None:
     return arch_of_net(net).hf.unsupported(asdict(net.config))
 
 
-def to_hf(
-    net: nn.Module,
-    tokenizer: TextTokenizer,
-    directory: str | Path,
-    head: nn.Module | None = None,
-    label_names: list[str] | None = None,
-    task: str = "classifier",
-) -> Path:
-    """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
-    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
-    "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
-    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``). The directory appears
-    complete or not at all (written beside it, then renamed)."""
+def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
+                  label_names: list[str] | None = None, task: str = "classifier"
+                  ) -> tuple[dict, dict[str, Tensor]]:
+    """(config.json's contents, weights) of ``net`` in transformers' layout, as ``to_hf`` writes
+    them: its ``architectures`` name the transformers class that loads them."""
     arch = arch_of_net(net)
     layout = arch.hf
     reason = export_problem(net)
@@ -280,7 +272,23 @@ def to_hf(
             class_name = layout.classes["classifier"]
             config |= _label_config(head.out.out_features, label_names)
     config |= {"model_type": layout.model_type, "architectures": [class_name]}
+    return config, weights
 
+
+def to_hf(
+    net: nn.Module,
+    tokenizer: TextTokenizer,
+    directory: str | Path,
+    head: nn.Module | None = None,
+    label_names: list[str] | None = None,
+    task: str = "classifier",
+) -> Path:
+    """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
+    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
+    "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
+    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``). The directory appears
+    complete or not at all (written beside it, then renamed)."""
+    config, weights = hf_checkpoint(net, head, label_names, task)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")

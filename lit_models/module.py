@@ -1,6 +1,7 @@
 """What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
-collected from the last validation pass, the step at which that pass ran, and the prediction
-files an evaluation wrote into the run directory (Design contract 10)."""
+collected from the last validation pass, the step at which that pass ran, the prediction
+files an evaluation wrote into the run directory (Design contract 10), and ``torch.compile`` of
+its encoders (``trainer.compile``)."""
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import lightning as L
 import torch.distributed
 
+from lit_models.archs import ARCHS
 from lit_models.optim import configure_adamw
 
 
@@ -24,6 +26,20 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+
+    def compile_encoders(self, backend: str = "inductor") -> list[str]:
+        """``torch.compile`` (``backend``) every registered architecture's encoder inside this
+        module, where a step's FLOPs are (ELECTRA's generator and discriminator both); heads
+        and losses run eagerly. Compiled in place (``nn.Module.compile``): parameter names,
+        checkpoints and exports are unchanged. Returns the compiled modules' names."""
+        encoders = tuple({arch.encoder for arch in ARCHS.values()})
+        compiled: list[str] = []
+        for name, module in self.named_modules():
+            inside = any(name.startswith(f"{outer}.") for outer in compiled)
+            if isinstance(module, encoders) and not inside:
+                module.compile(backend=backend)
+                compiled.append(name)
+        return compiled
 
     def configure_optimizers(self) -> dict:
         total_steps = int(self.trainer.estimated_stepping_batches)

@@ -148,7 +148,7 @@ def _extractive(family: "OpenQA", cfg: Mapping, net: nn.Module, tokenizer):
     corpus = build_corpus_of(task)
     retriever = build_retriever(task, corpus, cfg)
     dm = OpenQADataModule(task, tokenizer, corpus, _retrieve(retriever, task),
-                          cfg["num_workers"], cfg["seed"])
+                          cfg["seed"])
     decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
     module = LitRetrieveRead(net, dm.eval_split_names, decoding, task["questions"]["match"],
                              retriever.describe(), cfg["optim"])

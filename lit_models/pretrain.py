@@ -17,6 +17,7 @@ from torchmetrics import MeanMetric
 
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
+from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs.spec import KINDS
 from lit_models.build import EXPORT_DIR
@@ -65,13 +66,20 @@ class LitPretrain(PlmModule):
 
 
 def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
-                           objective: PretrainingObjective, num_workers: int = 0, seed: int = 0
+                           objective: PretrainingObjective, seed: int = 0
                            ) -> pretrain.PretrainDataModule:
-    """The corpus DataModule fed with ``objective``'s examples and collate."""
+    """The corpus DataModule fed with ``objective``'s examples and collate; packed rows where
+    ``task.packing`` asks for them and the objective's examples can be packed."""
+    packing = PackingConfig.of(task)
+    pack = packing.enabled and objective.packable
+    if packing.enabled and not pack:
+        log.info("%s: examples not packed (task.packing applies to objectives with "
+                 "packable examples)", type(objective).__name__)
+    make_examples = (objective.make_examples(task["max_length"], tokenizer, packing) if pack
+                     else objective.make_examples(task["max_length"], tokenizer))
     return pretrain.PretrainDataModule(
-        task, tokenizer, objective.make_examples(task["max_length"], tokenizer),
-        objective.collator(tokenizer, seed), copies=objective.copies, seeded=objective.seeded,
-        num_workers=num_workers, seed=seed,
+        task, tokenizer, make_examples, objective.collator(tokenizer, seed),
+        copies=objective.copies, seeded=objective.seeded, pack=pack, seed=seed,
     )
 
 
@@ -98,7 +106,7 @@ class Pretraining(TaskFamily):
                 "its YAML's _target_ and fields"
             ) from None
         objective.check(net, tokenizer)
-        dm = pretraining_datamodule(task, tokenizer, objective, cfg["num_workers"], cfg["seed"])
+        dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
         return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
 
     def export(self, module, tokenizer, run_dir, cfg) -> None:

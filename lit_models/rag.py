@@ -218,7 +218,7 @@ def build_rag(cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer, marginalis
                                 f"{net.config.max_length}")
     corpus = build_corpus_of(task)
     retriever = build_retriever({**task, "retriever": "dense"}, corpus, cfg, separate=True)
-    dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions, cfg["num_workers"],
+    dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,
                              cfg["seed"])
     module = LitRag(net, tokenizer, retriever, task, marginalisation, cfg["optim"],
                     dm.eval_split_names)

@@ -172,7 +172,7 @@ def build_realm(family, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer):
     check_max_length(task, net)
     corpus = build_corpus_of(task)
     retriever = build_retriever({**task, "retriever": "dense"}, corpus, cfg, separate=True)
-    dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions, cfg["num_workers"],
+    dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,
                              cfg["seed"])
     module = LitRealm(net, tokenizer, retriever, task, cfg["optim"], dm.eval_split_names)
     return module, dm

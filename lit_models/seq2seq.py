@@ -23,7 +23,7 @@ from torch import nn
 from torchmetrics import MeanMetric, Metric
 
 from datamodules import summarization
-from datamodules.collate import IGNORE_INDEX
+from datamodules.collate import at_positions, label_positions
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import write_jsonl
 from datamodules.tokenization import TextTokenizer
@@ -83,10 +83,10 @@ class LitSeq2Seq(PlmModule):
         """(NLL of each label token, the row each belongs to), label positions only."""
         inputs = {key: batch[key] for key in MODEL_INPUTS if key in batch}
         hidden = self.net(**inputs).last_hidden_state
-        selected = batch["labels"] != IGNORE_INDEX
-        logits = self.net.logits(hidden[selected])
-        nll = F.cross_entropy(logits, batch["labels"][selected], reduction="none")
-        return nll, selected.nonzero()[:, 0]
+        positions = label_positions(batch)
+        logits = self.net.logits(at_positions(hidden, positions))
+        nll = F.cross_entropy(logits, at_positions(batch["labels"], positions), reduction="none")
+        return nll, positions // batch["labels"].shape[1]
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         loss = self.token_nll(batch)[0].mean()
@@ -100,7 +100,7 @@ class LitSeq2Seq(PlmModule):
         """(generated ids, their decoded texts) of a batch; a decoder-only model continues its
         left-padded sources (prompts)."""
         prompt = batch.get("prompt_ids", batch["input_ids"])
-        ids = generate(self.net, prompt, batch.get("prompt_mask", batch["attention_mask"]),
+        ids = generate(self.net, prompt, batch.get("prompt_mask", batch.get("attention_mask")),
                        self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
         return ids, [text.strip() for text in texts]
@@ -167,7 +167,7 @@ class Seq2Seq(TaskFamily):
         generation = GenerationConfig(**task["generation"])
         check_lengths(task, net, generation)
         dm = summarization.SummarizationDataModule(
-            task, tokenizer, decoder_start(net), cfg["num_workers"], cfg["seed"])
+            task, tokenizer, decoder_start(net), cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"])
         return module, dm

@@ -21,7 +21,7 @@ from seqeval.metrics import f1_score, precision_score, recall_score
 from torch import nn
 
 from datamodules import tagging
-from datamodules.collate import IGNORE_INDEX
+from datamodules.collate import IGNORE_INDEX, encoder_inputs
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.module import PlmModule
@@ -61,8 +61,7 @@ class LitTagger(PlmModule):
         self.collected: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in eval_splits]
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        out = self.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                           token_type_ids=batch.get("token_type_ids"))
+        out = self.encoder(**encoder_inputs(batch))
         return self.classifier(self.dropout(out.last_hidden_state))
 
     def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -127,8 +126,7 @@ class Tagging(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = tagging.TaggingDataModule(task, tokenizer, num_workers=cfg["num_workers"],
-                                       seed=cfg["seed"])
+        dm = tagging.TaggingDataModule(task, tokenizer, seed=cfg["seed"])
         module = LitTagger(net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"])
         return module, dm

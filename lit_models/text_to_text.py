@@ -110,7 +110,7 @@ class TextToText(Seq2Seq):
         generation = GenerationConfig(max_new_tokens=task["target_max_length"])  # greedy
         check_lengths(task, net, generation)
         dm = glue_text.GlueTextDataModule(task, tokenizer, decoder_start(net),
-                                          cfg["num_workers"], cfg["seed"])
+                                          cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"], lambda split: label_scorer(task))
         return module, dm
@@ -173,8 +173,8 @@ class Mixture(TextToText):
             check_lengths(member, net, generation)
         dm = MixtureDataModule(task, {
             name: glue_text.GlueTextDataModule(member, tokenizer, decoder_start(net),
-                                               cfg["num_workers"], cfg["seed"])
-            for name, member in members.items()}, task["mixing"], cfg["num_workers"], cfg["seed"])
+                                               cfg["seed"])
+            for name, member in members.items()}, task["mixing"], cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"], lambda split: label_scorer(members[split.split(":")[0]]))
         return module, dm

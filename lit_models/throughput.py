@@ -1,5 +1,6 @@
 """Training throughput: tokens/s and samples/s over the training steps (validation and data
-loading excluded), and model FLOP utilisation where the device's peak is known.
+loading excluded), and model FLOP utilisation where the device's peak is known
+(``lit_models/peak_flops.py``: A100, H100, H200).
 
 No host-device synchronisation inside a training step: a batch's non-pad token count (and its
 model FLOPs, when the module counts them from device tensors) is added to a counter on the device,
@@ -12,14 +13,16 @@ import time
 
 import lightning as L
 import torch
-from lightning.fabric.utilities.throughput import get_available_flops
+
+from lit_models.peak_flops import device_peak_flops
 
 
 class Throughput(L.Callback):
-    """Times every training batch; logs running rates every ``read_every`` steps and keeps run
-    totals for the record.
+    """Times every training batch; logs running rates and the share of padding in the batches
+    (``train/padding``) every ``read_every`` steps and keeps run totals for the record.
 
-    A batch's tokens are its non-pad tokens (``attention_mask.sum()``). If the LightningModule has
+    A batch's tokens are its non-pad tokens (``attention_mask.sum()``; every token of a batch
+    without padding, which has no mask). If the LightningModule has
     ``flops_per_batch(batch)``, achieved FLOP/s and MFU (= achieved / device peak) are reported too.
     """
 
@@ -28,6 +31,7 @@ class Throughput(L.Callback):
         self.seconds = 0.0
         self.tokens = 0
         self.samples = 0
+        self.slots = 0  # batch x length of every batch: tokens + padding
         self.flops = 0.0
         self.peak_flops: float | None = None
         self._pending: dict[str, torch.Tensor | float] = {}  # device-side token / FLOP sums
@@ -36,7 +40,7 @@ class Throughput(L.Callback):
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         dtype = torch.bfloat16 if "bf16" in str(trainer.precision) else torch.float32
-        self.peak_flops = get_available_flops(trainer.strategy.root_device, dtype)
+        self.peak_flops = device_peak_flops(trainer.strategy.root_device, dtype)
 
     @staticmethod
     def _cuda(pl_module: L.LightningModule) -> bool:
@@ -56,8 +60,10 @@ class Throughput(L.Callback):
             self._events.append((self._start, end))
         else:
             self.seconds += time.perf_counter() - self._start
-        self._add("tokens", batch["attention_mask"].sum())
-        self.samples += len(batch["input_ids"])  # a shape: known on the host
+        mask = batch.get("attention_mask")  # absent: a batch without padding (the collate's)
+        self._add("tokens", batch["input_ids"].numel() if mask is None else mask.sum())
+        self.samples += len(batch["input_ids"])  # shapes: known on the host
+        self.slots += batch["input_ids"].numel()
         flops = pl_module.flops_per_batch(batch) if hasattr(pl_module, "flops_per_batch") else None
         if flops is not None:
             self._add("flops", flops)
@@ -66,6 +72,12 @@ class Throughput(L.Callback):
             if self.seconds:
                 pl_module.log("train/tokens_per_s", self.tokens / self.seconds, prog_bar=True,
                               on_step=True, on_epoch=False)
+                pl_module.log("train/padding", self.padding, on_step=True, on_epoch=False)
+
+    @property
+    def padding(self) -> float:
+        """Share of the batches' [B x T] slots that held padding, over the steps read so far."""
+        return 1 - self.tokens / self.slots if self.slots else 0.0
 
     def _add(self, name: str, value: torch.Tensor | float) -> None:
         self._pending[name] = self._pending.get(name, 0) + value
@@ -85,20 +97,23 @@ class Throughput(L.Callback):
         self._read()
         if trainer.world_size == 1:
             return
-        counts = torch.tensor([self.tokens, self.samples, self.flops], dtype=torch.float64)
+        counts = torch.tensor([self.tokens, self.samples, self.flops, self.slots],
+                              dtype=torch.float64)
         counts = trainer.strategy.reduce(counts.to(pl_module.device), reduce_op="sum")
         seconds = torch.tensor(self.seconds, dtype=torch.float64, device=pl_module.device)
         self.seconds = float(trainer.strategy.reduce(seconds, reduce_op="max"))
-        self.tokens, self.samples, self.flops = (int(counts[0]), int(counts[1]), float(counts[2]))
+        self.tokens, self.samples = int(counts[0]), int(counts[1])
+        self.flops, self.slots = float(counts[2]), int(counts[3])
 
     def state_dict(self) -> dict[str, float]:
         """The counters, in checkpoints: a resumed run reports the whole run's totals."""
         return {"tokens": self.tokens, "samples": self.samples, "flops": self.flops,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "slots": self.slots}
 
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
         self.tokens, self.samples = state_dict["tokens"], state_dict["samples"]
         self.flops, self.seconds = state_dict["flops"], state_dict["seconds"]
+        self.slots = state_dict.get("slots", 0)  # checkpoints written before it was counted
 
     def summary(self) -> dict[str, float]:
         """Run totals for the record (empty before any training step)."""
@@ -110,6 +125,7 @@ class Throughput(L.Callback):
             "train_tokens_per_s": self.tokens / self.seconds,
             "train_samples_per_s": self.samples / self.seconds,
             "train_step_seconds": self.seconds,
+            "train_padding_fraction": self.padding,
         }
         if self.flops:
             out["train_flops"] = self.flops

@@ -75,8 +75,9 @@ class AlbertEmbeddings(BertEmbeddings):
         super().__init__(replace(config, hidden_size=config.embedding_size))
         self.projection = nn.Linear(config.embedding_size, config.hidden_size)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
-        return self.projection(super().forward(input_ids, token_type_ids))
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        return self.projection(super().forward(input_ids, token_type_ids, position_ids))
 
 
 def shared_layers(config: AlbertConfig) -> list[TransformerLayer]:

@@ -17,6 +17,11 @@ softmax(Q K^T * scale + bias + mask) V, where
 Everything runs through ``torch.nn.functional.scaled_dot_product_attention`` (SDPA) so GPUs get
 the flash / memory-efficient kernels: with no mask and no bias it gets ``attn_mask=None``, and a
 causal pass without padding, bias or cache takes SDPA's own ``is_causal`` fast path.
+
+A padded batch may run unpadded (``Unpadding``): every position-wise computation (projections,
+feed-forward, norms, dropout) over its N real tokens only, [N, H] instead of [B, T, H], and the
+tokens put back in their rows for the attention itself, as NVIDIA's BERT ("unpad") and
+FasterTransformer ("remove padding") do. The outputs at real tokens are unchanged.
 """
 
 from dataclasses import dataclass, field
@@ -57,6 +62,50 @@ def attend(
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal, scale=scale
     )
+
+
+class _TakeRows(torch.autograd.Function):
+    """``x.index_select(0, positions)`` for distinct ``positions``: the gradient goes back by a
+    copy into zeros, where index_select's own backward accumulates (index_add), several times
+    slower on CPU."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, positions: Tensor) -> Tensor:
+        ctx.save_for_backward(positions)
+        ctx.rows = x.shape[0]
+        return x.index_select(0, positions)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        (positions,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.rows, *grad.shape[1:]).index_copy_(0, positions, grad), None
+
+
+@dataclass
+class Unpadding:
+    """Where a padded [B, T] batch's real tokens are: ``positions``, flat indices into B x T."""
+
+    positions: Tensor
+    batch: int
+    length: int
+
+    @classmethod
+    def of(cls, attention_mask: Tensor | None) -> "Unpadding | None":
+        """From a [B, T] padding mask (1 = token) on the CPU, where finding the tokens waits for
+        no device; None without padding, for pairwise masks, and on accelerators (there the
+        count would be a host-device synchronisation)."""
+        if attention_mask is None or attention_mask.ndim != 2 or attention_mask.is_cuda:
+            return None
+        return cls(attention_mask.flatten().nonzero().squeeze(1), *attention_mask.shape)
+
+    def remove(self, x: Tensor) -> Tensor:
+        """[B, T, F] -> [N, F], the real tokens."""
+        return _TakeRows.apply(x.flatten(0, 1), self.positions)
+
+    def restore(self, x: Tensor) -> Tensor:
+        """[N, F] -> [B, T, F], zeros at the padding."""
+        flat = x.new_zeros(self.batch * self.length, x.shape[-1])
+        return flat.index_copy(0, self.positions, x).view(self.batch, self.length, -1)
 
 
 def split_heads(x: Tensor, n: int, num_heads: int) -> tuple[Tensor, ...]:
@@ -133,13 +182,15 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
-        causal: bool,
+        causal: bool, unpadding: Unpadding | None = None,
     ) -> Tensor:
-        """Per-head attention, heads concatenated, then W^O: -> [B, Tq, hidden]."""
+        """Per-head attention, heads concatenated, then W^O: -> [B, Tq, hidden] (the real
+        tokens, [N, hidden], with ``unpadding``)."""
         dropout = self.dropout if self.training else 0.0
         y = attend(q, k, v, mask, bias, causal, self.scale, dropout)
         B, _, T, _ = y.shape
-        return self.out(y.transpose(1, 2).reshape(B, T, self.inner_size))
+        y = y.transpose(1, 2).reshape(B, T, self.inner_size)
+        return self.out(y if unpadding is None else unpadding.remove(y))
 
 
 class MultiHeadSelfAttention(MultiHeadAttention):
@@ -167,13 +218,18 @@ class MultiHeadSelfAttention(MultiHeadAttention):
         bias: Tensor | None = None,
         causal: bool = False,
         cache: KVCache | None = None,
+        unpadding: Unpadding | None = None,
     ) -> Tensor:
-        """``x`` [B, T, H] -> [B, T, H]. ``mask``/``bias`` broadcast to [B, heads, T, Tk] where
-        Tk = T plus the positions already in ``cache``, which gets this step's keys/values."""
-        q, k, v = split_heads(self.qkv(x), 3, self.num_heads)
+        """``x`` [B, T, H] -> [B, T, H], or with ``unpadding`` the real tokens [N, H] -> [N, H].
+        ``mask``/``bias`` broadcast to [B, heads, T, Tk] where Tk = T plus the positions already
+        in ``cache``, which gets this step's keys/values."""
+        qkv = self.qkv(x)
+        if unpadding is not None:
+            qkv = unpadding.restore(qkv)
+        q, k, v = split_heads(qkv, 3, self.num_heads)
         if cache is not None:
             k, v = cache.append(k, v)
-        return self.attend(q, k, v, mask, bias, causal)
+        return self.attend(q, k, v, mask, bias, causal, unpadding)
 
 
 class MultiHeadCrossAttention(MultiHeadAttention):

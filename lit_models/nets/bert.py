@@ -18,6 +18,7 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.blocks import (
     TransformerEncoder,
     TransformerLayer,
@@ -71,7 +72,10 @@ class BertEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        """``position_ids`` [B, T]: each token's position (packed rows restart them at every
+        example); None = 0 .. T - 1."""
         T = input_ids.shape[1]
         if T > self.position_embeddings.num_embeddings:
             raise ValueError(
@@ -82,7 +86,9 @@ class BertEmbeddings(nn.Module):
             segment = self.token_type_embeddings.weight[0]
         else:
             segment = self.token_type_embeddings(token_type_ids)
-        x = self.word_embeddings(input_ids) + segment + self.position_embeddings.weight[:T]
+        positions = (self.position_embeddings.weight[:T] if position_ids is None
+                     else self.position_embeddings(position_ids))
+        x = self.word_embeddings(input_ids) + segment + positions
         return self.dropout(self.norm(x))
 
 
@@ -126,12 +132,20 @@ class BertModel(nn.Module):
         attention_mask: Tensor | None = None,
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
+        position_ids: Tensor | None = None,
     ) -> EncoderOutput:
-        """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad)."""
-        x = self.embeddings(input_ids, token_type_ids)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
-        pooled = None if self.pooler is None else torch.tanh(self.pooler(x[:, 0]))
+        """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad),
+        or [B, T, T] which keys each query may attend (packed rows, with their
+        ``position_ids``)."""
+        x = self.embeddings(input_ids, token_type_ids, position_ids)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
+                                        unpadding=Unpadding.of(attention_mask))
+        pooled = None if self.pooler is None else self.pool(x[:, 0])
         return EncoderOutput(x, pooled, hidden_states)
+
+    def pool(self, first: Tensor) -> Tensor:
+        """The pooler, tanh(W h + b), on [CLS] hidden states [..., H] (§3)."""
+        return torch.tanh(self.pooler(first))
 
 
 class BertMLMHead(nn.Module):

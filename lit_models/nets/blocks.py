@@ -21,7 +21,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.attention import LayerCache, MultiHeadCrossAttention, MultiHeadSelfAttention
+from lit_models.nets.attention import (
+    LayerCache,
+    MultiHeadCrossAttention,
+    MultiHeadSelfAttention,
+    Unpadding,
+)
 
 #: ``hidden_act`` names as in Hugging Face configs: exact erf GELU (Hendrycks & Gimpel 2016),
 #: its tanh approximation (``gelu_new``, as in the original BERT/GPT-2 code), ReLU and SiLU.
@@ -49,10 +54,15 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
 
 def padding_mask(attention_mask: Tensor | None) -> Tensor | None:
     """``[B, T]`` 1 = token / 0 = pad -> boolean ``[B, 1, 1, T]`` (True = key may be attended),
-    broadcast over heads and query positions. A batch without padding needs no mask (``None``),
-    which lets SDPA take its flash kernel on GPU (full-length packed pretraining batches)."""
-    if attention_mask is None or bool(attention_mask.all()):
+    broadcast over heads and query positions; a pairwise ``[B, T, T]`` mask (query i may attend
+    key j: the block-diagonal mask of packed rows, Krell et al. 2021 §4) -> ``[B, 1, T, T]``.
+    ``None`` means no padding: the collate leaves the mask out of a batch without padding
+    (``datamodules/collate.py``), so SDPA gets no mask and takes its flash kernel on GPU, and no
+    forward asks the device whether the mask is all ones."""
+    if attention_mask is None:
         return None
+    if attention_mask.ndim == 3:
+        return attention_mask[:, None].bool()
     return attention_mask[:, None, None, :].bool()
 
 
@@ -142,18 +152,19 @@ class TransformerLayer(nn.Module):
         memory: Tensor | None = None,
         memory_mask: Tensor | None = None,
         cache: LayerCache | None = None,
+        unpadding: Unpadding | None = None,
     ) -> Tensor:
-        """``x`` [B, T, H] -> [B, T, H]. Self-attention: boolean ``mask`` and additive ``bias``
-        broadcast to [B, heads, T, Tk] (Tk = T plus the positions in ``cache``), ``causal`` for
-        decoders. Cross-attention: ``memory`` [B, S, H] with ``memory_mask`` [B, 1, 1, S]; once
-        ``cache`` holds memory's keys/values, ``memory`` may be None."""
+        """``x`` [B, T, H] -> [B, T, H] (with ``unpadding``, an encoder's real tokens [N, H]).
+        Self-attention: boolean ``mask`` and additive ``bias`` broadcast to [B, heads, T, Tk]
+        (Tk = T plus the positions in ``cache``), ``causal`` for decoders. Cross-attention:
+        ``memory`` [B, S, H] with ``memory_mask`` [B, 1, 1, S]; once ``cache`` holds memory's
+        keys/values, ``memory`` may be None."""
         if self.cross_attention is None and memory is not None:
             raise ValueError("memory given to a layer without cross-attention; "
                              "build decoder layers with cross_attention=True")
         self_cache = None if cache is None else cache.self_attention
-        x = self._residual(
-            x, self.attention_norm, lambda h: self.attention(h, mask, bias, causal, self_cache)
-        )
+        x = self._residual(x, self.attention_norm,
+                           lambda h: self.attention(h, mask, bias, causal, self_cache, unpadding))
         if self.cross_attention is not None:
             cross_cache = None if cache is None else cache.cross_attention
             x = self._residual(
@@ -190,15 +201,19 @@ class TransformerEncoder(nn.Module):
         memory: Tensor | None = None,
         memory_mask: Tensor | None = None,
         caches: Sequence[LayerCache] | None = None,
+        unpadding: Unpadding | None = None,
     ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
         """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``).
         Every layer gets the same ``mask``, ``bias`` (T5 shares its relative position bias
         across layers), ``causal`` and ``memory``; ``caches`` holds one ``LayerCache`` per
-        entry of ``layers``."""
+        entry of ``layers``. With ``unpadding`` the layers run on the real tokens only (the
+        outputs are zero at the padding)."""
         if caches is not None and len(caches) != len(self.layers):
             raise ValueError(f"{len(caches)} caches for {len(self.layers)} layers; "
                              "pass one LayerCache per layer")
         hidden_states = [x] if output_hidden_states else None
+        if unpadding is not None:
+            x = unpadding.remove(x)
         for i, layer in enumerate(self.layers):
             x = layer(
                 x,
@@ -208,12 +223,14 @@ class TransformerEncoder(nn.Module):
                 memory=memory,
                 memory_mask=memory_mask,
                 cache=None if caches is None else caches[i],
+                unpadding=unpadding,
             )
             if hidden_states is not None:
-                hidden_states.append(x)
+                hidden_states.append(x if unpadding is None else unpadding.restore(x))
         if self.final_norm is not None:
             x = self.final_norm(x)
-        return x, None if hidden_states is None else tuple(hidden_states)
+        return (x if unpadding is None else unpadding.restore(x),
+                None if hidden_states is None else tuple(hidden_states))
 
 
 def init_normal_(module: nn.Module, std: float) -> None:

@@ -70,21 +70,27 @@ class DebertaEmbeddings(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None,
-                attention_mask: Tensor | None) -> Tensor:
+                attention_mask: Tensor | None, position_ids: Tensor | None = None) -> Tensor:
         T = input_ids.shape[1]
         if T > self.position_embeddings.num_embeddings:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings "
                              f"{self.position_embeddings.num_embeddings}; truncate inputs")
         x = self.word_embeddings(input_ids)
         if self.position_biased_input:
-            x = x + self.position_embeddings.weight[:T]
+            x = x + self.absolute_positions(T, position_ids)
         if self.token_type_embeddings is not None:
             x = x + (self.token_type_embeddings.weight[0] if token_type_ids is None
                      else self.token_type_embeddings(token_type_ids))
         x = self.norm(x)
-        if attention_mask is not None:
+        if attention_mask is not None and attention_mask.ndim == 2:  # padding -> 0
             x = x * attention_mask[..., None].to(x.dtype)
         return self.dropout(x)
+
+    def absolute_positions(self, T: int, position_ids: Tensor | None) -> Tensor:
+        """The absolute position embeddings of 0 .. T - 1, or of ``position_ids`` [B, T]."""
+        if position_ids is None:
+            return self.position_embeddings.weight[:T]
+        return self.position_embeddings(position_ids)
 
 
 class DisentangledSelfAttention(nn.Module):
@@ -212,9 +218,12 @@ class DebertaModel(nn.Module):
         self.apply(partial(_init, std=config.initializer_range))
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
-        x = self.embeddings(input_ids, token_type_ids, attention_mask)
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
+                position_ids: Tensor | None = None) -> EncoderOutput:
+        """As BERT's: ``attention_mask`` [B, T], or [B, T, T] for packed rows; relative
+        positions need no ids (a packed example's tokens are contiguous), absolute ones
+        (``position_biased_input``, the EMD) read ``position_ids``."""
+        x = self.embeddings(input_ids, token_type_ids, attention_mask, position_ids)
         x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
         return EncoderOutput(x, None, hidden_states)
 
@@ -227,19 +236,22 @@ class DebertaForMaskedLM(EncoderForMaskedLM):
         super().__init__(config, DebertaModel(config), "deberta")
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
+                position_ids: Tensor | None = None) -> EncoderOutput:
         if self.config.position_biased_input:
-            return self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states)
-        out = self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states=True)
-        return EncoderOutput(self.enhanced_mask_decoder(out.hidden_states[-2], attention_mask),
-                             None, out.hidden_states if output_hidden_states else None)
+            return self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states,
+                                position_ids)
+        out = self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states=True,
+                           position_ids=position_ids)
+        decoded = self.enhanced_mask_decoder(out.hidden_states[-2], attention_mask, position_ids)
+        return EncoderOutput(decoded, None, out.hidden_states if output_hidden_states else None)
 
-    def enhanced_mask_decoder(self, hidden: Tensor, attention_mask: Tensor | None) -> Tensor:
+    def enhanced_mask_decoder(self, hidden: Tensor, attention_mask: Tensor | None,
+                              position_ids: Tensor | None = None) -> Tensor:
         """I = H_{L-1} + absolute positions as queries over H_{L-1}, through the last layer
         twice (§3.2, n = 2 layers sharing weights)."""
         encoder = self.deberta.encoder
-        query = hidden + self.deberta.embeddings.position_embeddings.weight[: hidden.shape[1]]
+        query = hidden + self.deberta.embeddings.absolute_positions(hidden.shape[1], position_ids)
         for _ in range(2):
             query = encoder.layers[-1](hidden, padding_mask(attention_mask), encoder.relative,
                                        query)

@@ -70,7 +70,8 @@ class DistilBertEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(config.dim, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
         """``token_type_ids`` are accepted and ignored: DistilBERT has no segment embeddings."""
         T = input_ids.shape[1]
         if T > self.position_embeddings.num_embeddings:
@@ -78,7 +79,9 @@ class DistilBertEmbeddings(nn.Module):
                 f"sequence length {T} exceeds max_position_embeddings "
                 f"{self.position_embeddings.num_embeddings}; truncate inputs (task max_length)"
             )
-        x = self.word_embeddings(input_ids) + self.position_embeddings.weight[:T]
+        positions = (self.position_embeddings.weight[:T] if position_ids is None
+                     else self.position_embeddings(position_ids))
+        x = self.word_embeddings(input_ids) + positions
         return self.dropout(self.norm(x))
 
 

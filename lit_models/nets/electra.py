@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import (
     BertConfig,
     BertEmbeddings,
@@ -87,11 +88,13 @@ class ElectraModel(BertModel):
         attention_mask: Tensor | None = None,
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
+        position_ids: Tensor | None = None,
     ) -> EncoderOutput:
-        x = self.embeddings(input_ids, token_type_ids)
+        x = self.embeddings(input_ids, token_type_ids, position_ids)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
+                                        unpadding=Unpadding.of(attention_mask))
         return EncoderOutput(x, None, hidden_states)
 
 
@@ -132,6 +135,7 @@ class ElectraForPreTraining(nn.Module):
         self.generator = ElectraForMaskedLM(generator_config(config), self.electra.embeddings)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
-        return self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states)
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
+                position_ids: Tensor | None = None) -> EncoderOutput:
+        return self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states,
+                            position_ids)

@@ -85,10 +85,11 @@ class LongformerSelfAttention(nn.Module):
         self.out = nn.Linear(hidden_size, hidden_size)
 
     def forward(self, x: Tensor, pattern: AttentionPattern, bias=None, causal=False,
-                cache=None) -> Tensor:
+                cache=None, unpadding=None) -> Tensor:
         """``x`` [B, T, H] -> [B, T, H] (the signature of the layers' self-attention)."""
-        if bias is not None or causal or cache is not None:
-            raise ValueError("Longformer attention takes no bias, causal mask or cache")
+        if bias is not None or causal or cache is not None or unpadding is not None:
+            raise ValueError("Longformer attention takes no bias, causal mask, cache or "
+                             "unpadding")
         B, T, H = x.shape
         dropout = self.dropout if self.training else 0.0
         q, k, v = split_heads(self.qkv(x), 3, self.num_heads)
@@ -127,8 +128,13 @@ class LongformerModel(RobertaModel):
         token_type_ids: Tensor | None = None,
         global_attention_mask: Tensor | None = None,
         output_hidden_states: bool = False,
+        position_ids: Tensor | None = None,
     ) -> EncoderOutput:
-        """``global_attention_mask`` [B, T]: 1 on the tokens with global attention."""
+        """``global_attention_mask`` [B, T]: 1 on the tokens with global attention. Packed rows
+        (a [B, T, T] mask, ``position_ids``) are refused: the sliding windows cross examples."""
+        if position_ids is not None or (attention_mask is not None and attention_mask.ndim == 3):
+            raise ValueError("Longformer's sliding-window attention reads rows whole, not "
+                             "packed examples; pretrain it with task.packing.cross_documents=true")
         T = input_ids.shape[1]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)

@@ -45,9 +45,13 @@ class RobertaEmbeddings(BertEmbeddings):
         self.pad_token_id = config.pad_token_id
         self.position_embeddings.padding_idx = config.pad_token_id
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None) -> Tensor:
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        """``position_ids`` (packed rows: 0 at each example's first token) are numbered as
+        fairseq numbers an example's tokens, from ``pad + 1``."""
         not_pad = input_ids.ne(self.pad_token_id)
-        positions = not_pad.cumsum(1) * not_pad + self.pad_token_id
+        counted = not_pad.cumsum(1) if position_ids is None else position_ids + 1
+        positions = counted * not_pad + self.pad_token_id
         if input_ids.shape[1] + self.pad_token_id >= self.position_embeddings.num_embeddings:
             raise ValueError(
                 f"sequence length {input_ids.shape[1]} exceeds the "

@@ -29,13 +29,17 @@ class PretrainingObjective:
     copies: int = 1
     #: whether training examples carry a fixed corruption seed (``mask_seed``)
     seeded: bool = False
+    #: whether the examples can be packed into rows (``task.packing``, datamodules/packing.py):
+    #: ``make_examples`` then takes the ``PackingConfig`` and ``collator`` reads packed rows
+    packable: bool = False
 
     def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
         """Raise ``PlmbenchError`` if ``net`` lacks a head or ``tokenizer`` a token it needs."""
 
     def make_examples(self, max_length: int, tokenizer: TextTokenizer
                       ) -> Callable[..., list[dict]]:
-        """``(documents, rng=random.Random) -> examples`` of at most ``max_length`` tokens."""
+        """``(documents, rng=random.Random) -> examples`` of at most ``max_length`` tokens (a
+        ``packable`` objective also takes ``packing``, a ``PackingConfig``)."""
         raise NotImplementedError
 
     def collator(self, tokenizer: TextTokenizer, seed: int) -> Callable[[list[dict]], dict]:

@@ -23,7 +23,7 @@ from functools import partial
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.objectives.base import (
@@ -130,10 +130,11 @@ class DenoisingCollator(ExampleRandomness):
 def reconstruction_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     """Mean negative log-likelihood of the labels under the decoder, logits only where a label
     is (Design contract 2)."""
-    hidden = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+    hidden = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                  decoder_input_ids=batch["decoder_input_ids"]).last_hidden_state
-    selected = batch["labels"] != IGNORE_INDEX
-    return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
+    positions = label_positions(batch)
+    return F.cross_entropy(net.logits(at_positions(hidden, positions)),
+                           at_positions(batch["labels"], positions))
 
 
 class Denoising(PretrainingObjective):

@@ -24,7 +24,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX
+from datamodules.collate import (
+    IGNORE_INDEX,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+    token_mask,
+)
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
@@ -43,9 +49,10 @@ def distillation_loss(student_logits: Tensor, teacher_logits: Tensor, temperatur
 
 def cosine_loss(student_hidden: Tensor, teacher_hidden: Tensor, attention_mask: Tensor
                 ) -> Tensor:
-    """Mean of 1 - cos(h_s, h_t) over the non-padding positions."""
-    tokens = attention_mask.bool()
-    return (1 - F.cosine_similarity(student_hidden[tokens], teacher_hidden[tokens], dim=-1)).mean()
+    """Mean of 1 - cos(h_s, h_t) over the non-padding positions (``attention_mask``, [B, T])."""
+    weights = attention_mask.to(student_hidden.dtype)
+    distance = 1 - F.cosine_similarity(student_hidden, teacher_hidden, dim=-1)
+    return (distance * weights).sum() / weights.sum()
 
 
 class Distillation(MaskedLM):
@@ -100,22 +107,19 @@ class Distillation(MaskedLM):
         return self.teacher.eval()
 
     def _terms(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
-                  "token_type_ids": batch.get("token_type_ids")}
-        labels = batch["labels"]
-        masked = labels != IGNORE_INDEX
+        inputs = encoder_inputs(batch)
+        labels, masked = batch["labels"], label_positions(batch)
         student = net(**inputs).last_hidden_state
         with torch.no_grad():
             teacher_net = self._teacher(student.device)
             teacher = teacher_net(**inputs).last_hidden_state
-            teacher_logits = teacher_net.mlm_head(teacher[masked])
-        student_logits = net.mlm_head(student[masked])
+            teacher_logits = teacher_net.mlm_head(at_positions(teacher, masked))
+        student_logits = net.mlm_head(at_positions(student, masked))
         return {
             "distillation_loss": distillation_loss(student_logits, teacher_logits.to(
                 student_logits.dtype), self.temperature),
-            "mlm_loss": masked_lm_loss(student, labels, net.mlm_head),
-            "cosine_loss": cosine_loss(student, teacher.to(student.dtype),
-                                       batch["attention_mask"]),
+            "mlm_loss": masked_lm_loss(student, labels, net.mlm_head, masked),
+            "cosine_loss": cosine_loss(student, teacher.to(student.dtype), token_mask(batch)),
         }
 
     def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
@@ -128,13 +132,13 @@ class Distillation(MaskedLM):
         return {
             "mlm_loss": (terms["mlm_loss"], predicted),
             "distillation_loss": (terms["distillation_loss"], predicted),
-            "cosine_loss": (terms["cosine_loss"], batch["attention_mask"].sum()),
+            "cosine_loss": (terms["cosine_loss"], token_mask(batch).sum()),
         }
 
     def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
         """The student's training step plus the teacher's forward pass."""
         batch_size, seq_len = batch["input_ids"].shape
-        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+        predicted = len(label_positions(batch))
         teacher = EncoderShape.of(self.teacher.config)
         return super().flops(shape, batch) + encoder_forward_flops(
             teacher, batch_size, seq_len) + mlm_head_forward_flops(teacher, predicted)

@@ -25,8 +25,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import (
+    IGNORE_INDEX,
+    add_label_positions,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+)
 from datamodules.errors import PlmbenchError
+from datamodules.packing import PackingConfig, collate_packed
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.base import PretrainingObjective, perplexity
@@ -195,7 +202,7 @@ class MLMCollator:
         )
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
-        batch = pad_collate(examples, self.pad_id)
+        batch = collate_packed(examples, self.pad_id, LABEL_KEYS.values())
         batch.setdefault("token_type_ids", torch.zeros_like(batch["input_ids"]))
         seeds = batch.pop("mask_seed", None)
         if seeds is None:
@@ -208,26 +215,29 @@ class MLMCollator:
         else:
             # mask each example on its unpadded ids, so its mask does not depend on the batch
             ids, labels = batch["input_ids"], torch.full_like(batch["input_ids"], IGNORE_INDEX)
-            lengths = batch["attention_mask"].sum(1).tolist()
+            lengths = [len(example["input_ids"]) for example in examples]
             for row, (seed, n) in enumerate(zip(seeds.tolist(), lengths, strict=True)):
                 generator = torch.Generator().manual_seed(seed)
                 one = slice(row, row + 1), slice(0, n)
                 ids[one], labels[one] = self._mask(ids[one], generator)
         batch["input_ids"], batch["labels"] = ids, labels
-        return batch
+        return add_label_positions(batch)
 
 
-def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module) -> Tensor:
+def masked_lm_loss(hidden: Tensor, labels: Tensor, head: nn.Module,
+                   positions: Tensor | None = None) -> Tensor:
     """Mean cross-entropy of ``head``'s vocabulary logits at the masked positions only.
 
-    hidden: [B, T, H]; labels: [B, T] with IGNORE_INDEX at unmasked positions. The head sees
-    [N_masked, H], so no [B, T, V] logits tensor is ever built.
+    hidden: [B, T, H]; labels: [B, T] with IGNORE_INDEX at unmasked positions; ``positions``: the
+    flat indices of the masked tokens (the collate's ``label_positions``; None: found here, which
+    waits for the device). The head sees [N_masked, H], so no [B, T, V] logits tensor is built.
     """
-    selected = labels != IGNORE_INDEX
-    logits = head(hidden[selected])
+    if positions is None:
+        positions = label_positions({"labels": labels})
+    logits = head(at_positions(hidden, positions))
     if logits.shape[0] == 0:  # nothing masked: a zero that keeps the graph, not NaN
         return logits.sum()
-    return F.cross_entropy(logits, labels[selected])
+    return F.cross_entropy(logits, labels.flatten().index_select(0, positions))
 
 
 class MaskedLM(PretrainingObjective):
@@ -240,6 +250,7 @@ class MaskedLM(PretrainingObjective):
     """
 
     eval_metrics = ("mlm_loss",)
+    packable = True
 
     #: the sentence-pair task's name, as in the head (``net.<task>_head``) and loss it uses
     PAIR_TASKS = {"nsp": "next-sentence-prediction", "sop": "sentence-order-prediction"}
@@ -268,22 +279,26 @@ class MaskedLM(PretrainingObjective):
             raise PlmbenchError("pretraining inputs need the tokenizer's cls/bos and sep/eos "
                                 "tokens; name them in its tokenizer_config.json")
 
-    def make_examples(self, max_length: int, tokenizer: TextTokenizer):
+    def make_examples(self, max_length: int, tokenizer: TextTokenizer,
+                      packing: PackingConfig | None = None):
         special = tokenizer.special
         return partial(make_segment_pairs, max_tokens=max_length, nsp=self.nsp, sop=self.sop,
-                       cls_id=special.cls, sep_id=special.sep)
+                       cls_id=special.cls, sep_id=special.sep, packing=packing)
 
     def collator(self, tokenizer: TextTokenizer, seed: int) -> MLMCollator:
         return MLMCollator(tokenizer, self.masking, seed)
 
     def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        out = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                  token_type_ids=batch.get("token_type_ids"))
-        losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head)}
+        out = net(**encoder_inputs(batch))
+        losses = {"mlm_loss": masked_lm_loss(out.last_hidden_state, batch["labels"], net.mlm_head,
+                                             label_positions(batch))}
         if self.pair_task:
-            task = self.pair_task
+            task, pooled = self.pair_task, out.pooler_output
+            if "sequence_starts" in batch:  # packed rows: every example's [CLS]
+                first = at_positions(out.last_hidden_state, batch["sequence_starts"])
+                pooled = getattr(net, net.prefix).pool(first)
             losses[f"{task}_loss"] = next_sentence_loss(
-                out.pooler_output, batch[LABEL_KEYS[task]], getattr(net, f"{task}_head"))
+                pooled, batch[LABEL_KEYS[task]], getattr(net, f"{task}_head"))
         return losses
 
     def evaluate(self, net: nn.Module, batch: Mapping[str, Tensor]
@@ -294,8 +309,7 @@ class MaskedLM(PretrainingObjective):
     def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
         return {**means, "perplexity": perplexity(means["mlm_loss"])}
 
-    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor:
-        """A device tensor: counting the masked positions on the host would synchronise."""
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
+        """Counted from shapes, known on the host: the masked positions are the collate's."""
         batch_size, seq_len = batch["input_ids"].shape
-        predicted = (batch["labels"] != IGNORE_INDEX).sum().float()
-        return mlm_training_flops(shape, batch_size, seq_len, predicted)
+        return mlm_training_flops(shape, batch_size, seq_len, len(label_positions(batch)))

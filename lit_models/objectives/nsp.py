@@ -14,7 +14,10 @@ segments with their order swapped (half the time), so topic cues cannot give the
 AlbertForPreTraining: 0 = original order, 1 = swapped.
 Without NSP or SOP, inputs are RoBERTa's FULL-SENTENCES (Liu et al. 2019, §4.2): full sentences
 packed contiguously up to the length limit, across document boundaries, with an extra separator
-between documents.
+between documents. For packed rows (``datamodules/packing.py``, Krell et al. 2021) the inputs
+fill the rows exactly: FULL-SENTENCES runs on across rows (a sentence cut at a row's end goes on
+in the next row), or, with attention kept inside documents, each document is cut into pieces of
+the row length (and a shorter last piece) that the packing fills rows with.
 """
 
 import random
@@ -23,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.packing import PackingConfig
 
 IS_NEXT, NOT_NEXT = 0, 1
 IN_ORDER, SWAPPED = 0, 1
@@ -145,6 +149,35 @@ def _pack_full_sentences(
     return examples
 
 
+def _stream_rows(documents: list[Document], max_num_tokens: int, cls_id: int, sep_id: int
+                 ) -> list[dict]:
+    """FULL-SENTENCES that fill their rows: every document's tokens, a separator between
+    documents, cut every ``max_num_tokens`` tokens (a row never starts with the separator)."""
+    examples, row = [], []
+    for index, document in enumerate(documents):
+        for token in ([sep_id] if index else []) + _flat(document):
+            if len(row) == max_num_tokens:
+                examples.append(_single_example(row, cls_id, sep_id))
+                row = []
+            if row or token != sep_id:
+                row.append(token)
+    if row:
+        examples.append(_single_example(row, cls_id, sep_id))
+    return examples
+
+
+def _document_pieces(documents: list[Document], max_num_tokens: int, cls_id: int, sep_id: int
+                     ) -> list[dict]:
+    """Each document's tokens cut every ``max_num_tokens`` tokens, each piece an input of its
+    own: what packed rows whose attention stays inside documents are filled with."""
+    examples = []
+    for document in documents:
+        tokens = _flat(document)
+        for start in range(0, len(tokens), max_num_tokens):
+            examples.append(_single_example(tokens[start:start + max_num_tokens], cls_id, sep_id))
+    return examples
+
+
 def make_segment_pairs(
     documents: list[list[list[int]]],
     max_tokens: int,
@@ -155,6 +188,7 @@ def make_segment_pairs(
     cls_id: int,
     sep_id: int,
     sop: bool = False,
+    packing: PackingConfig | None = None,
 ) -> list[dict]:
     """Pretraining inputs from documents (-> sentences -> token ids, no special tokens).
 
@@ -162,7 +196,9 @@ def make_segment_pairs(
     input_ids, token_type_ids (0 for [CLS] A [SEP], 1 for B [SEP]) and next_sentence_label.
     sop=True: the same pairs of consecutive segments, swapped half the time (ALBERT), each with
     a sentence_order_label.
-    Neither: FULL-SENTENCES inputs "[CLS] ... [SEP]" with token_type_ids 0 and no label.
+    Neither: FULL-SENTENCES inputs "[CLS] ... [SEP]" with token_type_ids 0 and no label; for
+    packed rows (``packing.enabled``) they fill the rows: run on across documents with
+    ``packing.cross_documents``, else each document cut into row-length pieces.
     Every input is at most ``max_tokens`` long, special tokens included.
     """
     documents = [doc for doc in ([s for s in doc if s] for doc in documents) if doc]
@@ -171,7 +207,10 @@ def make_segment_pairs(
     if not (nsp or sop):
         if max_tokens < 3:
             raise PlmbenchError(f"max_tokens={max_tokens} leaves no room for text; use >= 3")
-        return _pack_full_sentences(documents, max_tokens - 2, cls_id, sep_id)
+        if packing is None or not packing.enabled:
+            return _pack_full_sentences(documents, max_tokens - 2, cls_id, sep_id)
+        build = _stream_rows if packing.cross_documents else _document_pieces
+        return build(documents, max_tokens - 2, cls_id, sep_id)
     if max_tokens < 5:
         raise PlmbenchError(
             f"max_tokens={max_tokens} is too short for [CLS] A [SEP] B [SEP]; use >= 5"

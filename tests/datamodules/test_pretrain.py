@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.pretrain import vocabulary_corpus
 from datamodules.sources import mirror_path
@@ -50,7 +51,7 @@ def epoch_rows(loader) -> list[tuple]:
     rows = []
     for batch in loader:
         for ids, labels, mask in zip(
-            batch["input_ids"], batch["labels"], batch["attention_mask"], strict=True
+            batch["input_ids"], batch["labels"], token_mask(batch).long(), strict=True
         ):
             rows.append((tuple(ids[mask == 1].tolist()), tuple(labels[mask == 1].tolist())))
     return rows
@@ -84,9 +85,9 @@ def test_wikitext_nsp_batches(mirror, tokenizer) -> None:
     selected = candidates = 0
     labels_seen = []
     for batch in batches:
-        assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels",
-                              "next_sentence_label"}
-        ids, labels, mask = batch["input_ids"], batch["labels"], batch["attention_mask"]
+        assert set(batch) - {"attention_mask"} == {"input_ids", "token_type_ids", "labels",
+                                                   "next_sentence_label", "label_positions"}
+        ids, labels, mask = batch["input_ids"], batch["labels"], token_mask(batch).long()
         assert ids.shape == labels.shape == batch["token_type_ids"].shape and ids.shape[1] <= 128
         assert (ids[:, 0] == 101).all() and ((ids == 102).sum(1) == 2).all()
         # segment B starts right after the first [SEP] and ends at the last real token
@@ -138,7 +139,8 @@ def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None
     assert not continuation[tokenizer.backend.token_to_id("s")]
     pieces_selected = 0
     for batch in dm.train_dataloader():
-        assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
+        assert set(batch) - {"attention_mask"} == {"input_ids", "token_type_ids", "labels",
+                                                   "label_positions"}
         assert batch["input_ids"].shape[1] <= 64 and not batch["token_type_ids"].any()
         labels = batch["labels"]
         original = torch.where(labels != IGNORE_INDEX, labels, batch["input_ids"])

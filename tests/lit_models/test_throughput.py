@@ -2,6 +2,7 @@
 batches held, and no host-device synchronisation inside a training step."""
 
 import lightning as L
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -56,4 +57,7 @@ def test_totals_equal_what_the_batches_held_and_reads_are_batched(monkeypatch):
     assert summary["train_tokens"] == tokens and summary["train_samples"] == 21
     assert summary["train_flops"] == 10 * tokens
     assert summary["train_tokens_per_s"] == tokens / summary["train_step_seconds"]
+    slots = sum(b["input_ids"].numel() for b in data)
+    assert summary["train_padding_fraction"] == pytest.approx(1 - tokens / slots)
+    assert 0 < summary["train_padding_fraction"] < 1
     assert len(reads) == 3  # steps 3 and 6, then the end of training: not once per step

@@ -7,7 +7,9 @@ import pytest
 import torch
 from torch.nn.utils import vector_to_parameters
 
+from datamodules.collate import pad_collate
 from lit_models.hf import load_hf_state_dict
+from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
 from tests.conftest import require
@@ -242,12 +244,42 @@ def test_bad_configs_and_inputs_raise_one_line_errors():
 
 
 def test_a_batch_without_padding_needs_no_mask():
-    """No mask lets SDPA use its flash kernel; the outputs equal those under an all-ones mask."""
+    """The collate decides: a batch of equal lengths carries no mask (so SDPA may use its flash
+    kernel and no forward asks the device), one with padding does; outputs without a mask equal
+    those under an all-ones mask."""
     torch.manual_seed(0)
-    assert padding_mask(torch.ones(2, 7, dtype=torch.long)) is None
+    assert "attention_mask" not in pad_collate([{"input_ids": [5, 6, 7]}] * 2, pad_id=0)
+    padded = pad_collate([{"input_ids": [5, 6, 7]}, {"input_ids": [5]}], pad_id=0)
+    assert padded["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     assert padding_mask(None) is None
+    assert padding_mask(padded["attention_mask"]).shape == (2, 1, 1, 3)
     attention = MultiHeadSelfAttention(16, 4).eval()
     x = torch.randn(2, 7, 16)
     all_ones = torch.ones(2, 1, 1, 7, dtype=torch.bool)
     with torch.no_grad():
         assert max_diff(attention(x, None), attention(x, all_ones)) <= 1e-6
+
+
+def test_an_unpadded_encoder_equals_the_padded_one_at_every_real_token():
+    """A padded batch on the CPU runs its position-wise layers on the real tokens only: same
+    hidden states and parameter gradients as running every position, zeros at the padding."""
+    torch.manual_seed(0)
+    net = BertModel(BertConfig(**CONFIGS["gelu_new-3heads"])).eval()
+    lengths = torch.tensor([9, 4, 7])
+    mask = (torch.arange(9)[None] < lengths[:, None]).long()
+    x = torch.randn(3, 9, net.config.hidden_size)
+    unpadding = Unpadding.of(mask)
+    assert len(unpadding.positions) == 20 and Unpadding.of(None) is None
+    assert Unpadding.of(mask[:, :, None] * mask[:, None, :]) is None  # packed rows' masks
+    outputs, grads = [], []
+    for unpad in (None, unpadding):
+        out, _ = net.encoder(x, padding_mask(mask), unpadding=unpad)
+        out[mask.bool()].pow(2).sum().backward()
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in net.encoder.parameters()])
+        net.zero_grad()
+    real = mask.bool()
+    assert max_diff(outputs[0][real], outputs[1][real]) <= 1e-5
+    assert outputs[1][~real].abs().max() == 0
+    for padded, unpadded in zip(*grads, strict=True):
+        assert (padded - unpadded).abs().max().item() <= 1e-4 * max(1.0, padded.abs().max())

@@ -108,7 +108,7 @@ def test_causal_with_bias_equals_reference():
 
 def test_sdpa_gets_no_mask_when_there_is_nothing_to_mask(monkeypatch):
     """Flash kernels need attn_mask=None: causal alone goes as is_causal=True, and a batch
-    without padding (BERT) passes no mask at all."""
+    without padding (BERT), which the collate gives no attention_mask, passes no mask at all."""
     calls, sdpa = [], F.scaled_dot_product_attention
 
     def spy(*args, **kwargs):
@@ -118,8 +118,8 @@ def test_sdpa_gets_no_mask_when_there_is_nothing_to_mask(monkeypatch):
     monkeypatch.setattr(attention_module.F, "scaled_dot_product_attention", spy)
     attention = MultiHeadSelfAttention(H, HEADS).eval()
     x = torch.randn(B, 5, H)
-    attention(x, padding_mask(torch.ones(B, 5)), causal=True)
-    attention(x, padding_mask(torch.ones(B, 5)))
+    attention(x, padding_mask(None), causal=True)
+    attention(x, padding_mask(None))
     assert [(c["attn_mask"], c["is_causal"]) for c in calls] == [(None, True), (None, False)]
 
 

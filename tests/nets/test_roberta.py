@@ -70,8 +70,9 @@ def test_from_hf_matches_roberta_model(sizes, tokenizer, tmp_path):
     with torch.no_grad():
         ours = net.eval()(**inputs)
         theirs = reference(**inputs)
-    # every position, pads included: pads get position id pad as transformers numbers them
-    assert (ours.last_hidden_state - theirs.last_hidden_state).abs().max() <= TOLERANCE
+    # the real tokens (a padded batch on the CPU runs unpadded: its pads are not computed; how
+    # pads are numbered is checked below)
+    assert_close(ours.last_hidden_state, theirs.last_hidden_state, inputs["attention_mask"])
     assert (ours.pooler_output - theirs.pooler_output).abs().max() <= TOLERANCE
 
 

@@ -145,7 +145,10 @@ def test_collator_dynamic_masks_differ_between_calls(collator) -> None:
     masker = collator(MaskingConfig())
     first, second = masker(batch_examples), masker(batch_examples)
     assert set(first) == {"input_ids", "attention_mask", "token_type_ids", "labels",
-                          "next_sentence_label"}
+                          "next_sentence_label", "label_positions"}
+    # the masked tokens' flat indices, found on the host so the loss never asks the device
+    assert torch.equal(first["label_positions"],
+                       (first["labels"].flatten() != IGNORE_INDEX).nonzero().squeeze(1))
     assert first["labels"].shape == first["input_ids"].shape == (8, 12 + 7 * 7)
     assert torch.equal(first["next_sentence_label"], torch.tensor([0, 1] * 4))
     assert (first["labels"][first["attention_mask"] == 0] == IGNORE_INDEX).all()

@@ -1,0 +1,261 @@
+"""What ``plmbench perf`` times: each step of an architecture as our nets run it and as its
+``transformers`` counterpart runs it, with the same config, weights and batch, in one process.
+
+The registration names everything (``Arch``: its nets, kind and ``hf.classes``), so every
+registered architecture is measured the same way:
+
+- ``pretrain``: encoders, the masked-LM step (15% of tokens masked as BERT masks them): ours
+  computes vocabulary logits at the masked positions only (Design contract 2), transformers'
+  ``*ForMaskedLM`` (``classes["mlm"]``) at every position. Encoder-decoders, the teacher-forced
+  reconstruction step of denoising (``classes["pretraining"]``). Full-length rows, no padding.
+- ``finetune``: sequence classification (``classes["classifier"]``, two labels) as a run's
+  ``LitClassifier`` computes it, on a dynamically padded batch (one row of the full length, the
+  others of random lengths down to a quarter of it), for architectures with a classification
+  head.
+- ``inference``: the backbone's forward (``classes["encoder"]``) on the fine-tuning batch (an
+  encoder-decoder's on its pretraining batch), without gradients.
+
+Training steps are forward, backward and a fused AdamW update (as ``configure_adamw``); each
+implementation's ``run()`` returns the loss (training) or last hidden state (inference) that
+``tests/bench/test_perf.py`` compares across implementations.
+"""
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from datamodules.collate import IGNORE_INDEX, add_label_positions, encoder_inputs, label_positions
+from datamodules.errors import PlmbenchError
+from lit_models.archs import Arch
+from lit_models.classify import LitClassifier
+from lit_models.hf import hf_checkpoint
+from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
+
+#: transformers' attention implementations each reference is measured with
+ATTENTION = ("sdpa", "eager")
+STEPS = ("pretrain", "finetune", "inference")
+
+
+@dataclass
+class Implementation:
+    net: nn.Module
+    run: Callable[[], Tensor]  # the step's loss (training) or last hidden state (inference)
+
+
+@dataclass
+class Workload:
+    step: str  # one of STEPS
+    train: bool
+    batch: dict[str, Tensor]  # ours (transformers reads the same tensors)
+    tokens: int  # non-pad tokens per step
+    shape: str  # "32 x 128", for the report
+    implementations: dict[str, Implementation] = field(default_factory=dict)
+    #: why a transformers attention implementation could not be measured
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+def special_ids(arch: Arch) -> dict[str, int]:
+    """Role -> id of a scratch vocabulary of ``arch`` (its special tokens come first)."""
+    return {role: i for i, (role, _) in enumerate(arch.tokenizer.tokens)}
+
+
+def _ids(arch: Arch, config, batch: int, length: int, generator: torch.Generator) -> Tensor:
+    """Random non-special tokens between the architecture's cls/bos and sep/eos."""
+    roles = special_ids(arch)
+    ids = torch.randint(len(roles), config.vocab_size, (batch, length), generator=generator)
+    ids[:, 0], ids[:, -1] = roles["cls"], roles["sep"]
+    return ids
+
+
+def mlm_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
+    """Full-length rows masked as MLM pretraining masks them (as MLMCollator gives them)."""
+    generator = torch.Generator().manual_seed(0)
+    ids = _ids(arch, config, batch, length, generator)
+    special = torch.zeros(config.vocab_size, dtype=torch.bool)
+    special[: len(special_ids(arch))] = True
+    corrupted, labels = mask_tokens(ids, special, MaskingConfig(), config.vocab_size,
+                                    special_ids(arch)["mask"], generator)
+    return add_label_positions({"input_ids": corrupted, "labels": labels})
+
+
+def padded_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
+    """A classification batch padded to its longest row (``length``), two labels."""
+    generator = torch.Generator().manual_seed(1)
+    ids = _ids(arch, config, batch, length, generator)
+    lengths = torch.randint(max(3, length // 4), length + 1, (batch,), generator=generator)
+    lengths[0] = length
+    mask = torch.arange(length)[None] < lengths[:, None]
+    ids[torch.arange(batch), lengths - 1] = special_ids(arch)["sep"]
+    return {"input_ids": ids.masked_fill(~mask, config.pad_token_id),
+            "attention_mask": mask.long(), "token_type_ids": torch.zeros_like(ids),
+            "labels": torch.randint(2, (batch,), generator=generator)}
+
+
+def seq2seq_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
+    """Source and target rows of ``length`` (no padding), decoder inputs the targets shifted
+    right after the decoder start token."""
+    generator = torch.Generator().manual_seed(2)
+    labels = _ids(arch, config, batch, length, generator)
+    decoder_input_ids = torch.cat([torch.full((batch, 1), config.decoder_start_token_id),
+                                   labels[:, :-1]], 1)
+    return add_label_positions({"input_ids": _ids(arch, config, batch, length, generator),
+                                "decoder_input_ids": decoder_input_ids, "labels": labels})
+
+
+def reference(arch: Arch, net: nn.Module, kind: str, attention: str,
+              head: nn.Module | None = None) -> nn.Module:
+    """transformers' ``classes[kind]`` with ``attention``, holding ``net``'s (and ``head``'s)
+    weights; ValueError where the class has no such attention implementation."""
+    import transformers
+
+    config, weights = hf_checkpoint(net, head)
+    model_type = config.pop("model_type")
+    config.pop("architectures")
+    hf_config = transformers.AutoConfig.for_model(model_type, **config,
+                                                  attn_implementation=attention)
+    model = getattr(transformers, arch.hf.classes[kind])(hf_config)
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    # tied copies are no weights of their own; the masked-LM class has no pooler nor other
+    # pretraining heads, and may lack what the layout calls optional (DeBERTa's absolute
+    # positions, which only our enhanced mask decoder reads); any other weight left out would
+    # void the comparison
+    skipped, layout = re.compile(arch.hf.skipped), arch.hf
+    missing = [k for k in missing if not skipped.search(k.removeprefix(layout.prefix))]
+    unexpected = [k for k in unexpected if not k.removeprefix(layout.prefix).startswith(
+        ("pooler.", *layout.optional)) and not k.startswith(layout.head_prefixes)]
+    if missing or unexpected:
+        raise RuntimeError(f"weights not carried over to {arch.hf.classes[kind]}: missing "
+                           f"{missing}, unexpected {unexpected}")
+    return model.to(next(net.parameters()).device)
+
+
+def _on(device: torch.device, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    return {key: value.to(device) for key, value in batch.items()}
+
+
+def _accepts(model: nn.Module, name: str) -> bool:
+    return name in inspect.signature(model.forward).parameters
+
+
+def _their_inputs(model: nn.Module, batch: dict[str, Tensor], keys: tuple[str, ...]) -> dict:
+    return {k: batch[k] for k in keys if k in batch and _accepts(model, k)}
+
+
+def _flat_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                           ignore_index=IGNORE_INDEX)
+
+
+def _with_references(workload: Workload, build: Callable[[str], Implementation]) -> Workload:
+    for attention in ATTENTION:
+        try:
+            workload.implementations[f"transformers {attention}"] = build(attention)
+        except ValueError as err:
+            workload.unavailable[f"transformers {attention}"] = str(err).split(".")[0]
+    return workload
+
+
+def pretrain(arch: Arch, config, batch_size: int, length: int,
+             device: torch.device) -> Workload:
+    if arch.kind == "encoder-decoder":
+        return _seq2seq_pretrain(arch, config, batch_size, length, device)
+    if arch.kind != "encoder" or "mlm" not in arch.hf.classes:
+        raise PlmbenchError(f"plmbench perf has no pretraining step for {arch.name} "
+                            f"({arch.kind}); add one to bench/perf_workloads.py")
+    ours = (arch.masked_lm or arch.pretraining)(config).to(device)
+    batch = _on(device, mlm_batch(arch, config, batch_size, length))
+    workload = Workload("pretrain", True, batch, batch_size * length, f"{batch_size} x {length}")
+    workload.implementations["plmbench"] = Implementation(ours, lambda: masked_lm_loss(
+        ours(**encoder_inputs(batch)).last_hidden_state, batch["labels"], ours.mlm_head,
+        label_positions(batch)))
+
+    def theirs(attention: str) -> Implementation:
+        model = reference(arch, ours, "mlm", attention)
+        return Implementation(model, lambda: _flat_cross_entropy(
+            model(input_ids=batch["input_ids"]).logits, batch["labels"]))
+
+    return _with_references(workload, theirs)
+
+
+def _seq2seq_pretrain(arch: Arch, config, batch_size: int, length: int,
+                      device: torch.device) -> Workload:
+    ours = arch.pretraining(config).to(device)
+    batch = _on(device, seq2seq_batch(arch, config, batch_size, length))
+    inputs = {k: batch[k] for k in ("input_ids", "decoder_input_ids")}
+    positions = label_positions(batch)
+    workload = Workload("pretrain", True, batch, 2 * batch_size * length,
+                        f"{batch_size} x ({length} + {length})")
+
+    def our_loss() -> Tensor:
+        hidden = ours(**inputs).last_hidden_state
+        logits = ours.logits(hidden.flatten(0, 1).index_select(0, positions))
+        return F.cross_entropy(logits, batch["labels"].flatten().index_select(0, positions))
+
+    workload.implementations["plmbench"] = Implementation(ours, our_loss)
+
+    def theirs(attention: str) -> Implementation:
+        model = reference(arch, ours, "pretraining", attention)
+        return Implementation(model, lambda: _flat_cross_entropy(model(**inputs).logits,
+                                                                 batch["labels"]))
+
+    return _with_references(workload, theirs)
+
+
+def finetune(arch: Arch, config, batch_size: int, length: int,
+             device: torch.device) -> Workload | None:
+    """None where the architecture has no classification head (or transformers no class)."""
+    if arch.classification_head is None or "classifier" not in arch.hf.classes:
+        return None
+    encoder = arch.encoder(config)
+    head = arch.classification_head(config, 2, 0.1)
+    module = LitClassifier(encoder, head, 2, [], [], {}).to(device)
+    batch = _on(device, padded_batch(arch, config, batch_size, length))
+    workload = Workload("finetune", True, batch, int(batch["attention_mask"].sum()),
+                        f"{batch_size} x {length}")
+    workload.implementations["plmbench"] = Implementation(
+        module, lambda: module.loss(module(batch), batch["labels"]))
+
+    def theirs(attention: str) -> Implementation:
+        model = reference(arch, encoder, "classifier", attention, head)
+        inputs = _their_inputs(model, batch, ("input_ids", "attention_mask", "token_type_ids"))
+        return Implementation(model, lambda: F.cross_entropy(model(**inputs).logits,
+                                                             batch["labels"]))
+
+    return _with_references(workload, theirs)
+
+
+def inference(arch: Arch, config, batch_size: int, length: int,
+              device: torch.device) -> Workload:
+    ours = arch.encoder(config).to(device)
+    if arch.kind == "encoder-decoder":
+        batch = _on(device, seq2seq_batch(arch, config, batch_size, length))
+        keys, tokens = ("input_ids", "decoder_input_ids"), 2 * batch_size * length
+        shape = f"{batch_size} x ({length} + {length})"
+        inputs = {k: batch[k] for k in keys}
+    else:
+        batch = _on(device, padded_batch(arch, config, batch_size, length))
+        keys, tokens = ("input_ids", "attention_mask", "token_type_ids"), int(
+            batch["attention_mask"].sum())
+        shape = f"{batch_size} x {length}"
+        inputs = encoder_inputs(batch)
+    workload = Workload("inference", False, batch, tokens, shape)
+    workload.implementations["plmbench"] = Implementation(
+        ours, lambda: ours(**inputs).last_hidden_state)
+
+    def theirs(attention: str) -> Implementation:
+        model = reference(arch, ours, "encoder", attention)
+        their_inputs = _their_inputs(model, batch, keys)
+        return Implementation(model, lambda: model(**their_inputs).last_hidden_state)
+
+    return _with_references(workload, theirs)
+
+
+#: step -> its workload builder, (arch, config, batch size, length, device) -> Workload (None:
+#: the step does not apply to the architecture)
+WORKLOADS: dict[str, Callable[..., Workload | None]] = {
+    "pretrain": pretrain, "finetune": finetune, "inference": inference}

@@ -1,0 +1,44 @@
+"""Model presets choose their own training rates: a pretraining task takes the preset's
+``pretrain_lr`` and ``pretrain_batch_size`` (the paper's), a GLUE task its ``finetune_lr``; a
+command-line value wins, and a preset without them gets the task's defaults."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from bench.run import CONF_DIR
+
+PRESETS = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
+
+
+def composed(*overrides: str):
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+@pytest.mark.parametrize(("preset", "lr", "batch_size"), [
+    ("bert-base", 1e-4, 256),  # Devlin et al. 2019, A.2
+    ("electra-small", 5e-4, 128),  # Clark et al. 2020, Table 6
+    ("roberta-base", 6e-4, 8192),  # Liu et al. 2019, Table 9
+    ("bert-tiny", 5e-4, 32),  # CPU scale
+    ("minilm-l6", 5e-4, 32),  # a pretrained checkpoint's preset names none: the task's defaults
+])
+def test_pretraining_follows_the_model_preset(preset, lr, batch_size):
+    cfg = composed(f"model={preset}", "task=pretrain/wikipedia")
+    assert (cfg.optim.lr, cfg.task.batch_size) == (lr, batch_size)
+    glue = composed(f"model={preset}", "task=glue/rte")
+    assert glue.task.batch_size == 32 and glue.optim.lr == cfg.model.get("finetune_lr", 2e-5)
+
+
+def test_the_command_line_wins():
+    cfg = composed("model=bert-base", "task=pretrain/wikipedia", "task.lr=3e-4",
+                   "task.batch_size=64")
+    assert (cfg.optim.lr, cfg.task.batch_size) == (3e-4, 64)
+    assert composed("model=bert-base", "task=pretrain/wikipedia", "optim.lr=2e-4").optim.lr == 2e-4
+
+
+def test_every_scratch_preset_names_its_pretraining_rates():
+    for preset in PRESETS:
+        model = OmegaConf.load(CONF_DIR / "model" / f"{preset}.yaml")
+        if model.init_from == "scratch":
+            assert model.pretrain_lr > 0 and model.pretrain_batch_size >= 1, preset
