@@ -68,7 +68,10 @@ def _ids(arch: Arch, config, batch: int, length: int, generator: torch.Generator
     """Random non-special tokens between the architecture's cls/bos and sep/eos."""
     roles = special_ids(arch)
     ids = torch.randint(len(roles), config.vocab_size, (batch, length), generator=generator)
-    ids[:, 0], ids[:, -1] = roles["cls"], roles["sep"]
+    first, last = roles.get("cls", roles.get("bos")), roles.get("sep", roles.get("eos"))
+    if first is not None:
+        ids[:, 0] = first
+    ids[:, -1] = last
     return ids
 
 

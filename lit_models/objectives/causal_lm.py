@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import IGNORE_INDEX, pad_collate, token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, encoder_forward_flops
@@ -41,14 +41,14 @@ class CausalLMCollator:
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
         batch = pad_collate([{"input_ids": e["input_ids"]} for e in examples], self.pad_id)
-        batch["labels"] = next_token_labels(batch["input_ids"], batch["attention_mask"])
+        batch["labels"] = next_token_labels(batch["input_ids"], token_mask(batch))
         return batch
 
 
 def causal_lm_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     """Mean negative log-likelihood of every labelled next token."""
     hidden = net(input_ids=batch["input_ids"],
-                 attention_mask=batch["attention_mask"]).last_hidden_state
+                 attention_mask=batch.get("attention_mask")).last_hidden_state
     selected = batch["labels"] != IGNORE_INDEX
     return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
 

@@ -145,7 +145,7 @@ def span_corruption_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     config = net.config
     decoder_input_ids = shift_right(batch["labels"], config.decoder_start_token_id,
                                     config.pad_token_id)
-    hidden = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+    hidden = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                  decoder_input_ids=decoder_input_ids).last_hidden_state
     selected = batch["labels"] != IGNORE_INDEX
     return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
