@@ -15,7 +15,7 @@ def _mean(table: Table, row_label: str, column_label: str) -> float | None:
     column = next((c for c in table.columns if c.label == column_label), None)
     if row is None or column is None or column_label not in row.cells:
         return None
-    return column.scale * row.cells[column_label].mean
+    return column.scale * row.cells[column_label].center(table.stat)
 
 
 def render_comparison(a: Table, b: Table, name_a: str, name_b: str) -> str:
@@ -40,4 +40,4 @@ def render_comparison(a: Table, b: Table, name_a: str, name_b: str) -> str:
                 diff = format(y - x, "+" + column.format.lstrip("+"))
                 cells.append(f"{format(x, column.format)} → {format(y, column.format)} ({diff})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join([*lines, "", f"A: {name_a}; B: {name_b}. Cells: mean over seeds.", ""])
+    return "\n".join([*lines, "", f"A: {name_a}; B: {name_b}. Cells: {a.stat} over seeds.", ""])

@@ -47,12 +47,12 @@ def _esc(text: object) -> str:
 
 
 def _row_score(row: Row, table: Table) -> float | None:
-    """The row's board score, else (boards without one) its first column's scaled mean."""
+    """The row's board score, else (boards without one) its first column's scaled value."""
     if row.score is not None:
         return row.score
     for column in table.columns:
         if column.label in row.cells:
-            return column.scale * row.cells[column.label].mean
+            return column.scale * row.cells[column.label].center(table.stat)
     return None
 
 
@@ -113,8 +113,9 @@ def _cell(row: Row, table: Table, label: str) -> str:
     cell = row.cells.get(label)
     if cell is None:
         return f'<td class="num" data-value="">{MISSING}</td>'
-    return (f'<td class="num" data-value="{column.scale * cell.mean!r}" '
-            f'title="median {column.show(cell.median)}">{_esc(column.text(cell))}</td>')
+    return (f'<td class="num" data-value="{column.scale * cell.center(table.stat)!r}" '
+            f'title="mean {column.show(cell.mean)}, median {column.show(cell.median)}">'
+            f'{_esc(column.text(cell, table.stat))}</td>')
 
 
 def render_html(table: Table) -> str:

@@ -45,10 +45,9 @@ def _scale_text(columns: list[Column]) -> str:
 
 def _footnote(table: Table) -> str:
     board = table.board
-    parts = [
-        f"Cells: mean ± std over seeds (n), sample std (0 for one seed), "
-        f"{_scale_text(table.columns)}."
-    ]
+    spread = ("median [min, max] over seeds (n)" if table.stat == "median" else
+              "mean ± std over seeds (n), sample std (0 for one seed)")
+    parts = [f"Cells: {spread}, {_scale_text(table.columns)}."]
     lower = [c.label for c in table.columns if not c.higher_is_better]
     if lower:
         parts.append(f"Lower is better: {', '.join(lower)}.")
@@ -57,12 +56,13 @@ def _footnote(table: Table) -> str:
     if board.aggregate == "task_macro":
         parts.append(
             f"{board.score_label}{direction}: mean over the tasks a row has of each task's mean "
-            f"over its scoring columns, with the number of tasks it covers "
+            f"over its scoring columns' {table.stat}s, with the number of tasks it covers "
             f"of the {table.n_scorable} on this board."
         )
     elif board.aggregate == "mean":
         parts.append(
-            f"{board.score_label}{direction}: mean of the scoring columns a row has "
+            f"{board.score_label}{direction}: mean of the {table.stat}s of the scoring columns "
+            f"a row has "
             f"({', '.join(scoring)}), with the number it covers."
         )
     if any(row.baseline for row in table.rows):
@@ -100,7 +100,8 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     header = ["Model", *([board.score_label] if scored else []), *table.labels]
     body = [
         [_row_label(row).replace("|", "\\|"), *([_score_text(row, table)] if scored else [])]
-        + [c.text(row.cells[c.label]) if c.label in row.cells else MISSING for c in table.columns]
+        + [c.text(row.cells[c.label], table.stat) if c.label in row.cells else MISSING
+           for c in table.columns]
         for row in table.rows
     ]
     header = [text.replace("|", "\\|") for text in header]
@@ -172,7 +173,8 @@ def table_json(table: Table) -> dict:
     board = table.board
     return {
         "board": {"name": board.name, "title": board.title, "aggregate": board.aggregate,
-                  "score_label": board.score_label, "n_scorable": table.n_scorable},
+                  "score_label": board.score_label, "n_scorable": table.n_scorable,
+                  "stat": table.stat},
         "n_records": table.n_records,
         "columns": [{"label": c.label, "task": c.task, "value": c.value, "scale": c.scale,
                      "higher_is_better": c.higher_is_better, "score": c.score,

@@ -5,7 +5,8 @@
     plmbench run --rerun-failed -m ...     only the points of a sweep whose record failed
     plmbench rerun RECORD.json             exactly the configuration a record holds, again
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
-                         [--select best-on-dev] [--no-baselines] [--compare DIR_A DIR_B]
+                         [--select best-on-dev] [--stat median] [--no-baselines]
+                         [--compare DIR_A DIR_B]
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
@@ -121,7 +122,7 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
         records = best_on_dev(records, board)
     if args.baselines:
         records += baseline_records(records, board.name)
-    return build_table(records, board)
+    return build_table(records, board, args.stat)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -196,6 +197,9 @@ def parser() -> argparse.ArgumentParser:
     lb.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
+    lb.add_argument("--stat", choices=["mean", "median"], default="mean",
+                    help="the statistic over seeds in cells and scores: mean ± std, or median "
+                         "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),

@@ -7,6 +7,9 @@ which values of the record to show (dotted paths such as ``metrics.validation.f1
 ``throughput.train_tokens_per_s``). A task without ``columns`` gets one column per (eval split,
 metric in ``task.metrics``). So a new task YAML reaches its board with no change here.
 
+A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
+row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
+
 Records of one board are grouped into rows by (label, protocol_hash); a cell aggregates the
 seeds of one row on one column: mean ± sample std (0 for one seed), median and n. A row's score
 follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official aggregate (Wang et
@@ -36,6 +39,9 @@ MISSING = "–"
 #: where the board YAMLs live: <repo>/conf/board/<name>.yaml
 BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
 AGGREGATES = ("task_macro", "mean", "none")
+#: the statistic over seeds that fills a cell and makes the score: the mean (with the sample std),
+#: or the median (with the range), which cramming (Geiping & Goldstein 2022, §4) reports for GLUE
+STATS = ("mean", "median")
 DEFAULT_FORMAT = ".4g"
 
 
@@ -154,11 +160,15 @@ class Column:
     higher_is_better: bool
     score: bool  # counts in the board's aggregate
     format: str
+    in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
 
-    def text(self, cell: Cell) -> str:
+    def text(self, cell: Cell, stat: str = "mean") -> str:
+        if stat == "median":
+            low, high = cell.values[0], cell.values[-1]
+            return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
         return f"{self.show(cell.mean)} ± {self.show(cell.std)} (n={cell.n})"
 
 
@@ -191,7 +201,7 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
         at = f"{where}: task {name} columns[{i}]"
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
-        known = {"label", "value", "scale", "higher_is_better", "score", "format"}
+        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"}
         if unknown := sorted(set(spec) - known):
             raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
         label, value = spec.get("label"), spec.get("value")
@@ -208,19 +218,31 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
             higher_is_better=_check_bool(
                 spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
             ),
-            score=_check_bool(spec.get("score", True), "score", at),
             format=_check_format(spec.get("format", board.format), at),
+            in_label=(text := _check_bool(spec.get("text", False), "text", at)),
+            score=not text and _check_bool(spec.get("score", True), "score", at),
         ))
     return columns
 
 
-def lookup(record: Mapping, path: str) -> float | None:
-    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+def _at(record: Mapping, path: str) -> object:
     value: object = record
     for key in path.split("."):
         if not isinstance(value, Mapping) or key not in value:
             return None
         value = value[key]
+    return value
+
+
+def lookup_text(record: Mapping, path: str) -> str | None:
+    """The record's value at a dotted ``path`` as text; None when absent or not a scalar."""
+    value = _at(record, path)
+    return None if value is None or isinstance(value, Mapping | list) else str(value)
+
+
+def lookup(record: Mapping, path: str) -> float | None:
+    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+    value = _at(record, path)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
@@ -242,6 +264,10 @@ class Cell:
         std = statistics.stdev(values) if len(values) > 1 else 0.0
         return cls(statistics.mean(values), std, statistics.median(values), len(values),
                    tuple(values))
+
+    def center(self, stat: str) -> float:
+        """The cell's value under ``stat`` (one of STATS)."""
+        return self.median if stat == "median" else self.mean
 
 
 @dataclass
@@ -279,6 +305,7 @@ class Table:
     n_records: int = 0
     n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
     failures: list[Failure] = field(default_factory=list)
+    stat: str = "mean"  # the statistic over seeds in cells and score, one of STATS
 
     @property
     def labels(self) -> list[str]:
@@ -290,6 +317,15 @@ class Table:
         return directions != {False}
 
 
+def _row_label(record: Mapping, board: Board) -> str:
+    """The record's label, followed by the values of its task's text columns:
+    "minilm-l6 (dense, HNSW32)"."""
+    label = record.get("label") or record.get("model") or "?"
+    texts = [text for column in _record_columns(record, board) if column.in_label
+             and (text := lookup_text(record, column.value)) is not None]
+    return f"{label} ({', '.join(texts)})" if texts else label
+
+
 def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
     """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
     chosen: dict[tuple, Mapping] = {}
@@ -298,7 +334,7 @@ def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dic
             continue
         if not isinstance(record.get("task"), str):
             continue
-        label = record.get("label") or record.get("model") or "?"
+        label = _row_label(record, board)
         seed = record.get("seed", record.get("run_id"))
         key = (label, record.get("protocol_hash", ""), record["task"], seed)
         # A re-run of the same seed replaces, not adds to, the earlier result.
@@ -378,22 +414,25 @@ def _unique_labels(columns: list[Column]) -> list[Column]:
     ]
 
 
-def _score(cells: dict[str, Cell], columns: list[Column], board: Board):
+def _score(cells: dict[str, Cell], columns: list[Column], board: Board, stat: str):
     """(score, how many tasks or columns it covers) of one row; (None, 0) without a score."""
     scoring = [c for c in columns if c.score and c.label in cells]
     if board.aggregate == "none" or not scoring:
         return None, 0
     if board.aggregate == "mean":
-        return statistics.mean(c.scale * cells[c.label].mean for c in scoring), len(scoring)
+        return statistics.mean(c.scale * cells[c.label].center(stat) for c in scoring), len(scoring)
     by_task = defaultdict(list)
     for column in scoring:
-        by_task[column.task].append(column.scale * cells[column.label].mean)
+        by_task[column.task].append(column.scale * cells[column.label].center(stat))
     return statistics.mean(statistics.mean(v) for v in by_task.values()), len(by_task)
 
 
-def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
-    """Aggregate the board's ok records into rows sorted by score (best first), then label."""
+def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean") -> Table:
+    """Aggregate the board's ok records into rows sorted by score (best first), then label;
+    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average."""
     board = get_board(board) if isinstance(board, str) else board
+    if stat not in STATS:
+        raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
     records = list(records)
     finished = _select(records, board)
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
@@ -404,7 +443,7 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
     )
     n_records = 0
     for (label, protocol, task, _seed), record in selected:
-        columns = _record_columns(record, board)
+        columns = [c for c in _record_columns(record, board) if not c.in_label]
         found = [
             (c.label, value) for c in columns if (value := lookup(record, c.value)) is not None
         ]
@@ -453,9 +492,10 @@ def build_table(records: Iterable[Mapping], board: Board | str) -> Table:
             if (old.task, old.label) in by_column
         }
         name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board),
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat),
                         **extras[label, protocol]))
-    table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished))
+    table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
+                  stat)
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,

@@ -19,7 +19,9 @@ non-pad tokens/s, with
         [--repeats 7] [--warmup 3] [--device cuda] [--json FILE]
 
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
-next to full attention (``bench/perf_length.py``: Longformer's linear cost).
+next to full attention (``bench/perf_length.py``: Longformer's linear cost); ``--generate`` the
+generation throughput of a decoder or encoder-decoder, with and without the key/value cache,
+against transformers' ``generate`` (``bench/perf_generation.py``).
 """
 
 import argparse
@@ -281,7 +283,17 @@ def main(argv: list[str]) -> int:
                         "memory and time against full attention (bench/perf_length.py)")
     parser.add_argument("--against", default="roberta",
                         help="--lengths: the full-attention architecture of the same sizes")
+    parser.add_argument("--generate", action="store_true", help="generation tokens/s with and "
+                        "without the cache vs transformers' generate (bench/perf_generation.py)")
+    parser.add_argument("--new-tokens", type=int, default=64, help="--generate: tokens per row")
+    parser.add_argument("--beams", type=int, default=1, help="--generate: 1 = greedy")
     args, overrides = parser.parse_known_args(argv)
+    if args.generate:
+        from bench.perf_generation import main as generation_main
+
+        args.batch_size = args.batch_size or 8
+        print(generation_main(args, model_config(overrides)))
+        return 0
     if args.lengths:
         from bench.perf_length import main as length_main
 

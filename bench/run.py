@@ -98,8 +98,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    family = task_family(cfg.task)
-    family.check_arch(get_arch(cfg.model.arch), cfg.task)
+    family = task_family(cfg.task).for_arch(get_arch(cfg.model.arch), cfg.task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)

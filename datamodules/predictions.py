@@ -16,17 +16,21 @@ PREDICTIONS_DIR = "predictions"
 
 
 def write_predictions(
-    run_dir: Path, split: str, predictions: torch.Tensor, label_names: Sequence[str]
+    run_dir: Path, split: str, predictions: torch.Tensor | Sequence[str],
+    label_names: Sequence[str],
 ) -> Path:
-    """Write one split's predictions atomically; returns the file's path."""
+    """Write one split's predictions atomically; returns the file's path. Texts (a text-to-text
+    model's generated labels) are written as they are."""
     directory = run_dir / PREDICTIONS_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    regression = predictions.is_floating_point()
+    texts = not isinstance(predictions, torch.Tensor)
+    regression = not texts and predictions.is_floating_point()
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, newline="") as tmp:
         writer = csv.writer(tmp, delimiter="\t", lineterminator="\n")
         writer.writerow(["index", "prediction"])
-        for index, value in enumerate(predictions.tolist()):
-            writer.writerow([index, f"{value:.3f}" if regression else label_names[value]])
+        for index, value in enumerate(predictions if texts else predictions.tolist()):
+            shown = value if texts else f"{value:.3f}" if regression else label_names[value]
+            writer.writerow([index, shown])
     path = directory / f"{split}.tsv"
     os.replace(tmp.name, path)
     return path

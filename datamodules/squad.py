@@ -38,6 +38,8 @@ REQUIRED_KEYS = (
 #: what the model reads; the rest of an eval window's columns are for post-processing
 MODEL_KEYS = ("input_ids", "token_type_ids", "question_mask")
 PAD_VALUES = {"question_mask": 0}
+#: bumped when the windows' features change meaning, so cached windows are not reused
+FEATURES_VERSION = 2
 
 
 def _source(task: Mapping, train: bool) -> tuple[str, str, str | None]:
@@ -149,7 +151,9 @@ class SquadDataModule(PlmDataModule):
             windows = self._windows(raw, split, train=False)
             self.eval_examples.append(raw)
             self.eval_windows.append(windows)
-            self.eval_data.append(windows.select_columns(list(MODEL_KEYS)))
+            # a window's index travels with it, so outputs gathered over DDP's ranks are matched
+            self.eval_data.append(windows.select_columns(list(MODEL_KEYS))
+                                  .add_column("index", list(range(len(windows)))))
 
     def _windows(self, raw: datasets.Dataset, split: str, train: bool) -> datasets.Dataset:
         """Tokenized windows of ``raw`` (cached by ``datasets`` under a fingerprint of the
@@ -157,7 +161,7 @@ class SquadDataModule(PlmDataModule):
         task = self.task
         settings = [task[k] for k in ("max_length", "doc_stride", "max_query_length")]
         key = [tokenizer_fingerprint(self.tokenizer), task["name"], split, train, settings,
-               raw._fingerprint]
+               raw._fingerprint, FEATURES_VERSION]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
         ids = datasets.Sequence(datasets.Value("int32"))
         small = datasets.Sequence(datasets.Value("int8"))
@@ -202,7 +206,12 @@ class SquadDataModule(PlmDataModule):
                 cls = window.ids.index(self.tokenizer.special.cls)
                 out["input_ids"].append(window.ids)
                 out["token_type_ids"].append(_window_type_ids(window, encoding))
-                out["question_mask"].append((sequence == 0).astype(np.int8))
+                # global attention (Longformer) on everything up to the question's end: the
+                # question and the classifier token, as Beltagy et al.'s TriviaQA code and
+                # transformers' LongformerForQuestionAnswering set it
+                question_end = np.flatnonzero(sequence == 0)[-1]
+                out["question_mask"].append((np.arange(len(sequence)) <= question_end)
+                                            .astype(np.int8))
                 out["cls_index"].append(cls)
                 if train:
                     answers = batch[task["answers_field"]][row]

@@ -68,13 +68,15 @@ class SpecialTokens:
 class TokenizerSpec:
     """What an architecture registers for its vocabularies: the family, its special tokens as
     (role, string) in id order, post-processing templates over role names ("cls $A sep",
-    ``:1`` for segment ids) and the transformers class named in tokenizer_config.json."""
+    ``:1`` for segment ids), the transformers class named in tokenizer_config.json, and special
+    tokens of no role numbered after them (T5's sentinels <extra_id_0> ...)."""
 
     family: str
     tokens: tuple[tuple[str, str], ...]
     single: str
     pair: str
     tokenizer_class: str
+    extra: tuple[str, ...] = ()
 
 
 BERT = TokenizerSpec(
@@ -97,6 +99,13 @@ DEBERTA = TokenizerSpec(  # GPT-2's byte-level BPE with BERT's special tokens (H
     single="cls $A sep",
     pair="cls $A sep sep $B sep",  # as transformers 5's DebertaTokenizer builds pairs
     tokenizer_class="DebertaTokenizer",
+)
+XLNET = TokenizerSpec(  # SentencePiece pieces; <sep> and <cls> END a sequence (Yang et al. 2019)
+    "unigram",
+    (("unk", "<unk>"), ("cls", "<cls>"), ("sep", "<sep>"), ("pad", "<pad>"), ("mask", "<mask>")),
+    single="$A sep cls:2",
+    pair="$A sep $B:1 sep:1 cls:2",  # segment ids 0, 1 and 2 for <cls>, as XLNetTokenizer
+    tokenizer_class="XLNetTokenizer",
 )
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
 _DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
@@ -229,7 +238,7 @@ def _assemble(model: Any, spec: TokenizerSpec, lowercase: bool, where: str) -> T
         AddedToken(token, special=True, normalized=False,
                    lstrip=role == "mask" and spec.family != "wordpiece")
         for role, token in spec.tokens
-    ])
+    ] + [AddedToken(token, special=True, normalized=False) for token in spec.extra])
     template = processors.TemplateProcessing(
         single=_template(spec.single, ids),
         pair=_template(spec.pair, ids),
@@ -274,7 +283,7 @@ def train_tokenizer(spec: TokenizerSpec, texts: Iterable[str], vocab_size: int, 
     (unigram pruning has no frequency floor: ``min_frequency`` is for wordpiece and bpe)."""
     if spec.family not in FAMILIES:
         raise PlmbenchError(f"unknown tokenizer family {spec.family!r}; use one of {FAMILIES}")
-    specials = [token for _, token in spec.tokens]
+    specials = [*(token for _, token in spec.tokens), *spec.extra]
     if spec.family == "wordpiece":
         learner = Tokenizer(WordPiece(unk_token=_require_unk(spec),
                                       continuing_subword_prefix=CONTINUATION_PREFIX))
@@ -327,7 +336,8 @@ def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], v
     kept under ``cache_root()/tokenizers/<hash>/`` in Hugging Face's layout; a cache hit never
     calls ``texts``. ``corpus_key`` must change whenever the texts do."""
     key = json.dumps([corpus_key, spec.family, spec.tokens, spec.single, spec.pair,
-                      spec.tokenizer_class, vocab_size, lowercase])
+                      spec.tokenizer_class, vocab_size, lowercase]
+                     + ([spec.extra] if spec.extra else []))  # others keep their cache keys
     directory = cache_root() / "tokenizers" / hashlib.sha256(key.encode()).hexdigest()[:16]
     if not directory.is_dir():
         directory.parent.mkdir(parents=True, exist_ok=True)

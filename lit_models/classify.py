@@ -24,7 +24,7 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
-from lit_models.hf import load_classification_head, to_hf
+from lit_models.hf import load_head, to_hf
 from lit_models.metrics import build_metrics
 from lit_models.module import PlmModule
 
@@ -47,6 +47,9 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
+        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
+        #: types of a one-segment vocabulary as extra token embeddings
+        self.segments = hasattr(encoder.config, "type_vocab_size")
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -55,7 +58,10 @@ class LitClassifier(PlmModule):
             first = torch.zeros_like(batch["input_ids"])
             first[:, 0] = 1
             extra["global_attention_mask"] = first
-        out = self.encoder(**encoder_inputs(batch), **extra)
+        inputs = encoder_inputs(batch)
+        if not self.segments:
+            inputs["token_type_ids"] = None
+        out = self.encoder(**inputs, **extra)
         logits = self.head(out)
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
@@ -97,7 +103,10 @@ def no_training_split(task) -> PlmbenchError:
 
 
 class Classification(TaskFamily):
-    """GLUE-style sentence (pair) classification and regression."""
+    """GLUE-style sentence (pair) classification and regression, by encoders and by decoders
+    (whose classification head reads the last token)."""
+
+    kinds = ("encoder", "decoder")
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
@@ -110,8 +119,8 @@ class Classification(TaskFamily):
         dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_classification_head(
-            head, checkpoint_dir(cfg["init_from"]), arch)
+        fine_tuned = cfg["init_from"] != "scratch" and load_head(
+            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         module = LitClassifier(net, head, task["num_labels"], task["metrics"],

@@ -7,7 +7,9 @@ Evaluation collects the logits of every window of every question, decodes one sp
 (``lit_models.qa_decode``), scores it as the official SQuAD v1.1 / v2.0 scripts do
 (``lit_models.squad_metrics``) and writes ``<run dir>/predictions/<split>.json``
 ({question id: answer}) and, for v2.0, ``<split>.null_odds.json`` ({question id: null odds}),
-which the official scripts read as they are. An encoder whose forward takes a
+which the official scripts read as they are. ``save_model=true`` exports the reader as the
+architecture's ``*ForQuestionAnswering``, and ``init_from`` of such a checkpoint keeps its span
+head. An encoder whose forward takes a
 ``global_attention_mask`` (Longformer, Beltagy et al. 2020, §3.1 and §6.1) gets global attention
 on the question tokens.
 """
@@ -26,9 +28,11 @@ from torch import nn
 from datamodules import squad
 from datamodules.collate import encoder_inputs
 from datamodules.predictions import PREDICTIONS_DIR
+from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
+from lit_models.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.module import PlmModule
-from lit_models.qa_decode import Windows, best_spans
+from lit_models.qa_decode import Spans, Windows, best_spans
 from lit_models.squad_metrics import squad_v1, squad_v2
 
 
@@ -54,7 +58,8 @@ class LitExtractiveQA(PlmModule):
         self.version_2 = version_2
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        self.logits: list[list[torch.Tensor]] = [[] for _ in self.eval_splits]
+        #: per eval split, (window index, [2, length] start/end logits) of the last evaluation
+        self.logits: list[list[tuple[int, torch.Tensor]]] = [[] for _ in self.eval_splits]
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         extra = {"global_attention_mask": batch["question_mask"]} if self.global_attention else {}
@@ -71,7 +76,8 @@ class LitExtractiveQA(PlmModule):
 
     def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         start, end = self(batch)
-        self.logits[dataloader_idx].append(torch.stack([start, end], 1).float().cpu())
+        logits = torch.stack([start, end], 1).float().cpu()
+        self.logits[dataloader_idx].extend(zip(batch["index"].tolist(), logits, strict=True))
 
     def on_validation_epoch_end(self) -> None:
         collected, self.logits = self.logits, [[] for _ in self.eval_splits]
@@ -79,21 +85,30 @@ class LitExtractiveQA(PlmModule):
             return
         dm = self.trainer.datamodule
         for i, split in enumerate(self.eval_splits):
-            metrics, answers, odds = self.evaluate(collected[i], dm.eval_windows[i],
+            windows = [logits for _, logits in self.gather_indexed(collected[i])]
+            metrics, answers, odds = self.evaluate(windows, dm.eval_windows[i],
                                                    dm.eval_examples[i], dm.task)
             self.record_metrics(split, metrics)
             if self.run_dir is not None and self.trainer.is_global_zero:
                 self.write_predictions(split, answers, odds)
 
-    def evaluate(self, batches: list[torch.Tensor], windows, examples, task: Mapping):
-        """(metrics, {id: answer}, {id: null odds} or None) of one eval split."""
+    def decode(self, window_logits: list[torch.Tensor], windows, num_examples: int) -> Spans:
+        """The best span of each example from the [2, length] start/end logits of each of its
+        windows, in window order."""
         spans = Windows.from_rows(*(windows[column] for column in (
             "example_index", "cls_index", "offset_start", "offset_end")))
         length = spans.offset_start.shape[1]
-        logits = torch.cat([F.pad(b, (0, length - b.shape[-1]), value=float("-inf"))
-                            for b in batches])
-        decoded = best_spans(logits[:, 0], logits[:, 1], spans, len(examples),
-                             self.decoding["n_best"], self.decoding["max_answer_length"])
+        if len(window_logits) != len(spans.offset_start):
+            raise RuntimeError(f"{len(window_logits)} windows scored of {len(spans.offset_start)}")
+        logits = torch.stack([F.pad(w, (0, length - w.shape[-1]), value=float("-inf"))
+                              for w in window_logits])
+        return best_spans(logits[:, 0], logits[:, 1], spans, num_examples,
+                          self.decoding["n_best"], self.decoding["max_answer_length"])
+
+    def evaluate(self, window_logits: list[torch.Tensor], windows, examples, task: Mapping):
+        """(metrics, {id: answer}, {id: null odds} or None) of one eval split, from the
+        [2, length] start/end logits of each of its windows, in window order."""
+        decoded = self.decode(window_logits, windows, len(examples))
         texts = decoded.texts(examples[task["context_field"]])
         references = [a["text"] for a in examples[task["answers_field"]]]
         ids = examples[task["id_field"]]
@@ -125,4 +140,12 @@ class ExtractiveQA(TaskFamily):
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(net, dm.eval_split_names, decoding,
                                  task["version_2_with_negative"], cfg["optim"])
+        if cfg["init_from"] != "scratch":  # a fine-tuned reader keeps its span head
+            load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}),
+                      checkpoint_dir(cfg["init_from"]), QA_HEAD_NAMES)
         return module, dm
+
+    def export(self, module, tokenizer, run_dir, cfg):
+        """``save_model=true``: the reader as the architecture's ``*ForQuestionAnswering``."""
+        if cfg["save_model"]:
+            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module, task="qa")

@@ -16,6 +16,7 @@ from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import ARCHS, Arch
+from lit_models.archs.spec import KINDS
 
 
 class TaskFamily:
@@ -23,6 +24,11 @@ class TaskFamily:
     with_heads: bool = False
     #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
     kinds: tuple[str, ...] = ("encoder",)
+
+    def for_arch(self, arch: Arch, task: Mapping) -> "TaskFamily":
+        """The family that trains ``arch`` on ``task``: this one, once ``check_arch`` passes."""
+        self.check_arch(arch, task)
+        return self
 
     def check_arch(self, arch: Arch, task: Mapping) -> None:
         """Refuse, in one line, an architecture of a kind this family cannot train."""
@@ -61,6 +67,27 @@ class TaskFamily:
         """Metrics per eval split of a reference computed from the task's data alone, with no
         training, that every score of the task is read against; None: the family has none."""
         return None
+
+
+class ByKind(TaskFamily):
+    """One family per architecture kind, as a task YAML names them (``family: {_target_:
+    lit_models.family.ByKind, encoder: {...}, encoder-decoder: {...}}``): GLUE is classification
+    for encoders and decoders, text-to-text for encoder-decoders (T5)."""
+
+    def __init__(self, **families: TaskFamily) -> None:
+        unknown = sorted(set(families) - set(KINDS))
+        if unknown:
+            raise PlmbenchError(f"family kinds {unknown} are unknown: use {list(KINDS)}")
+        self.families = families
+        self.kinds = tuple(families)
+
+    def for_arch(self, arch: Arch, task: Mapping) -> TaskFamily:
+        self.check_arch(arch, task)
+        return self.families[arch.kind].for_arch(arch, task)
+
+    def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
+        """The families of one task read the same data: the first baseline any of them has."""
+        return next((b for f in self.families.values() if (b := f.baseline(task))), None)
 
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:

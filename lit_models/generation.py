@@ -1,5 +1,6 @@
-"""Batched generation: greedy search and beam search over an encoder-decoder, with a key/value
-cache for the decoder's self-attention and cross-attention keys/values computed once.
+"""Batched generation: greedy search and beam search over an encoder-decoder (cross-attention
+keys/values computed once) or a decoder-only model continuing a left-padded prompt, with a
+key/value cache for the decoder's self-attention.
 
 Beam search (Graves 2012; Sutskever et al. 2014, §3.2) keeps the ``num_beams`` best prefixes of
 every example by summed log-probability; a hypothesis that emits the end token is finished and
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from lit_models.nets.attention import LayerCache
 
 #: the score of a continuation that must never be chosen (finite, so sums stay comparable)
 NEVER = -1.0e9
@@ -55,10 +57,36 @@ class GenerationConfig:
                                 "never in task.generation")
 
 
-class Seq2SeqDecoding:
-    """The decoder's side of one generation: the encoder output (computed once, repeated for
-    ``copies`` rows per example), the decoder start token as prompt, and with ``use_cache`` one
+class Decoding:
+    """One generation's model side: ``prompt`` [R, P] (R = examples x ``copies`` rows), the
+    float32 logits of the token after a sequence that extends it, and with ``use_cache`` one
     ``LayerCache`` per decoder layer, so each step feeds only the newest token."""
+
+    prompt: Tensor
+    caches: list[LayerCache] | None
+
+    def next_logits(self, sequences: Tensor) -> Tensor:
+        """Float32 logits [R, V] of the token after ``sequences`` [R, T]."""
+        raise NotImplementedError
+
+    def new_tokens(self, sequences: Tensor) -> Tensor:
+        """What the net has not seen yet: all of ``sequences`` without a cache."""
+        if self.caches is None:
+            return sequences
+        return sequences[:, self.caches[0].self_attention.length:]
+
+    def reorder(self, rows: Tensor) -> None:
+        """Row r of the self-attention caches becomes row ``rows[r]``. Beams only move within
+        their example, so what every row of an example shares (the encoder's cross-attention
+        keys/values, the prompt's mask) stays as it is."""
+        for cache in self.caches or ():
+            kv = cache.self_attention
+            kv.k, kv.v = kv.k.index_select(0, rows), kv.v.index_select(0, rows)
+
+
+class Seq2SeqDecoding(Decoding):
+    """An encoder-decoder: the encoder output computed once (repeated for ``copies`` rows per
+    example) and the decoder start token as prompt."""
 
     def __init__(self, net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
                  copies: int, use_cache: bool):
@@ -70,20 +98,32 @@ class Seq2SeqDecoding:
         self.prompt = input_ids.new_full((rows, 1), net.config.decoder_start_token_id)
 
     def next_logits(self, sequences: Tensor) -> Tensor:
-        """Float32 logits [R, V] of the token after ``sequences`` [R, T]."""
-        if self.caches is None:
-            new = sequences
-        else:
-            new = sequences[:, self.caches[0].self_attention.length:]
-        hidden = self.net.decode(new, self.memory, self.mask, self.caches)
+        hidden = self.net.decode(self.new_tokens(sequences), self.memory, self.mask, self.caches)
         return self.net.logits(hidden[:, -1]).float()
 
-    def reorder(self, rows: Tensor) -> None:
-        """Row r of the caches becomes row ``rows[r]``. Beams only move within their example,
-        whose rows share one encoder output: the cross-attention caches stay as they are."""
-        for cache in self.caches or ():
-            kv = cache.self_attention
-            kv.k, kv.v = kv.k.index_select(0, rows), kv.v.index_select(0, rows)
+
+class CausalDecoding(Decoding):
+    """A decoder-only model continuing its left-padded prompt (``input_ids``). Position ids
+    count the non-pad tokens, as transformers' ``generate`` numbers them: a prompt's first real
+    token is position 0 (its pads 0 too), each generated token one more than the last."""
+
+    def __init__(self, net: nn.Module, input_ids: Tensor, attention_mask: Tensor, copies: int,
+                 use_cache: bool):
+        if bool((attention_mask[:, -1] == 0).any()):
+            raise ValueError("a decoder-only prompt must be left-padded: its last token is a pad")
+        self.net = net
+        self.prompt = input_ids.repeat_interleave(copies, 0)
+        self.mask = attention_mask.repeat_interleave(copies, 0)
+        self.caches = net.new_caches() if use_cache else None
+
+    def next_logits(self, sequences: Tensor) -> Tensor:
+        generated = sequences.shape[1] - self.mask.shape[1]
+        mask = torch.cat([self.mask, self.mask.new_ones(len(sequences), generated)], 1)
+        positions = (mask.cumsum(1) - 1).masked_fill(mask == 0, 0)
+        new = self.new_tokens(sequences)
+        hidden = self.net(input_ids=new, attention_mask=mask,
+                          position_ids=positions[:, -new.shape[1]:], caches=self.caches)
+        return self.net.logits(hidden.last_hidden_state[:, -1]).float()
 
 
 def constrain_(scores: Tensor, sequences: Tensor, generated: int, cfg: GenerationConfig,
@@ -109,10 +149,12 @@ def constrain_(scores: Tensor, sequences: Tensor, generated: int, cfg: Generatio
 @torch.no_grad()
 def generate(net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
              cfg: GenerationConfig) -> Tensor:
-    """Generated ids [B, T'] after the decoder start token, each row ending at its end token and
-    padded after it; T' is the longest row's length."""
+    """Generated ids [B, T'] after the prompt (an encoder-decoder's decoder start token; a
+    decoder-only model's left-padded ``input_ids``), each row ending at its end token and padded
+    after it; T' is the longest row's length."""
     config = net.config
-    decoding = Seq2SeqDecoding(net, input_ids, attention_mask, cfg.num_beams, cfg.use_cache)
+    kind = Seq2SeqDecoding if hasattr(net, "encode") else CausalDecoding
+    decoding = kind(net, input_ids, attention_mask, cfg.num_beams, cfg.use_cache)
     if cfg.num_beams == 1:
         out = greedy_search(decoding, cfg, config.eos_token_id, config.pad_token_id)
     else:
@@ -120,7 +162,7 @@ def generate(net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
     return out[:, decoding.prompt.shape[1]:]
 
 
-def greedy_search(decoding: Seq2SeqDecoding, cfg: GenerationConfig, eos: int, pad: int) -> Tensor:
+def greedy_search(decoding: Decoding, cfg: GenerationConfig, eos: int, pad: int) -> Tensor:
     """The most probable next token, step after step; finished rows are padded. -> [R, T]"""
     sequences = decoding.prompt
     done = torch.zeros(sequences.shape[0], dtype=torch.bool, device=sequences.device)
@@ -139,7 +181,7 @@ def _gather(x: Tensor, index: Tensor) -> Tensor:
     return torch.take_along_dim(x, index.view(*index.shape, *[1] * (x.dim() - 2)), dim=1)
 
 
-def beam_search(decoding: Seq2SeqDecoding, cfg: GenerationConfig, eos: int, pad: int) -> Tensor:
+def beam_search(decoding: Decoding, cfg: GenerationConfig, eos: int, pad: int) -> Tensor:
     """The best finished hypothesis of each example (module docstring). -> [B, T]"""
     prompt = decoding.prompt[::cfg.num_beams]
     (B, P), K, device = prompt.shape, cfg.num_beams, prompt.device

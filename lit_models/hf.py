@@ -15,7 +15,8 @@ import json
 import re
 import shutil
 import tempfile
-from dataclasses import asdict, fields
+from collections.abc import Mapping
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import torch
@@ -36,17 +37,19 @@ def _encoder_attribute(layout: HFLayout) -> str:
     return layout.prefix.rstrip(".")
 
 
-def hf_names(name: str, layout: HFLayout) -> tuple[str, ...]:
+def hf_names(name: str, layout: HFLayout, config=None) -> tuple[str, ...]:
     """transformers' name(s) of our parameter ``name``, relative to the encoder for encoder
-    weights (no "bert." prefix) and absolute for pretraining-head weights."""
+    weights (no "bert." prefix) and absolute for pretraining-head weights; ``config`` (the
+    net's) picks the layout's config-dependent names."""
+    names = {**layout.names, **layout.config_names(config)}
     name = name.removeprefix(layout.prefix)
     index = LAYER_INDEX.search(name)
     template = LAYER_INDEX.sub(".{i}.", name, count=1)
     module, _, param = template.rpartition(".")
-    if module in layout.names:
-        theirs, suffix = layout.names[module], "." + param
-    elif template in layout.names:
-        theirs, suffix = layout.names[template], ""
+    if module in names:
+        theirs, suffix = names[module], "." + param
+    elif template in names:
+        theirs, suffix = names[template], ""
     else:
         raise PlmbenchError(
             f"parameter {name} has no transformers {layout.model_type} equivalent (pre_norm=True "
@@ -58,16 +61,24 @@ def hf_names(name: str, layout: HFLayout) -> tuple[str, ...]:
 
 
 def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tensor]:
-    """Strip the task models' encoder prefix, drop buffers and tied copies, and rename the
-    ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow."""
+    """Strip the task models' encoder prefix, drop buffers and tied copies, rename the
+    ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow, and
+    transpose the weights the layout stores [in, out]."""
     skipped = re.compile(layout.skipped)
     state = {}
     for key, tensor in hf_state.items():
         key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
         key = key.removeprefix(layout.prefix)
         if not skipped.search(key):
-            state[key] = tensor
+            state[key] = _transposed(key, tensor, layout)
     return state
+
+
+def _transposed(hf_name: str, tensor: Tensor, layout: HFLayout) -> Tensor:
+    """``tensor`` with its two dims swapped where ``layout`` stores ``hf_name`` transposed."""
+    if layout.transposed and re.search(layout.transposed, hf_name):
+        return tensor.t().contiguous()
+    return tensor
 
 
 def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
@@ -85,7 +96,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
     missing, mismatched = [], []
     with torch.no_grad():
         for name, param in net.named_parameters():  # tied parameters are listed once
-            theirs = hf_names(name, layout)
+            theirs = hf_names(name, layout, net.config)
             if not all(n in state for n in theirs):
                 if not theirs[0].startswith(optional):
                     missing += [n for n in theirs if n not in state]
@@ -166,6 +177,7 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     state = _read_weights(_weights_file(directory))
+    config = replace(config, **arch.hf.weights_config(set(state)))
     if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
         net = arch.masked_lm(config)
     elif with_heads:
@@ -188,20 +200,27 @@ def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor
         prefix = layout.prefix if hasattr(net, _encoder_attribute(layout)) else ""
     weights = {}
     for name, param in net.named_parameters():
-        theirs = hf_names(name, layout)
+        theirs = hf_names(name, layout, net.config)
         for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
             key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
-            weights[key] = part.clone()
+            weights[key] = _transposed(hf_name, part, layout).clone()
     return weights
 
 
-def load_classification_head(head: nn.Module, directory: str | Path, arch: Arch) -> bool:
-    """Load a fine-tuned sequence-classification head from a checkpoint into ``head``; False
-    (``head`` untouched) when the checkpoint has none or one of another label count."""
+#: transformers' extractive-QA head, the same in every encoder's ``*ForQuestionAnswering``: one
+#: Linear to (start, end) logits
+QA_HEAD_NAMES = {"qa_outputs": "qa_outputs"}
+
+
+def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
+    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
+    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
+    untouched) when the checkpoint has none or one of other shapes (another label count)."""
     file = _weights_file(Path(directory))
     state = _read_weights(file) if file else {}
     theirs = {f"{ours}.{param}": f"{name}.{param}"
-              for ours, name in arch.hf.classifier_names.items() for param in ("weight", "bias")}
+              for ours, name in names.items()
+              for param in getattr(head, ours).state_dict()}  # a head may have no bias
     if not all(name in state for name in theirs.values()):
         return False
     weights = {ours: state[name] for ours, name in theirs.items()}
@@ -226,7 +245,8 @@ def export_problem(net: nn.Module) -> str | None:
 
 
 def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
-                  label_names: list[str] | None = None) -> tuple[dict, dict[str, Tensor]]:
+                  label_names: list[str] | None = None, task: str = "classifier"
+                  ) -> tuple[dict, dict[str, Tensor]]:
     """(config.json's contents, weights) of ``net`` in transformers' layout, as ``to_hf`` writes
     them: its ``architectures`` name the transformers class that loads them."""
     arch = arch_of_net(net)
@@ -237,16 +257,21 @@ def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
         kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
-        kind = kinds.get(type(net), "encoder")
+        class_name = layout.classes[kinds.get(type(net), "encoder")]
         weights = hf_state_dict(net)
     else:
-        kind = "classifier"
         weights = hf_state_dict(net, prefix=layout.prefix)
-        for ours, theirs in layout.classifier_names.items():
+        names = QA_HEAD_NAMES if task == "qa" else layout.classifier_names
+        for ours, theirs in names.items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
-        config |= _label_config(head.out.out_features, label_names)
-    config |= {"model_type": layout.model_type, "architectures": [layout.classes[kind]]}
+        if task == "qa":  # BertModel -> BertForQuestionAnswering, unless the layout names one
+            class_name = layout.classes.get("qa") or (
+                layout.classes["encoder"].removesuffix("Model") + "ForQuestionAnswering")
+        else:
+            class_name = layout.classes["classifier"]
+            config |= _label_config(head.out.out_features, label_names)
+    config |= {"model_type": layout.model_type, "architectures": [class_name]}
     return config, weights
 
 
@@ -256,12 +281,14 @@ def to_hf(
     directory: str | Path,
     head: nn.Module | None = None,
     label_names: list[str] | None = None,
+    task: str = "classifier",
 ) -> Path:
     """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
-    ``transformers``' Auto classes load; with a classification ``head`` over an encoder, as the
-    architecture's ``*ForSequenceClassification`` (one output = regression). The directory
-    appears complete or not at all (written beside it, then renamed)."""
-    config, weights = hf_checkpoint(net, head, label_names)
+    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
+    "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
+    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``). The directory appears
+    complete or not at all (written beside it, then renamed)."""
+    config, weights = hf_checkpoint(net, head, label_names, task)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")

@@ -3,10 +3,11 @@ collected from the last validation pass, the step at which that pass ran, the pr
 files an evaluation wrote into the run directory (Design contract 10), and ``torch.compile`` of
 its encoders (``trainer.compile``)."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import lightning as L
+import torch.distributed
 
 from lit_models.archs import ARCHS
 from lit_models.optim import configure_adamw
@@ -52,3 +53,15 @@ class PlmModule(L.LightningModule):
         self.log_dict({f"{split}/{k}": v for k, v in values.items()}, prog_bar=True,
                       add_dataloader_idx=False, sync_dist=True)
         self.validated_at_step = self.global_step
+
+    def gather_indexed(self, items: Iterable[tuple[int, object]]) -> list[tuple[int, object]]:
+        """Every process's (example index, output) pairs, on every process, one per index, in
+        index order. Under DDP the evaluation's sampler gives each process a share of the
+        examples and pads the shares with repeats, so outputs computed per process (generated
+        text, span logits) are gathered here before they are scored or written."""
+        items = list(items)
+        if self.trainer.world_size > 1:
+            shares: list = [None] * self.trainer.world_size
+            torch.distributed.all_gather_object(shares, items)
+            items = [item for share in shares for item in share]
+        return sorted(dict(items).items(), key=lambda item: item[0])

@@ -52,6 +52,7 @@ class Spans:
     end_char: np.ndarray  # [N]
     has_span: np.ndarray  # [N] False where no window holds a valid span
     null_odds: np.ndarray  # [N] s_null - best span score
+    score: np.ndarray  # [N] the best span's score S·T_i + E·T_j (-inf where no span)
 
     def texts(self, contexts: list[str]) -> list[str]:
         return [context[s:e] if ok else "" for context, s, e, ok in
@@ -93,4 +94,4 @@ def best_spans(start_logits: Tensor, end_logits: Tensor, windows: Windows, num_e
     null_score.scatter_reduce_(0, windows.example_index, null, "amin")
     has_span = np.isfinite(best)
     odds = np.where(has_span, null_score.numpy() - np.where(has_span, best, 0.0), NO_SPAN_ODDS)
-    return Spans(start_char, end_char, has_span, odds)
+    return Spans(start_char, end_char, has_span, odds, best)

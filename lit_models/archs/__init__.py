@@ -9,9 +9,12 @@ from lit_models.archs import (
     deberta,
     distilbert,
     electra,
+    gpt,
     longformer,
     roberta,
     spanbert,
+    t5,
+    xlnet,
 )
 from lit_models.archs.spec import Arch, HFLayout
 
@@ -27,6 +30,9 @@ ARCHS: dict[str, Arch] = {
         deberta.ARCH,
         bart.ARCH,
         longformer.ARCH,
+        xlnet.ARCH,
+        gpt.ARCH,
+        t5.ARCH,
     )
 }
 

@@ -25,12 +25,20 @@ class HFLayout:
     names: NameTable  # encoder and pretraining-head modules; head names are not prefixed
     head_prefixes: tuple[str, ...]  # transformers' pretraining-head prefixes, e.g. ("cls.",)
     classifier_names: Mapping[str, str]  # our classification-head modules -> theirs
-    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" -> class name
+    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" | "qa" -> class
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
     optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
+    #: regex of transformers' weight names stored [in, out], transposed to our Linear's [out, in]
+    #: (GPT-2's Conv1D); empty: none
+    transposed: str = ""
+    #: entries of ``names`` that depend on the net's config (T5's gated feed-forward)
+    config_names: Callable[[object], NameTable] = lambda config: {}
+    #: config values a checkpoint's weight names imply beyond its config.json (T5: an lm_head of
+    #: its own unties the output layer, whatever transformers 5 wrote for tie_word_embeddings)
+    weights_config: Callable[[set[str]], dict] = lambda names: {}
 
 
 #: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)

@@ -7,9 +7,11 @@ span masking, replaced-token detection, span corruption ...) is a class here and
 """
 
 import math
+import random
 from collections.abc import Callable, Mapping
 
 from torch import Tensor, nn
+from torch.utils.data import get_worker_info
 
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape
@@ -68,3 +70,24 @@ def perplexity(loss: float) -> float:
     return math.exp(loss) if loss < 700 else math.inf
 
 
+
+
+class ExampleRandomness:
+    """For collates that corrupt example by example with ``random``: an example's own generator
+    when it carries a ``mask_seed`` (eval examples: the same corruption every time), else this
+    process's, seeded once (each DataLoader worker, recognised by its seed, makes its own)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._rng: random.Random | None = None
+        self._owner: int | None = None
+
+    def rng(self, example: Mapping) -> random.Random:
+        if example.get("mask_seed") is not None:
+            return random.Random(example["mask_seed"])
+        worker = get_worker_info()
+        owner = None if worker is None else worker.seed
+        if self._rng is None or owner != self._owner:
+            self._rng = random.Random(self.seed if worker is None else self.seed + worker.seed)
+            self._owner = owner
+        return self._rng

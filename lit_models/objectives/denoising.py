@@ -22,12 +22,16 @@ from functools import partial
 
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.utils.data import get_worker_info
 
 from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
-from lit_models.objectives.base import Documents, PretrainingObjective, perplexity
+from lit_models.objectives.base import (
+    Documents,
+    ExampleRandomness,
+    PretrainingObjective,
+    perplexity,
+)
 
 
 @dataclass(frozen=True)
@@ -98,32 +102,21 @@ def infill(tokens: list[int], cfg: NoiseConfig, mask_id: int, rng: random.Random
     return out
 
 
-class DenoisingCollator:
+class DenoisingCollator(ExampleRandomness):
     """Pads and corrupts blocks: encoder input <s> noise(block) </s>, labels <s> block </s>, and
     decoder inputs the labels shifted right after </s> (BART's decoder start)."""
 
     def __init__(self, tokenizer: TextTokenizer, cfg: NoiseConfig, seed: int = 0) -> None:
+        super().__init__(seed)
         special = tokenizer.special
         self.bos, self.eos = special.cls, special.sep
         self.mask, self.pad = special.mask, special.pad
-        self.cfg, self.seed = cfg, seed
-        self._rng: random.Random | None = None
-        self._owner: int | None = None
-
-    def _dynamic_rng(self) -> random.Random:
-        """This process's generator (each DataLoader worker makes its own, seeded apart)."""
-        worker = get_worker_info()
-        owner = None if worker is None else worker.seed
-        if self._rng is None or owner != self._owner:
-            self._rng = random.Random(self.seed if worker is None else self.seed + worker.seed)
-            self._owner = owner
-        return self._rng
+        self.cfg = cfg
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
         rows = []
         for example in examples:
-            seed = example.get("mask_seed")
-            rng = self._dynamic_rng() if seed is None else random.Random(seed)
+            rng = self.rng(example)
             sentences = list(example["sentences"])
             original = [self.bos, *(t for s in sentences for t in s), self.eos]
             if self.cfg.permute_sentences:

@@ -9,18 +9,22 @@ of the mirror, so every YAML runs.
 
 from __future__ import annotations
 
+import inspect
 import random
 from pathlib import Path
 
 import datasets
 import hydra
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
+from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
-from tests.conftest import MIRROR_CANDIDATES
+from lit_models.hf import QA_HEAD_NAMES, from_hf, load_head
+from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(
     str(path.relative_to(CONF_DIR / "task").with_suffix(""))
@@ -38,6 +42,12 @@ def compose_run(arch: str, task: str, *overrides: str):
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
         cfg.task.eval_documents = 3
+    if "corpus" in cfg.task:  # open QA: a few documents per corpus source, sparse retrieval
+        cfg.task.corpus.max_documents = 4
+        cfg.task.retriever = "bm25"
+        cfg.task.read_top_k = 2
+    if "generation" in cfg.task:  # a random net may never end: a few tokens show the wiring
+        cfg.task.generation.max_new_tokens = 8
     return cfg
 
 
@@ -103,11 +113,22 @@ def mirror_with_stand_ins(tmp_path_factory) -> Path:
                     (root / dataset.name / config.name / split.name).symlink_to(split)
     for task in TASKS:
         cfg = compose_run("bert", task)
-        t = cfg.task
-        for split in [t.splits.train, *t.splits.eval]:
-            path = root / t.dataset / t.config / f"{split}.parquet"
-            if split and split != "heldout" and not path.exists():
-                stand_in(t, path)
+        for t in [cfg.task, *cfg.task.get("members", {}).values()]:  # a mixture's members
+            if "dataset" not in t:
+                continue
+            for split in [t.splits.train, *t.splits.eval]:
+                path = root / t.dataset / t.config / f"{split}.parquet"
+                if split and split != "heldout" and not path.exists():
+                    stand_in(t, path)
+        for source in (cfg.task.get("corpus") or {}).get("sources", []):  # open QA: wiki_dpr
+            path = root / source.dataset / source.config / f"{source.split}.parquet"
+            if not path.exists():
+                rng = random.Random(source.dataset)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                datasets.Dataset.from_dict({
+                    source.id_field: [str(i) for i in range(12)], source.title_field: ["t"] * 12,
+                    source.text_field: [" ".join(sentence(rng) for _ in range(5))
+                                        for _ in range(12)]}).to_parquet(str(path))
     return root
 
 
@@ -128,7 +149,10 @@ def test_every_registered_architecture_has_a_tiny_preset():
 
 def expected_metrics(cfg) -> set[str]:
     """What a run of ``cfg`` records per eval split: the task's metrics, ROUGE for generation
-    tasks, the objective's losses and perplexity for pretraining."""
+    tasks, the share of invalid generations for mixtures, the objective's losses and
+    perplexity for pretraining."""
+    if "members" in cfg.task:
+        return {"invalid", "loss"}
     if "metrics" in cfg.task:
         return set(cfg.task.metrics)
     if "generation" in cfg.task:
@@ -153,6 +177,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         if not (mnli / "model").is_dir():
             execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
         extra = [f"init_from=ckpt:{mnli}"]
+    if task == "squad/v1":  # the reader exports as transformers' *ForQuestionAnswering
+        extra = ["save_model=true"]
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -168,3 +194,34 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert expected_metrics(cfg) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
+    if task == "squad/v1":
+        assert_reader_export_scores_as_transformers(run_dir / "model")
+
+
+def assert_reader_export_scores_as_transformers(export: Path) -> None:
+    """The exported reader, loaded by transformers' AutoModelForQuestionAnswering, gives the
+    start and end logits our encoder and span head (loaded back from it) give, on a padded pair
+    batch."""
+    transformers = require("transformers")
+    encoder, tokenizer = from_hf(export)
+    head = torch.nn.ModuleDict({"qa_outputs": torch.nn.Linear(encoder.config.hidden_size, 2)})
+    assert load_head(head, export, QA_HEAD_NAMES)
+    pairs = [("Who sat on the mat?", "The cat sat on the mat."), ("Was it lazy?", "It was.")]
+    encodings = tokenizer.backend.encode_batch(pairs)
+    batch = pad_collate([{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings],
+                        pad_id=tokenizer.special.pad)
+    if getattr(encoder.config, "type_vocab_size", 0) < 2:  # no segment B embedding
+        batch.pop("token_type_ids")
+    extra = {}
+    if "global_attention_mask" in inspect.signature(encoder.forward).parameters:
+        # Longformer: global attention before the first separator, as transformers sets it
+        first_sep = (batch["input_ids"] == tokenizer.special.sep).int().argmax(1, keepdim=True)
+        extra["global_attention_mask"] = torch.arange(batch["input_ids"].shape[1]) < first_sep
+    theirs = transformers.AutoModelForQuestionAnswering.from_pretrained(export).eval()
+    with torch.no_grad():
+        hidden = encoder.eval()(**batch, **extra).last_hidden_state
+        start, end = head.qa_outputs(hidden).unbind(-1)
+        out = theirs(**batch)
+    mask = batch["attention_mask"].bool()
+    assert (start - out.start_logits)[mask].abs().max() <= 1e-5
+    assert (end - out.end_logits)[mask].abs().max() <= 1e-5

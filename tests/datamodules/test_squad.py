@@ -81,8 +81,11 @@ def test_roberta_pairs_use_its_roles_and_one_segment(mirror, roberta_tokenizer):
     special = roberta_tokenizer.special
     ids = window["input_ids"]
     assert ids[0] == special.cls and ids[-1] == special.sep
-    question_end = window["question_mask"].index(1) + sum(window["question_mask"])
+    # Longformer's global attention: the classifier token and the question, up to the separators
+    assert window["question_mask"].index(1) == 0
+    question_end = sum(window["question_mask"])
     assert ids[question_end:question_end + 2] == [special.sep, special.sep]
+    assert not any(window["question_mask"][question_end:])
     assert set(window["token_type_ids"]) == {0}
 
 

@@ -1,6 +1,7 @@
-"""A tiny end-to-end BART run on CPU: denoising pretraining -> summarization fine-tuning from that
-checkpoint -> generation -> ROUGE, leaving records, predictions files whose ROUGE recomputes to
-the recorded values, and a summarization leaderboard row with the generation settings."""
+"""Tiny end-to-end BART and T5 runs on CPU: denoising (BART) or span-corruption (T5) pretraining ->
+summarization fine-tuning from that checkpoint -> generation -> ROUGE, leaving records,
+predictions files whose ROUGE recomputes to the recorded values, and a summarization leaderboard
+row with the generation settings."""
 
 import json
 from pathlib import Path
@@ -21,23 +22,25 @@ from lit_models.rouge import Rouge
 QUICK = ["trainer.max_steps=2", "trainer.enable_progress_bar=false", "task.max_eval_samples=6"]
 
 
-def run(results: Path, *overrides: str) -> dict:
+def run(results: Path, model: str, *overrides: str) -> dict:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=["model=bart-tiny", *QUICK, *overrides,
+        cfg = compose("config", overrides=[f"model={model}", *QUICK, *overrides,
                                            f"results_dir={results}"])
     normalize(cfg)
     return execute(cfg, results / cfg.task.name)
 
 
-def test_pretrain_fine_tune_generate_score(mirror, tmp_path):
-    pretrained = run(tmp_path, "task=pretrain/wikitext", "objective=denoising",
+@pytest.mark.parametrize(("model", "objective"), [("bart-tiny", "denoising"),
+                                                  ("t5-tiny", "span_corruption")])
+def test_pretrain_fine_tune_generate_score(model, objective, mirror, tmp_path):
+    pretrained = run(tmp_path, model, "task=pretrain/wikitext", f"objective={objective}",
                      "task.splits.train=test", "task.max_train_samples=20")
     assert pretrained["status"] == "ok"
-    assert {"denoising_loss", "perplexity"} <= set(pretrained["metrics"]["validation"])
+    assert {f"{objective}_loss", "perplexity"} <= set(pretrained["metrics"]["validation"])
     checkpoint = Path(pretrained["run_dir"])
     assert (checkpoint / "model" / "config.json").is_file()
 
-    record = run(tmp_path, "task=summarization/aeslc", f"init_from=ckpt:{checkpoint}",
+    record = run(tmp_path, model, "task=summarization/aeslc", f"init_from=ckpt:{checkpoint}",
                  "task.max_train_samples=16", "task.generation.num_beams=2",
                  "task.generation.max_new_tokens=8", "task.generation.min_new_tokens=3")
     assert record["status"] == "ok" and record["init_from"].startswith("ckpt:")
@@ -48,6 +51,8 @@ def test_pretrain_fine_tune_generate_score(mirror, tmp_path):
     assert len(rows) == 6 and all(set(r) == {"id", "source", "prediction", "reference"}
                                   for r in rows)
     assert all(r["prediction"] for r in rows)  # min_new_tokens forces some text
+    prefix = "summarize: " if model.startswith("t5") else ""  # T5's task prefix, from its preset
+    assert all(r["source"].startswith(prefix) for r in rows)
     # recomputed from the file alone: torchmetrics directly for ROUGE-1/2/L, ours for Lsum
     predicted, references = [r["prediction"] for r in rows], [r["reference"] for r in rows]
     direct = ROUGEScore(use_stemmer=True, rouge_keys=("rouge1", "rouge2", "rougeL"))(
@@ -59,7 +64,7 @@ def test_pretrain_fine_tune_generate_score(mirror, tmp_path):
     assert scores["rougeLsum"] == pytest.approx(float(ours.compute()["rougeLsum"]), abs=1e-6)
 
     table = build_table(iter_records(tmp_path), "summarization")
-    assert [row.label for row in table.rows] == ["bart-tiny"]
+    assert [row.label for row in table.rows] == [model]
     markdown = render_markdown(table)
     assert "summarization/aeslc R-1" in markdown and "summarization/aeslc beams" in markdown
 

@@ -9,7 +9,7 @@ from torch.nn.utils import vector_to_parameters
 from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs.spec import Arch
-from lit_models.hf import from_hf, load_classification_head, to_hf
+from lit_models.hf import from_hf, load_head, to_hf
 
 #: max abs difference allowed against transformers, float32
 TOLERANCE = 1e-5
@@ -62,9 +62,9 @@ def assert_classifier_round_trips(arch: Arch, reference: torch.nn.Module, direct
 
     encoder, _ = from_hf(directory)
     head = arch.classification_head(encoder.config, 3, dropout=0.1)
-    assert load_classification_head(head, directory, arch)
-    assert not load_classification_head(arch.classification_head(encoder.config, 2, 0.1),
-                                        directory, arch)
+    assert load_head(head, directory, arch.hf.classifier_names)
+    assert not load_head(arch.classification_head(encoder.config, 2, 0.1), directory,
+                         arch.hf.classifier_names)
     with torch.no_grad():
         ours = head.eval()(encoder.eval()(**inputs))
         assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
