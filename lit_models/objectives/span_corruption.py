@@ -21,13 +21,17 @@ from dataclasses import dataclass
 
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.utils.data import get_worker_info
 
 from datamodules.collate import IGNORE_INDEX, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.nets.bart import shift_right
-from lit_models.objectives.base import Documents, PretrainingObjective, perplexity
+from lit_models.objectives.base import (
+    Documents,
+    ExampleRandomness,
+    PretrainingObjective,
+    perplexity,
+)
 
 
 @dataclass(frozen=True)
@@ -114,25 +118,14 @@ class SpanCorruptionCollator:
 
     def __init__(self, tokenizer: TextTokenizer, cfg: SpanConfig, sentinels: list[int],
                  seed: int = 0) -> None:
-        self.cfg, self.sentinels, self.seed = cfg, sentinels, seed
+        self.cfg, self.sentinels = cfg, sentinels
         self.eos, self.pad = tokenizer.special.sep, tokenizer.special.pad
-        self._rng: random.Random | None = None
-        self._owner: int | None = None
-
-    def _dynamic_rng(self) -> random.Random:
-        """This process's generator (each DataLoader worker makes its own, seeded apart)."""
-        worker = get_worker_info()
-        owner = None if worker is None else worker.seed
-        if self._rng is None or owner != self._owner:
-            self._rng = random.Random(self.seed if worker is None else self.seed + worker.seed)
-            self._owner = owner
-        return self._rng
+        self.randomness = ExampleRandomness(seed)
 
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
         rows = []
         for example in examples:
-            seed = example.get("mask_seed")
-            rng = self._dynamic_rng() if seed is None else random.Random(seed)
+            rng = self.randomness.rng(example)
             tokens = example["tokens"]
             noise = random_spans_noise_mask(len(tokens), self.cfg, rng)
             inputs, targets = corrupt(tokens, noise, self.sentinels, self.eos)
