@@ -14,7 +14,7 @@ from lit_models.archs import get_arch
 from lit_models.hf import from_hf, to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration, BartModel
 from tests.conftest import require
-from tests.nets.parity import TEXT, randomize_
+from tests.nets.parity import TEXT, max_diff, randomize_
 
 transformers = require("transformers")
 
@@ -60,11 +60,6 @@ def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: 
     return model
 
 
-def close(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> float:
-    """max |ours - theirs| over the positions ``mask`` keeps (decoder pads differ: causal)."""
-    return (ours - theirs)[mask.bool()].abs().max().item()
-
-
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_bart_model(sizes, tokenizer, tmp_path):
     reference = checkpoint("BartModel", sizes, tokenizer, tmp_path)
@@ -75,8 +70,8 @@ def test_from_hf_matches_bart_model(sizes, tokenizer, tmp_path):
     with torch.no_grad():
         ours = net.eval()(**batch)
         theirs = reference(**batch)
-    assert close(ours.last_hidden_state, theirs.last_hidden_state, keep) <= TOLERANCE
-    assert close(ours.encoder_last_hidden_state, theirs.encoder_last_hidden_state,
+    assert max_diff(ours.last_hidden_state, theirs.last_hidden_state, keep) <= TOLERANCE
+    assert max_diff(ours.encoder_last_hidden_state, theirs.encoder_last_hidden_state,
                  batch["attention_mask"]) <= TOLERANCE
 
 
@@ -91,7 +86,7 @@ def test_from_hf_matches_bart_for_conditional_generation(sizes, tokenizer, tmp_p
     with torch.no_grad():
         ours = net.logits(net.eval()(**batch).last_hidden_state)
         theirs = reference(**batch).logits
-    assert close(ours, theirs, keep) <= TOLERANCE
+    assert max_diff(ours, theirs, keep) <= TOLERANCE
 
 
 def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
@@ -107,7 +102,7 @@ def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
     keep = batch.pop("decoder_mask")
     with torch.no_grad():
         logits = ours.logits(ours(**batch).last_hidden_state)
-        assert close(logits, theirs(**batch).logits, keep) <= TOLERANCE
+        assert max_diff(logits, theirs(**batch).logits, keep) <= TOLERANCE
     again, _ = from_hf(tmp_path / "export", with_heads=True)
     for (name, mine), theirs_param in zip(ours.named_parameters(), again.parameters(),
                                           strict=True):

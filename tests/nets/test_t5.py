@@ -22,7 +22,7 @@ from lit_models.nets.t5 import (
     relative_position_bucket,
 )
 from tests.conftest import require
-from tests.nets.parity import TEXT, TOLERANCE, randomize_
+from tests.nets.parity import TEXT, TOLERANCE, max_diff, randomize_
 
 transformers = require("transformers")
 
@@ -74,7 +74,7 @@ def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: 
 def close(ours: torch.Tensor, theirs: torch.Tensor, mask: torch.Tensor) -> float:
     """max |ours - theirs| over the positions ``mask`` keeps (decoder pads differ: causal)."""
     assert ours[mask.bool()].std() > 0.01  # the random weights make the outputs vary
-    return (ours - theirs)[mask.bool()].abs().max().item()
+    return max_diff(ours, theirs, mask)
 
 
 @pytest.mark.parametrize("sizes", CONFIGS)
