@@ -292,8 +292,8 @@ class HeldOutCorpora(PlmDataModule):
     one run. Each corpus is a ``PretrainDataModule`` that only evaluates."""
 
     def __init__(self, task: Mapping | DictConfig, corpora: Mapping[str, PretrainDataModule],
-                 collate_fn: Callable, num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(task_config(task, ("name", "splits")), collate_fn, num_workers, seed)
+                 collate_fn: Callable, seed: int = 0) -> None:
+        super().__init__(task_config(task, ("name", "splits")), collate_fn, seed)
         self.corpora = dict(corpora)
 
     def setup(self, stage: str | None = None) -> None:
