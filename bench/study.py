@@ -40,7 +40,9 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from bench import run
 from bench.records import read_record
@@ -53,8 +55,13 @@ REFERENCE = re.compile(r"\{(\w+)\}")
 def composed(overrides: list[str]) -> DictConfig:
     """The run config ``plmbench run OVERRIDES`` composes (before it runs)."""
     GlobalHydra.instance().clear()
-    with initialize_config_dir(str(run.CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=overrides)
+    try:
+        with initialize_config_dir(str(run.CONF_DIR), version_base="1.3"):
+            return compose("config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        reason = " ".join(str(err).split("\n")[0].split())
+        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); fix the "
+                            "study's entry or the command's overrides") from None
 
 
 def _flat(entry: object, where: str) -> Iterator[str]:
@@ -130,7 +137,7 @@ def run_study(overrides: list[str]) -> DictConfig:
     check_writable(Path(cfg.results_dir))
     # the runs compose the study's run settings, not its plan: overrides of the plan stay here
     experiment = cfg.study.get("experiment")
-    plan = ("experiment=", "+experiment=", "study.", "+study.", "++study.")
+    plan = ("study.", "+study.", "++study.", *(("experiment=", "+experiment=") * bool(experiment)))
     shared = [*([f"experiment={experiment}"] if experiment else []),
               *(o for o in overrides if not o.startswith(plan))]
     done: dict[str, Path] = {}

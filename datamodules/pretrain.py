@@ -219,6 +219,12 @@ class PretrainDataModule(PlmDataModule):
             rng = random.Random(f"{self.seed}:{train_split}")
             examples = self._rows([example for _ in range(self.copies)
                                    for example in self.make_examples(documents, rng=rng)])
+            if documents and not examples:
+                raise PlmbenchError(
+                    f"task {self.task['name']}: the objective makes no example of its "
+                    f"{len(documents)} training documents (sentence-pair objectives need "
+                    "documents of two sentences or more); use objective=mlm"
+                )
             self.train_data = self._with_mask_seeds(examples, rng) if self.seeded else examples
         for split in self.eval_split_names:
             rng = random.Random(f"{self.seed}:{split}")

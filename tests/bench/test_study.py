@@ -138,3 +138,10 @@ def test_a_reference_to_a_later_or_unknown_entry_is_one_line(tmp_path):
     (tmp_path / "record.json").write_text(json.dumps({"status": "failed", "error": "boom"}))
     with pytest.raises(PlmbenchError, match="did not finish \\(boom\\)"):
         _resolve("init_from=ckpt:{general}", {"general": tmp_path}, "dapt")
+
+
+def test_an_entry_that_does_not_compose_is_one_line(tmp_path):
+    result = plmbench("study", "experiment=domain_tiny", f"results_dir={tmp_path}",
+                      'study.runs.general.general=["task=glue/nope"]')
+    assert result.rc == 2 and len(result.err_lines) == 1
+    assert "task=glue/nope does not compose" in result.err
