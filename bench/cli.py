@@ -4,6 +4,7 @@
     plmbench run -m [sweep overrides...]   a Hydra multirun sweep, e.g. seed=0,1,2 task=glue/rte
     plmbench run --rerun-failed -m ...     only the points of a sweep whose record failed
     plmbench rerun RECORD.json             exactly the configuration a record holds, again
+    plmbench study experiment=NAME [...]   the runs of a study, in order (e.g. experiment=domain)
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
                          [--compare DIR_A DIR_B]
@@ -184,6 +185,8 @@ def parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("perf", help="MLM training throughput vs transformers (Hydra overrides)",
                    add_help=False)
+    sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
+                   add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
@@ -218,9 +221,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] in ("run", "perf"):
+        if argv and argv[0] in ("run", "perf", "study"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])
+            if argv[0] == "study":
+                from bench.study import cmd_study
+
+                return cmd_study(argv[1:])
             from bench.perf import main as perf_main
 
             return perf_main(argv[1:])

@@ -7,16 +7,23 @@ which values of the record to show (dotted paths such as ``metrics.validation.f1
 ``throughput.train_tokens_per_s``). A task without ``columns`` gets one column per (eval split,
 metric in ``task.metrics``). So a new task YAML reaches its board with no change here.
 
+A board may also define columns of its own (``columns:``, each with a ``tasks`` pattern): the
+records of a task matching a pattern show the board's columns instead of their task's, and a
+board column is one column across every task it matches (the domain board's adaptation cost,
+whichever pretraining task the adaptation ran).
+
 A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
 row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
 
-Records of one board are grouped into rows by (label, protocol_hash); a cell aggregates the
-seeds of one row on one column: mean ± sample std (0 for one seed), median and n. A row's score
-follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official aggregate (Wang et
-al. 2019, evaluation paragraph): a task with several scoring columns scores their unweighted
-mean, and the board score is the macro-average of the task scores, taken over the tasks a row
-has and reported with their count, so a partial sweep still gets a number; ``mean`` is the
-plain mean of the scoring columns a row has; ``none`` gives no score.
+Records of one board are grouped into rows by (label, protocol_hash), or by label alone with
+``rows: label`` (a study's fine-tuning, adaptation and evaluation runs of one model differ in
+protocol but are one row); a cell aggregates the records of one row on one column, the seeds of
+a run or the runs a board column spans: mean ± sample std (0 for one value), median and n. A
+row's score follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official
+aggregate (Wang et al. 2019, evaluation paragraph): a task with several scoring columns scores
+their unweighted mean, and the board score is the macro-average of the task scores, taken over
+the tasks a row has and reported with their count, so a partial sweep still gets a number;
+``mean`` is the plain mean of the scoring columns a row has; ``none`` gives no score.
 
 Failed runs of a board are listed apart from its rows, each with its error line; rows computed
 from the data alone (``bench/baselines.py``, a record with ``baseline: true``) are marked as
@@ -25,6 +32,8 @@ such. The same records give the same bytes in every format (sorted rows, fixed f
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
 import math
 import statistics
@@ -39,6 +48,8 @@ MISSING = "–"
 #: where the board YAMLs live: <repo>/conf/board/<name>.yaml
 BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
 AGGREGATES = ("task_macro", "mean", "none")
+#: how a board groups records into rows: by (label, protocol hash), or by label alone
+ROWS = ("protocol", "label")
 #: the statistic over seeds that fills a cell and makes the score: the mean (with the sample std),
 #: or the median (with the range), which cramming (Geiping & Goldstein 2022, §4) reports for GLUE
 STATS = ("mean", "median")
@@ -82,11 +93,14 @@ class Board:
     score_label: str = "Score"
     score_format: str = ""  # "" = the columns' default format
     note: str = ""  # appended to the Markdown footnote (e.g. a citation)
+    rows: str = "protocol"  # one of ROWS
+    #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
+    columns: tuple[Column, ...] = ()
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
-        known = {"name", "title", "task_order", "defaults", "aggregate", "note"}
+        known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns"}
         if unknown := sorted(set(config) - known):
             raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
         name = config.get("name")
@@ -106,8 +120,12 @@ class Board:
             raise PlmbenchError(
                 f"{where}: aggregate.method {method!r} is not one of {', '.join(AGGREGATES)}"
             )
-        return cls(
+        rows = config.get("rows", "protocol")
+        if rows not in ROWS:
+            raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
+        board = cls(
             name=name,
+            rows=rows,
             title=str(config.get("title") or name),
             task_order=tuple(order),
             scale=_check_scale(defaults.get("scale", 1), f"{where} defaults"),
@@ -120,6 +138,7 @@ class Board:
             score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
             note=str(config.get("note") or ""),
         )
+        return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 
     def task_rank(self, task: str) -> tuple[int, str]:
         """Sort key of a task: its place in ``task_order``, unlisted tasks after, by name."""
@@ -194,14 +213,21 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
             for split in splits
             for metric in task.get("metrics") or []
         ]
+    return _parse_columns(specs, board, f"{where}: task {name}", lambda spec: name)
+
+
+def _parse_columns(specs: object, board: Board, where: str, task_of, extra: frozenset = frozenset()
+                   ) -> list[Column]:
+    """Column specs (mappings of label, value, ...), checked, the board's defaults filled in;
+    ``task_of(spec)`` is the column's task, ``extra`` the keys besides a column's own."""
     if isinstance(specs, str | Mapping) or not isinstance(specs, Iterable):
-        raise PlmbenchError(f"{where}: task {name} columns must be a list")
+        raise PlmbenchError(f"{where} columns must be a list")
     columns, labels = [], set()
     for i, spec in enumerate(specs):
-        at = f"{where}: task {name} columns[{i}]"
+        at = f"{where} columns[{i}]"
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
-        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"}
+        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"} | extra
         if unknown := sorted(set(spec) - known):
             raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
         label, value = spec.get("label"), spec.get("value")
@@ -211,7 +237,7 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
             raise PlmbenchError(f"{at}: label {label!r} appears twice")
         labels.add(label)
         columns.append(Column(
-            task=name,
+            task=task_of(spec),
             label=label,
             value=value,
             scale=_check_scale(spec.get("scale", board.scale), at),
@@ -223,6 +249,19 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
             score=not text and _check_bool(spec.get("score", True), "score", at),
         ))
     return columns
+
+
+def _board_columns_of(specs: object, board: Board, where: str) -> list[Column]:
+    """A board's own columns: each names the ``tasks`` (an fnmatch pattern) whose records show
+    it instead of their task's columns."""
+    if specs is None:
+        return []
+    for i, spec in enumerate(specs if isinstance(specs, list) else []):
+        tasks = spec.get("tasks") if isinstance(spec, Mapping) else None
+        if not isinstance(tasks, str) or not tasks:
+            raise PlmbenchError(f"{where}: columns[{i}] needs tasks, a pattern of task names "
+                                "such as 'pretrain/*'")
+    return _parse_columns(specs, board, where, lambda spec: spec["tasks"], frozenset({"tasks"}))
 
 
 def _at(record: Mapping, path: str) -> object:
@@ -371,7 +410,11 @@ def _pretraining_flops(record: Mapping) -> float | None:
 
 
 def _record_columns(record: Mapping, board: Board) -> list[Column]:
-    """The columns the record's own task config asks for; none without a task config."""
+    """The board's columns whose pattern matches the record's task, else the columns the record's
+    own task config asks for; none without a task config."""
+    own = [c for c in board.columns if fnmatch.fnmatchcase(record["task"], c.task)]
+    if own:
+        return own
     config = record.get("config")
     task = config.get("task") if isinstance(config, Mapping) else None
     if not isinstance(task, Mapping):
@@ -442,16 +485,19 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         lambda: defaultdict(list)
     )
     n_records = 0
-    for (label, protocol, task, _seed), record in selected:
+    protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
+    for (label, protocol, _task, _seed), record in selected:
         columns = [c for c in _record_columns(record, board) if not c.in_label]
-        found = [
-            (c.label, value) for c in columns if (value := lookup(record, c.value)) is not None
-        ]
+        found = [(c, value) for c in columns if (value := lookup(record, c.value)) is not None]
         if not found:
             continue
-        by_task[task].append((record, columns))
-        for column_label, value in found:
-            values[label, protocol][task, column_label].append(value)
+        if board.rows == "label":
+            protocols[label, ""].add(protocol)
+            protocol = ""
+        for column in {c.task for c in columns}:
+            by_task[column].append((record, [c for c in columns if c.task == column]))
+        for column, value in found:
+            values[label, protocol][column.task, column.label].append(value)
         n_records += not record.get("baseline")  # runs used; a baseline is no run
         row = extras[label, protocol]
         row["baseline"] = bool(record.get("baseline"))
@@ -486,14 +532,17 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         protocols_per_label[label].add(protocol)
     rows = []
     for (label, protocol), by_column in values.items():
+        extra = extras[label, protocol]
         cells = {
             new.label: Cell.of(by_column[old.task, old.label])
             for old, new in zip(columns, shown, strict=True)
             if (old.task, old.label) in by_column
         }
         name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat),
-                        **extras[label, protocol]))
+        if board.rows == "label":  # a row of several protocols: a hash of them all
+            joined = ",".join(sorted(protocols[label, protocol]))
+            protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat), **extra))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
                   stat)
     sign = -1 if table.score_higher_is_better else 1

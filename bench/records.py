@@ -47,8 +47,11 @@ MAX_VARIANT = 96
 _ABSOLUTE_PATH = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*:)?/")
 
 
-def _portable_path(value: str) -> str:
-    """Replace an absolute path by its last two components, keeping any scheme prefix.
+def _portable_path(value: str, results_dir: str | None = None) -> str:
+    """Replace an absolute path by its last two components, keeping any scheme prefix; a path
+    inside the (absolute) ``results_dir`` by its path relative to it, which tells apart the runs
+    of a study whose directories end alike (``.../tapt/chemprot/.../seed0`` and
+    ``.../tapt/sci_cite/.../seed0``) wherever the results directory is.
 
     ``/home/a/ckpts/run1/last.ckpt`` and ``/scratch/b/ckpts/run1/last.ckpt`` both become
     ``run1/last.ckpt``; ``hf:/models/bert-base`` becomes ``hf:models/bert-base``.
@@ -57,20 +60,25 @@ def _portable_path(value: str) -> str:
     if match is None:
         return value
     scheme = match.group("scheme") or ""
+    inside = PurePosixPath(value[len(scheme):])
+    if results_dir and PurePosixPath(results_dir).is_absolute():
+        if inside.is_relative_to(results_dir) and inside != PurePosixPath(results_dir):
+            return f"{scheme}<results_dir>/{inside.relative_to(results_dir)}"
     parts = [part for part in PurePosixPath(value[len(scheme):]).parts if part != "/"]
     return scheme + "/".join(parts[-2:])
 
 
-def _canonical(value: Any, where: str) -> Any:
+def _canonical(value: Any, where: str, results_dir: str | None = None) -> Any:
     """Turn a config (plain dict or OmegaConf container) into JSON-able, path-free values."""
     if isinstance(value, Mapping):
-        return {str(key): _canonical(item, f"{where}.{key}") for key, item in value.items()}
+        return {str(key): _canonical(item, f"{where}.{key}", results_dir)
+                for key, item in value.items()}
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if isinstance(value, str):
-        return _portable_path(value)
+        return _portable_path(value, results_dir)
     if isinstance(value, Sequence):
-        return [_canonical(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_canonical(item, f"{where}[{i}]", results_dir) for i, item in enumerate(value)]
     if value is None or isinstance(value, bool | int | float):
         return value
     raise PlmbenchError(
@@ -94,12 +102,16 @@ def config_hash(config: Mapping, ignore_task: bool = False) -> str:
     """First 16 hex chars of sha256 over the canonical JSON of ``config``.
 
     Ignores the ``VOLATILE_KEYS`` (seed, results_dir, run_name, label, logger ...) and
-    absolute path prefixes; with ``ignore_task`` also the task group, which gives the
-    protocol hash: the same training recipe applied to different tasks.
+    absolute path prefixes (the results directory's, for paths inside it); with
+    ``ignore_task`` also the task group, which gives the protocol hash: the same training
+    recipe applied to different tasks.
     """
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
     kept = _without(config, dropped)
-    text = json.dumps(_canonical(kept, "config"), sort_keys=True, separators=(",", ":"))
+    results_dir = config.get("results_dir")
+    results_dir = os.fspath(results_dir) if isinstance(results_dir, str | os.PathLike) else None
+    text = json.dumps(_canonical(kept, "config", results_dir), sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

@@ -234,13 +234,19 @@ def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    run_one(cfg, list(HydraConfig.get().overrides.task))
+
+
+def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
+    """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory)
+    unless its record says it ran; its run directory. A failure is logged and kept in
+    ``FAILURES``, not raised, so a sweep goes on."""
     normalize(cfg)
-    overrides = list(HydraConfig.get().overrides.task)
     run_dir = run_dir_of(cfg, overrides)
     try:
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
-            return
+            return run_dir
         with run_log(run_dir):
             record = execute(cfg, run_dir, overrides)
     except Exception as err:
@@ -248,12 +254,12 @@ def main(cfg: DictConfig) -> None:
         if not bad_input:
             log.exception("run %s failed", run_dir)
         FAILURES.append((f"{run_dir}: {record_error(err)}", bad_input))
-        return
-    if rank_zero_only.rank != 0:
-        return
-    metrics = record["metrics"].items()
-    shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
-    log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
+        return run_dir
+    if rank_zero_only.rank == 0:
+        metrics = record["metrics"].items()
+        shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
+        log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
+    return run_dir
 
 
 @contextlib.contextmanager

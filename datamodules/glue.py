@@ -2,7 +2,10 @@
 
 Wang et al. 2019 (GLUE), §3 tasks; inputs as in Devlin et al. 2019 (BERT), §4.1: a single
 sentence as "[CLS] A [SEP]", a pair as "[CLS] A [SEP] B [SEP]" with segment ids 0/1, the
-classifier reading [CLS]; STS-B is a regression (num_labels 1, float labels).
+classifier reading [CLS]; STS-B is a regression (num_labels 1, float labels). Labels are ids,
+or strings (SciBERT's and don't-stop-pretraining's jsonl schema) numbered by their place in the
+task's ``label_names``. An eval split may be another config's split, named "<config>/<split>"
+(``datamodules.sources.load_split``): a model trained on one domain is scored on another's.
 A task is data (Design contract 4): the task config names the dataset, splits, text fields and
 label count, so a new GLUE-style task is one YAML. Tokenized splits are cached by ``datasets``
 under a fingerprint of (tokenizer, task, split, max length, sample cap).
@@ -47,10 +50,25 @@ def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
 
 
 def labels(task: Mapping | DictConfig, split: str, cap_key: str) -> list:
-    """The labels of ``split``, capped as the task caps it (``cap_key``: max_train_samples or
+    """The label ids of ``split``, capped as the task caps it (``cap_key``: max_train_samples or
     max_eval_samples): what a data-only baseline is computed from."""
     task = _task_dict(task)
-    return _load(task, split, task.get(cap_key))[task["label_field"]]
+    return label_ids(task, _load(task, split, task.get(cap_key))[task["label_field"]])
+
+
+def label_ids(task: Mapping, values: list) -> list:
+    """A label column as ids: ids and scores as they are, strings by their index in
+    ``task.label_names``; a string the task does not name is an error naming it."""
+    if not any(isinstance(value, str) for value in values):
+        return values
+    index = {name: i for i, name in enumerate(task.get("label_names") or [])}
+    unknown = sorted({value for value in values if value not in index})
+    if unknown:
+        raise PlmbenchError(
+            f"task {task['name']}: labels {unknown[:5]} of column {task['label_field']!r} are not "
+            f"in label_names {list(index)}; add them to the task YAML"
+        )
+    return [index[value] for value in values]
 
 
 def _task_dict(task: Mapping | DictConfig) -> dict:
@@ -66,6 +84,12 @@ def _task_dict(task: Mapping | DictConfig) -> dict:
         raise PlmbenchError(
             f"task {name}: num_labels must be >= 1 (1 = regression), got {config['num_labels']}; "
             "fix the task YAML"
+        )
+    names = config.get("label_names")
+    if names is not None and config["num_labels"] > 1 and len(names) != config["num_labels"]:
+        raise PlmbenchError(
+            f"task {name}: {len(names)} label_names for num_labels={config['num_labels']}; "
+            "give one name per label"
         )
     return config
 
@@ -128,7 +152,7 @@ class GlueDataModule(PlmDataModule):
         return {
             "input_ids": [e.ids for e in encodings],
             "token_type_ids": [e.type_ids for e in encodings],
-            "labels": batch[self.task["label_field"]],
+            "labels": label_ids(self.task, batch[self.task["label_field"]]),
         }
 
     @property

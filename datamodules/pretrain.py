@@ -8,8 +8,13 @@ new mask in the collate of every batch. §4.2: without NSP, inputs are FULL-SENT
 
 Documents come from ``load_split`` in one of two layouts (``document_format``): ``wikitext``
 (one row per line, an article begins at a " = Title = " line) or ``article`` (one row per
-document, lines separated by "\\n"). Sentences are lines split after sentence-final punctuation;
-their token ids are cached by ``datasets`` under a fingerprint of (tokenizer, task, split, cap).
+document, lines separated by "\\n"; a list of words, as a tagging dataset's tokens, is read as
+the words joined by spaces). Sentences are lines split after sentence-final punctuation; their
+token ids are cached by ``datasets`` under a fingerprint of (tokenizer, task, split, cap).
+
+A corpus with one split holds out its last ``eval_documents`` documents as the eval split
+"heldout", carved from the training split as the run caps it, or, for a task that only evaluates
+(no training split), from the split ``heldout_of`` names.
 """
 
 import hashlib
@@ -60,9 +65,9 @@ def _sentences(text: str) -> list[str]:
     return [s for line in text.splitlines() for s in SENTENCE_END.split(line.strip()) if s]
 
 
-def _split_row(text: str | None, document_format: str) -> tuple[bool, list[str]]:
+def _split_row(text: str | list[str] | None, document_format: str) -> tuple[bool, list[str]]:
     """(does this row begin a document, its sentences); WikiText headings give no sentences."""
-    text = text or ""
+    text = " ".join(text) if isinstance(text, list) else text or ""
     if document_format == "article":
         return True, _sentences(text)
     line = text.strip("\n")
@@ -87,9 +92,16 @@ def _group_documents(rows: Iterable[tuple[bool, list[T]]], cap: int | None) -> I
         yield document
 
 
+def _held_out_source(task: dict) -> str | None:
+    """The split the "heldout" documents are carved from: the training split, else
+    ``heldout_of`` (a task that only evaluates)."""
+    return task["splits"].get("train") or task.get("heldout_of")
+
+
 def _split_cap(task: dict, split: str) -> int | None:
-    """max_train_samples for the train split, max_eval_samples for the others (documents)."""
-    is_train = split == task["splits"].get("train")
+    """max_train_samples for the train split (or the one held-out documents are carved from, so
+    an evaluation carves what a training run held out), max_eval_samples for the others."""
+    is_train = split == _held_out_source(task)
     return task.get("max_train_samples" if is_train else "max_eval_samples")
 
 
@@ -115,16 +127,29 @@ def _load_rows(task: dict, split: str, cap: int | None) -> datasets.Dataset:
 
 
 def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
-    """(what identifies it, the sentences) of the training split's capped documents, e.g. to
-    train the vocabulary of a model pretrained from scratch."""
+    """(what identifies it, the sentences) of the training split's capped documents (those the
+    held-out ones are carved from, for a task that only evaluates), e.g. to train the vocabulary
+    of a model pretrained from scratch."""
     task = _task_config(task)
-    split = task["splits"]["train"]
+    split = _held_out_source(task)
+    if split is None:
+        raise PlmbenchError(f"task {task['name']} has no training text; give it splits.train")
     cap = _split_cap(task, split)
     raw = _load_rows(task, split, cap)
     key = json.dumps([task["dataset"], task["config"], split, raw._fingerprint, task["text_field"],
                       task["document_format"], cap])
     documents = _group_documents(_row_stream(raw, task), None)
     return key, (sentence for document in documents for sentence in document)
+
+
+def split_documents(task: Mapping | DictConfig, split: str) -> list[list[str]]:
+    """The documents of ``split`` as lists of sentence strings, as a DataModule of ``task``
+    reads them: capped, and for "heldout" the held-out documents."""
+    task = _task_config(task)
+    source = _held_out_source(task) if split == HELD_OUT else split
+    raw = _load_rows(task, source, _split_cap(task, source))
+    documents = list(_group_documents(_row_stream(raw, task), None))
+    return documents[-task["eval_documents"]:] if split == HELD_OUT else documents
 
 
 #: documents -> sentences -> token ids (no special tokens), as the example builders take them
@@ -172,10 +197,15 @@ class PretrainDataModule(PlmDataModule):
         if self.train_data is not None or self.eval_data:  # once for all stages
             return
         train_split = self.task["splits"].get("train")
+        source = _held_out_source(self.task)
         held_out: Documents = []
-        if train_split:
-            rng = random.Random(f"{self.seed}:{train_split}")
-            documents = self.documents(train_split)
+        if train_split or HELD_OUT in self.eval_split_names:
+            if source is None:
+                raise PlmbenchError(
+                    f"task {self.task['name']}: eval split {HELD_OUT!r} is carved from the "
+                    "training split; give the task splits.train, or heldout_of to only evaluate"
+                )
+            documents = self.documents(source)
             if self.held_out:
                 if len(documents) <= self.held_out:
                     raise PlmbenchError(
@@ -185,8 +215,16 @@ class PretrainDataModule(PlmDataModule):
                         "task.max_train_samples or lower task.eval_documents"
                     )
                 documents, held_out = documents[: -self.held_out], documents[-self.held_out :]
+        if train_split:
+            rng = random.Random(f"{self.seed}:{train_split}")
             examples = self._rows([example for _ in range(self.copies)
                                    for example in self.make_examples(documents, rng=rng)])
+            if documents and not examples:
+                raise PlmbenchError(
+                    f"task {self.task['name']}: the objective makes no example of its "
+                    f"{len(documents)} training documents (sentence-pair objectives need "
+                    "documents of two sentences or more); use objective=mlm"
+                )
             self.train_data = self._with_mask_seeds(examples, rng) if self.seeded else examples
         for split in self.eval_split_names:
             rng = random.Random(f"{self.seed}:{split}")
@@ -252,3 +290,27 @@ class PretrainDataModule(PlmDataModule):
     @staticmethod
     def _with_mask_seeds(examples: list[dict], rng: random.Random) -> list[dict]:
         return [{**example, "mask_seed": rng.getrandbits(63)} for example in examples]
+
+
+class HeldOutCorpora(PlmDataModule):
+    """The held-out documents of several corpora in one DataModule, an eval split per corpus
+    (named as ``task.splits.eval`` names them): a checkpoint scored on every domain's text in
+    one run. Each corpus is a ``PretrainDataModule`` that only evaluates."""
+
+    def __init__(self, task: Mapping | DictConfig, corpora: Mapping[str, PretrainDataModule],
+                 collate_fn: Callable, seed: int = 0) -> None:
+        super().__init__(task_config(task, ("name", "splits")), collate_fn, seed)
+        self.corpora = dict(corpora)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.eval_data:
+            return
+        for name in self.eval_split_names:
+            corpus = self.corpora[name]
+            corpus.setup(stage)
+            self.eval_data.append(corpus.eval_data[0])
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        return {f"{name}/{split}": fingerprint for name, corpus in self.corpora.items()
+                for split, fingerprint in corpus.fingerprints.items()}

@@ -112,7 +112,11 @@ def load_split(
     columns: Sequence[str] = (),
     hub_id: str | None = None,
 ) -> datasets.Dataset:
-    """One split with all its columns; ``columns`` are the ones the caller needs (checked)."""
+    """One split with all its columns; ``columns`` are the ones the caller needs (checked).
+    A split named "<config>/<split>" is that split of another config of the dataset (split names
+    hold no "/"), e.g. a sentiment model trained on "books" evaluated on "dvd/test"."""
+    if "/" in split:
+        config, split = split.split("/", 1)
     path = mirror_path(dataset, config, split)
     if path.is_file():
         return _read_mirror(path, columns)

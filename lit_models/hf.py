@@ -167,6 +167,15 @@ def _architectures(directory: Path) -> list[str]:
     return json.loads((directory / "config.json").read_text()).get("architectures") or []
 
 
+def has_pretraining_heads(directory: str | Path) -> bool:
+    """Whether a checkpoint was saved with its pretraining heads (config.json's ``architectures``
+    names its architecture's pretraining or masked-LM class); a sentence encoder such as
+    all-MiniLM-L6-v2 (``BertModel``) has none, so a masked-LM head on it starts untrained."""
+    arch, _ = read_config(directory)
+    heads = {arch.hf.classes.get("pretraining"), arch.hf.classes.get("mlm")}
+    return bool(heads & set(_architectures(Path(directory))))
+
+
 def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
             ) -> tuple[nn.Module, TextTokenizer]:
     """Load a transformers checkpoint directory as our encoder (``with_heads=False``; with a

@@ -1,8 +1,12 @@
 """Task metrics by name, all torchmetrics objects, so they accumulate over batches and devices.
 
 Names are the keys a task YAML lists under ``metrics`` and the keys of a record's metrics:
-``accuracy``, ``f1`` (of the positive class, as GLUE's MRPC/QQP), ``matthews`` (CoLA; Matthews
-1975), ``pearson`` and ``spearman`` (STS-B).
+``accuracy``, ``f1`` (of the positive class, as GLUE's MRPC/QQP; macro over classes beyond two),
+``macro_f1`` (the unweighted mean of the per-class F1s) and ``micro_f1`` (F1 of the pooled
+per-class counts: accuracy, for single-label classes), as SciBERT (Beltagy et al. 2019, §4) and
+don't-stop-pretraining (Gururangan et al. 2020, Table 5) report ChemProt (micro) and ACL-ARC,
+SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975), ``pearson`` and
+``spearman`` (STS-B).
 """
 
 from collections.abc import Sequence
@@ -23,6 +27,9 @@ def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
         if binary:
             return classification.BinaryF1Score()
         return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+    if name in ("macro_f1", "micro_f1"):
+        average = name.partition("_")[0]
+        return classification.MulticlassF1Score(num_classes=num_labels, average=average)
     if name == "matthews":
         task = "binary" if binary else "multiclass"
         return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
@@ -30,7 +37,7 @@ def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
 
 
 REGRESSION = {"pearson": regression.PearsonCorrCoef, "spearman": regression.SpearmanCorrCoef}
-CLASSIFICATION = ("accuracy", "f1", "matthews")
+CLASSIFICATION = ("accuracy", "f1", "macro_f1", "micro_f1", "matthews")
 
 
 def build_metrics(names: Sequence[str], num_labels: int) -> torchmetrics.MetricCollection:

@@ -83,6 +83,22 @@ def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
     )
 
 
+def build_objective(config: Mapping, net, tokenizer: TextTokenizer) -> PretrainingObjective:
+    """The objective a ``conf/objective`` YAML names, checked against the net and tokenizer."""
+    try:
+        objective = hydra.utils.instantiate(config)
+    except Exception as err:
+        cause = err.__cause__ or err
+        if isinstance(cause, PlmbenchError):
+            raise cause from None
+        raise PlmbenchError(
+            f"objective {config.get('name')}: cannot be built ({cause}); check "
+            "its YAML's _target_ and fields"
+        ) from None
+    objective.check(net, tokenizer)
+    return objective
+
+
 class Pretraining(TaskFamily):
     """A pretraining objective on a document corpus; the pretrained net is exported."""
 
@@ -95,17 +111,7 @@ class Pretraining(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        try:
-            objective = hydra.utils.instantiate(cfg["objective"])
-        except Exception as err:
-            cause = err.__cause__ or err
-            if isinstance(cause, PlmbenchError):
-                raise cause from None
-            raise PlmbenchError(
-                f"objective {cfg['objective'].get('name')}: cannot be built ({cause}); check "
-                "its YAML's _target_ and fields"
-            ) from None
-        objective.check(net, tokenizer)
+        objective = build_objective(cfg["objective"], net, tokenizer)
         dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
         return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
 

@@ -506,3 +506,59 @@ def test_a_bad_column_in_a_record_names_its_task():
     with pytest.raises(PlmbenchError) as error:
         build_table([bad], "glue")
     assert "task glue/rte columns[0] needs a label and a value" in str(error.value)
+
+
+# ------------------------------------------------------------------ board columns, rows by label
+
+
+def domain_board(**extra) -> Board:
+    return Board.from_config({
+        "name": "domain", "rows": "label", "defaults": {"scale": 100, "format": ".1f"},
+        "task_order": ["scibert_tc/chemprot", "pretrain/*"],  # a board column's task: its pattern
+        "columns": [
+            {"tasks": "pretrain/*", "label": "pretraining tokens",
+             "value": "throughput.train_tokens", "scale": 1, "score": False, "format": ".0f"},
+        ], **extra})
+
+
+def test_a_board_column_spans_the_tasks_it_matches_and_rows_group_by_label():
+    """A row is a label: its fine-tuning seeds (one protocol) and the pretraining runs that made
+    its models (others) fill one row; the board's column replaces the pretraining tasks' own and
+    aggregates over every task it matches (two TAPT runs: their mean, n=2)."""
+    board = domain_board()
+    finetune = task_config("scibert_tc/chemprot", [col("ChemProt", "metrics.test.micro_f1")],
+                           board="domain")
+    scores = {"m/tapt": [0.5, 0.7], "m/dapt": [0.6, 0.8]}
+    records = [record(label, "scibert_tc/chemprot", seed, {"test": {"micro_f1": value}},
+                      protocol=f"ft-{label}", task_cfg=finetune)
+               for label, values in scores.items() for seed, value in enumerate(values)]
+    tokens = {("m/tapt", "pretrain/tapt/chemprot"): 1000, ("m/tapt", "pretrain/tapt/ncbi"): 3000,
+              ("m/dapt", "pretrain/pubmed"): 8000}
+    for (label, task), count in tokens.items():
+        own = {**pretrain_task(task), "board": "domain"}
+        records.append(record(label, task, 0, {"heldout": {"mlm_loss": 2.0}},
+                              protocol=f"pt-{task}", task_cfg=own,
+                              throughput={"train_tokens": count}))
+    table = build_table(records, board)
+    assert table.labels == ["ChemProt", "pretraining tokens"]  # no MLM loss, no per-task copies
+    rows = {row.label: row for row in table.rows}
+    assert set(rows) == {"m/tapt", "m/dapt"}
+    tapt = rows["m/tapt"]
+    assert tapt.cells["ChemProt"].n == 2
+    assert tapt.cells["ChemProt"].mean == pytest.approx(0.6)
+    assert tapt.cells["pretraining tokens"].values == (1000.0, 3000.0)
+    assert rows["m/dapt"].cells["pretraining tokens"].mean == 8000
+    assert tapt.protocol_hash != rows["m/dapt"].protocol_hash and len(tapt.protocol_hash) == 16
+    # grouped by protocol instead, the label's runs are rows of their own
+    by_protocol = build_table(records, Board.from_config({"name": "domain"}))
+    assert len(by_protocol.rows) > 2
+
+
+def test_bad_board_columns_and_rows_are_one_line():
+    with pytest.raises(PlmbenchError, match="rows 'model' is not one of protocol, label"):
+        Board.from_config({"name": "d", "rows": "model"})
+    with pytest.raises(PlmbenchError, match=r"columns\[0\] needs tasks"):
+        Board.from_config({"name": "d", "columns": [{"label": "x", "value": "wall_time_s"}]})
+    with pytest.raises(PlmbenchError, match=r"columns\[0\]: unknown keys \['task'\]"):
+        Board.from_config({"name": "d", "columns": [{"tasks": "a/*", "task": "a", "label": "x",
+                                                     "value": "wall_time_s"}]})

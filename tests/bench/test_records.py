@@ -223,3 +223,16 @@ def test_any_run_directory_can_be_passed_back_as_an_override_value():
                       ["init_from='ckpt:/runs/a=b,c/seed0'", "label=x"]):
         where = f"results/glue/rte/bert-tiny/{run_variant(overrides)}/seed0"
         assert parser.parse_override(f"init_from=ckpt:{where}").value() == f"ckpt:{where}"
+
+
+def test_config_hash_tells_apart_checkpoints_inside_the_results_dir_that_end_alike():
+    """Runs of a study start from checkpoints whose last two path components agree (the same
+    overrides under different tasks): relative to the results directory they differ, and moving
+    the results directory changes nothing."""
+    def starting_from(results: str, task: str) -> dict:
+        run = f"{results}/pretrain/tapt/{task}/bert-tiny/tapt/trainer.max_steps:4/seed0"
+        return with_changes(results_dir=results, init_from=f"ckpt:{run}")
+
+    chemprot, sci_cite = (starting_from("/scratch/a/results", t) for t in ("chemprot", "sci_cite"))
+    assert config_hash(chemprot) != config_hash(sci_cite)
+    assert config_hash(starting_from("/home/b/elsewhere", "chemprot")) == config_hash(chemprot)

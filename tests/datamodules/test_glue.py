@@ -182,3 +182,50 @@ def test_bad_task_config(tokenizer) -> None:
         GlueDataModule({k: v for k, v in glue_task("rte").items() if k != "max_length"}, tokenizer)
     with pytest.raises(PlmbenchError, match="call setup"):
         GlueDataModule(glue_task("rte"), tokenizer).train_dataloader()
+
+
+def scibert_task(config: str, label_names: list[str], **overrides) -> dict:
+    task = dict(
+        name=f"scibert_tc/{config}", dataset="scibert_tc", config=config, hub_id=None,
+        text_fields=["text"], label_field="label", num_labels=len(label_names),
+        label_names=label_names, splits={"train": "train", "eval": ["validation", "test"]},
+        max_length=128, max_train_samples=60, max_eval_samples=30, batch_size=8,
+    )
+    return {**task, **overrides}
+
+
+def test_string_labels_are_numbered_by_label_names(mirror, tokenizer) -> None:
+    """SciBERT's jsonl schema: each row's string label becomes its index in label_names."""
+    names = ["Background", "CompareOrContrast", "Extends", "Future", "Motivation", "Uses"]
+    dm = GlueDataModule(OmegaConf.create(scibert_task("citation_intent", names)), tokenizer)
+    dm.setup("fit")
+    for data, split, n in ((dm.train_data, "train", 60), (dm.eval_data[1], "test", 30)):
+        rows = pq.read_table(mirror_path("scibert_tc", "citation_intent", split)).slice(0, n)
+        assert list(data["labels"]) == [names.index(r["label"]) for r in rows.to_pylist()]
+    assert len(set(dm.train_data["labels"])) > 2
+
+
+def test_a_label_outside_label_names_is_one_line(mirror, tokenizer) -> None:
+    task = scibert_task("citation_intent", ["Background", "Uses", "Motivation", "Future",
+                                            "Extends", "Other"])
+    with pytest.raises(PlmbenchError, match=r"labels \['CompareOrContrast'\] .* not in label_"):
+        GlueDataModule(OmegaConf.create(task), tokenizer).setup("fit")
+    with pytest.raises(PlmbenchError, match="2 label_names for num_labels=3"):
+        GlueDataModule(OmegaConf.create({**task, "label_names": ["a", "b"], "num_labels": 3}),
+                       tokenizer)
+
+
+def test_an_eval_split_of_another_config(mirror, tokenizer) -> None:
+    """Cross-domain transfer: trained on books, evaluated on the test reviews of dvd."""
+    task = dict(name="amazon/books", dataset="amazon_multidomain_sentiment", config="books",
+                text_fields=["text"], label_field="label", num_labels=2,
+                splits={"train": "train", "eval": ["validation", "dvd/test"]}, max_length=64,
+                max_train_samples=8, max_eval_samples=12, batch_size=4)
+    dm = GlueDataModule(OmegaConf.create(task), tokenizer)
+    dm.setup("fit")
+    dvd = pq.read_table(mirror_path("amazon_multidomain_sentiment", "dvd", "test"))
+    rows = dvd.slice(0, 12).to_pylist()
+    expected = [tokenizer.truncating(64).encode(r["text"]).ids for r in rows]
+    assert [list(ids) for ids in dm.eval_data[1]["input_ids"]] == expected
+    assert list(dm.eval_data[1]["labels"]) == [r["label"] for r in rows]
+    assert set(dm.fingerprints) == {"train", "validation", "dvd/test"}

@@ -13,7 +13,7 @@ import torch
 
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
-from datamodules.pretrain import vocabulary_corpus
+from datamodules.pretrain import split_documents, vocabulary_corpus
 from datamodules.sources import mirror_path
 from datamodules.tokenization import BERT, load_tokenizer, train_tokenizer
 from lit_models.objectives.mlm import IGNORE_INDEX, MaskedLM, MaskingConfig
@@ -232,3 +232,41 @@ def test_bad_tasks_raise_one_line_errors(mirror, tokenizer) -> None:
     dm = corpus_datamodule(no_train, tokenizer, MaskingConfig(), nsp=True)
     with pytest.raises(PlmbenchError, match="wikitext/wikitext-2-v1 split train not found"):
         dm.setup("fit")
+
+
+def test_a_task_text_of_word_lists_is_read_as_words_joined_by_spaces(mirror, tokenizer) -> None:
+    """TAPT on a tagging task: each sentence's tokens, joined, is a one-sentence document."""
+    task = {"name": "pretrain/tapt/ncbi_disease", "dataset": "ncbi_disease",
+            "config": "ncbi_disease", "text_field": "tokens", "document_format": "article",
+            "splits": {"train": "train", "eval": ["validation"]}, "max_length": 64,
+            "batch_size": 8, "max_train_samples": 10, "max_eval_samples": 4}
+    _, texts = vocabulary_corpus(task)
+    rows = pq.read_table(mirror_path("ncbi_disease", "ncbi_disease", "train")).slice(0, 10)
+    assert list(texts) == [" ".join(words) for words in rows.column("tokens").to_pylist()]
+    with pytest.raises(PlmbenchError, match="no example of its 10 training .*objective=mlm"):
+        corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=True).setup("fit")
+
+
+def test_an_evaluation_carves_the_held_out_documents_a_training_run_held_out(mirror,
+                                                                             tokenizer) -> None:
+    """heldout_of: a task without a training split holds out what a run with the same caps did."""
+    training = {**WIKIPEDIA, "max_train_samples": 12, "eval_documents": 3,
+                "splits": {"train": "train", "eval": ["heldout"]}}
+    trained = corpus_datamodule(training, tokenizer, MaskingConfig(), nsp=False)
+    trained.setup("fit")
+    evaluation = {**training, "splits": {"train": None, "eval": ["heldout"]},
+                  "heldout_of": "train"}
+    evaluated = corpus_datamodule(evaluation, tokenizer, MaskingConfig(), nsp=False)
+    evaluated.setup("fit")
+    assert evaluated.train_data is None
+    assert [e["input_ids"] for e in evaluated.eval_data[0]] == [
+        e["input_ids"] for e in trained.eval_data[0]]
+    held_out = split_documents(evaluation, "heldout")
+    assert held_out == split_documents(training, "heldout") and len(held_out) == 3
+    articles = pq.read_table(mirror_path("wikipedia_en_sample", "enwiki_pages_56.5M-57.0M",
+                                         "train")).column("text").to_pylist()[:12]
+    for document, article in zip(held_out, articles[-3:], strict=True):  # the last 3 of 12
+        assert " ".join(document).split() == article.split()
+    with pytest.raises(PlmbenchError, match="give the task splits.train, or heldout_of"):
+        corpus_datamodule({**evaluation, "heldout_of": None}, tokenizer, MaskingConfig(),
+                          nsp=False).setup("fit")

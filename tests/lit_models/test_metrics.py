@@ -218,3 +218,28 @@ def test_classification_metric_on_a_regression_task_raises(name):
 def test_regression_metric_on_a_classification_task_raises(name, num_labels):
     with pytest.raises(PlmbenchError, match=name):
         build_metrics(["accuracy", name], num_labels)
+
+
+def test_macro_and_micro_f1_of_several_classes_one_never_seen():
+    """macro_f1: unweighted mean of the per-class F1 over the classes that occur (in the labels
+    or the predictions), as sklearn averages; micro_f1: F1 of the pooled counts, which for one
+    label per example is the accuracy. Class 4 of 5 is neither a label nor a prediction."""
+    g = torch.Generator().manual_seed(5)
+    target = torch.randint(0, 4, (100,), generator=g)
+    noise = torch.randint(0, 4, (100,), generator=g)
+    preds = torch.where(torch.rand(100, generator=g) < 0.4, noise, target)
+    got = feed(["macro_f1", "micro_f1"], 5, preds, target)
+    p, t = preds.tolist(), target.tolist()
+    c = confusion(p, t, 5)
+    per_class = []
+    for k in range(5):
+        tp = c[k][k]
+        fp = sum(c[i][k] for i in range(5)) - tp
+        fn = sum(c[k]) - tp
+        if tp + fp + fn:
+            per_class.append(2 * tp / (2 * tp + fp + fn))
+    assert len(per_class) == 4
+    assert got["macro_f1"] == pytest.approx(sum(per_class) / len(per_class), abs=1e-6)
+    correct = sum(a == b for a, b in zip(p, t, strict=True))
+    assert got["micro_f1"] == pytest.approx(correct / 100, abs=1e-6)
+    assert abs(got["macro_f1"] - got["micro_f1"]) > 1e-3
