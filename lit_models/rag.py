@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import pad_collate
+from datamodules.collate import pad_collate, token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.retrieval_augmented import QuestionsDataModule
 from datamodules.tokenization import TextTokenizer
@@ -157,6 +157,7 @@ class LitRag(RetrievalAugmented, PlmModule):
                    f"{text} // {questions[n // k]}"
                    for n, (title, text) in enumerate(zip(titles, texts, strict=True))]
         batch = self.collate([{"input_ids": e.ids} for e in self.sources.encode_batch(sources)])
+        batch["attention_mask"] = token_mask(batch).long()  # scoring repeats it per hypothesis
         return {name: t.to(self.device) for name, t in batch.items()}
 
     def training_step(self, batch: Mapping, batch_idx: int) -> Tensor:

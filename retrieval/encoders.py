@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import pad_collate
+from datamodules.collate import pad_collate, token_mask
 from datamodules.tokenization import TextTokenizer
 
 POOLINGS = ("cls", "mean")
@@ -121,8 +121,9 @@ class BiEncoder(nn.Module):
         extra = {}
         if "token_type_ids" in inspect.signature(net.forward).parameters:
             extra["token_type_ids"] = batch.get("token_type_ids")
-        out = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **extra)
-        vectors = pool(out.last_hidden_state, batch["attention_mask"], self.pooling)
+        out = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                  **extra)
+        vectors = pool(out.last_hidden_state, token_mask(batch), self.pooling)
         return F.normalize(vectors, dim=-1) if self.normalize else vectors
 
     def encode_questions(self, batch: Mapping[str, Tensor]) -> Tensor:

@@ -109,7 +109,7 @@ class PermutationCollator(ExampleRandomness):
 def permutation_lm_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     """Mean negative log-likelihood of the targets under the query stream; vocabulary logits
     only at the targets (Design contract 2)."""
-    hidden = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+    hidden = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                  token_type_ids=batch["token_type_ids"], perm_mask=batch["perm_mask"],
                  target_mapping=batch["target_mapping"]).last_hidden_state
     selected = batch["labels"] != IGNORE_INDEX

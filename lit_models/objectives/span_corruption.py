@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.nets.bart import shift_right
@@ -145,10 +145,11 @@ def span_corruption_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     config = net.config
     decoder_input_ids = shift_right(batch["labels"], config.decoder_start_token_id,
                                     config.pad_token_id)
-    hidden = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+    hidden = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                  decoder_input_ids=decoder_input_ids).last_hidden_state
-    selected = batch["labels"] != IGNORE_INDEX
-    return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
+    positions = label_positions(batch)
+    return F.cross_entropy(net.logits(at_positions(hidden, positions)),
+                           at_positions(batch["labels"], positions))
 
 
 class SpanCorruption(PretrainingObjective):

@@ -12,6 +12,7 @@ from math import comb
 import pytest
 import torch
 
+from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
@@ -117,7 +118,7 @@ def test_collated_batches_rebuild_the_text_and_match_transformers_loss(tokenizer
         to_hf(net, tokenizer, tmp_path / "export")).eval()
     with torch.no_grad():
         ours = objective.losses(net, batch)["span_corruption_loss"]
-        theirs = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+        theirs = reference(input_ids=batch["input_ids"], attention_mask=token_mask(batch),
                            labels=batch["labels"]).loss
     assert ours.item() == pytest.approx(theirs.item(), abs=1e-5)
 
