@@ -260,7 +260,7 @@ def render(report: dict) -> str:
         lines += [f"\n{name}: not measured ({why})" for name, why in w["unavailable"].items()]
     if report["skipped"]:
         lines.append(f"\nno {', '.join(report['skipped'])} step for {report['arch']} "
-                     "(no classification head or transformers class)")
+                     "(no classification head, or no transformers class for it)")
     return "\n".join(lines)
 
 

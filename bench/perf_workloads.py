@@ -4,10 +4,12 @@
 The registration names everything (``Arch``: its nets, kind and ``hf.classes``), so every
 registered architecture is measured the same way:
 
-- ``pretrain``: encoders, the masked-LM step (15% of tokens masked as BERT masks them): ours
-  computes vocabulary logits at the masked positions only (Design contract 2), transformers'
-  ``*ForMaskedLM`` (``classes["mlm"]``) at every position. Encoder-decoders, the teacher-forced
-  reconstruction step of denoising (``classes["pretraining"]``). Full-length rows, no padding.
+- ``pretrain``: encoders with a masked-LM class, the masked-LM step (15% of tokens masked as BERT
+  masks them): ours computes vocabulary logits at the masked positions only (Design contract 2),
+  transformers' ``*ForMaskedLM`` (``classes["mlm"]``) at every position. Encoder-decoders, the
+  teacher-forced reconstruction step of denoising / span corruption; decoders, the next-token
+  step of causal LM (``classes["pretraining"]``). Full-length rows, no padding. (XLNet's
+  permutation LM has no counterpart here yet.)
 - ``finetune``: sequence classification (``classes["classifier"]``, two labels) as a run's
   ``LitClassifier`` computes it, on a dynamically padded batch (one row of the full length, the
   others of random lengths down to a quarter of it), for architectures with a classification
@@ -30,7 +32,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.collate import IGNORE_INDEX, add_label_positions, encoder_inputs, label_positions
-from datamodules.errors import PlmbenchError
 from lit_models.archs import Arch
 from lit_models.classify import LitClassifier
 from lit_models.hf import hf_checkpoint
@@ -65,13 +66,15 @@ def special_ids(arch: Arch) -> dict[str, int]:
 
 
 def _ids(arch: Arch, config, batch: int, length: int, generator: torch.Generator) -> Tensor:
-    """Random non-special tokens between the architecture's cls/bos and sep/eos."""
+    """Random non-special tokens between the architecture's cls/bos and sep/eos (where its
+    vocabulary has them)."""
     roles = special_ids(arch)
     ids = torch.randint(len(roles), config.vocab_size, (batch, length), generator=generator)
     first, last = roles.get("cls", roles.get("bos")), roles.get("sep", roles.get("eos"))
     if first is not None:
         ids[:, 0] = first
-    ids[:, -1] = last
+    if last is not None:
+        ids[:, -1] = last
     return ids
 
 
@@ -87,16 +90,28 @@ def mlm_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
 
 
 def padded_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
-    """A classification batch padded to its longest row (``length``), two labels."""
+    """A classification batch padded to its longest row (``length``), two labels; token types
+    for nets with segment embeddings (as a run's ``LitClassifier`` passes them)."""
     generator = torch.Generator().manual_seed(1)
     ids = _ids(arch, config, batch, length, generator)
     lengths = torch.randint(max(3, length // 4), length + 1, (batch,), generator=generator)
     lengths[0] = length
     mask = torch.arange(length)[None] < lengths[:, None]
-    ids[torch.arange(batch), lengths - 1] = special_ids(arch)["sep"]
-    return {"input_ids": ids.masked_fill(~mask, config.pad_token_id),
-            "attention_mask": mask.long(), "token_type_ids": torch.zeros_like(ids),
-            "labels": torch.randint(2, (batch,), generator=generator)}
+    if "sep" in special_ids(arch):
+        ids[torch.arange(batch), lengths - 1] = special_ids(arch)["sep"]
+    out = {"input_ids": ids.masked_fill(~mask, config.pad_token_id), "attention_mask": mask.long(),
+           "labels": torch.randint(2, (batch,), generator=generator)}
+    if hasattr(config, "type_vocab_size"):
+        out["token_type_ids"] = torch.zeros_like(ids)
+    return out
+
+
+def causal_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
+    """Full-length rows whose label at position i is token i + 1 (as CausalLMCollator)."""
+    ids = _ids(arch, config, batch, length, torch.Generator().manual_seed(3))
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    labels[:, :-1] = ids[:, 1:]
+    return add_label_positions({"input_ids": ids, "labels": labels})
 
 
 def seq2seq_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
@@ -128,7 +143,10 @@ def reference(arch: Arch, net: nn.Module, kind: str, attention: str,
     # positions, which only our enhanced mask decoder reads); any other weight left out would
     # void the comparison
     skipped, layout = re.compile(arch.hf.skipped), arch.hf
-    missing = [k for k in missing if not skipped.search(k.removeprefix(layout.prefix))]
+    tensors = model.state_dict(keep_vars=True)
+    loaded = {tensors[k].data_ptr() for k in weights if k in tensors}
+    missing = [k for k in missing if not skipped.search(k.removeprefix(layout.prefix))
+               and tensors[k].data_ptr() not in loaded]  # a tie to a loaded weight is loaded
     unexpected = [k for k in unexpected if not k.removeprefix(layout.prefix).startswith(
         ("pooler.", *layout.optional)) and not k.startswith(layout.head_prefixes)]
     if missing or unexpected:
@@ -164,12 +182,14 @@ def _with_references(workload: Workload, build: Callable[[str], Implementation])
 
 
 def pretrain(arch: Arch, config, batch_size: int, length: int,
-             device: torch.device) -> Workload:
+             device: torch.device) -> Workload | None:
+    """None where no step of ours has a transformers counterpart (XLNet)."""
     if arch.kind == "encoder-decoder":
         return _seq2seq_pretrain(arch, config, batch_size, length, device)
-    if arch.kind != "encoder" or "mlm" not in arch.hf.classes:
-        raise PlmbenchError(f"plmbench perf has no pretraining step for {arch.name} "
-                            f"({arch.kind}); add one to bench/perf_workloads.py")
+    if arch.kind == "decoder":
+        return _causal_pretrain(arch, config, batch_size, length, device)
+    if "mlm" not in arch.hf.classes:
+        return None
     ours = (arch.masked_lm or arch.pretraining)(config).to(device)
     batch = _on(device, mlm_batch(arch, config, batch_size, length))
     workload = Workload("pretrain", True, batch, batch_size * length, f"{batch_size} x {length}")
@@ -205,6 +225,28 @@ def _seq2seq_pretrain(arch: Arch, config, batch_size: int, length: int,
         model = reference(arch, ours, "pretraining", attention)
         return Implementation(model, lambda: _flat_cross_entropy(model(**inputs).logits,
                                                                  batch["labels"]))
+
+    return _with_references(workload, theirs)
+
+
+def _causal_pretrain(arch: Arch, config, batch_size: int, length: int,
+                     device: torch.device) -> Workload:
+    ours = arch.pretraining(config).to(device)
+    batch = _on(device, causal_batch(arch, config, batch_size, length))
+    positions = label_positions(batch)
+    workload = Workload("pretrain", True, batch, batch_size * length, f"{batch_size} x {length}")
+
+    def our_loss() -> Tensor:
+        hidden = ours(input_ids=batch["input_ids"]).last_hidden_state
+        logits = ours.logits(hidden.flatten(0, 1).index_select(0, positions))
+        return F.cross_entropy(logits, batch["labels"].flatten().index_select(0, positions))
+
+    workload.implementations["plmbench"] = Implementation(ours, our_loss)
+
+    def theirs(attention: str) -> Implementation:
+        model = reference(arch, ours, "pretraining", attention)
+        return Implementation(model, lambda: _flat_cross_entropy(
+            model(input_ids=batch["input_ids"]).logits, batch["labels"]))
 
     return _with_references(workload, theirs)
 

@@ -17,7 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, pad_collate, token_mask
+from datamodules.collate import (
+    IGNORE_INDEX,
+    add_label_positions,
+    at_positions,
+    label_positions,
+    pad_collate,
+    token_mask,
+)
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.flops import EncoderShape, encoder_forward_flops
@@ -42,15 +49,16 @@ class CausalLMCollator:
     def __call__(self, examples: list[dict]) -> dict[str, Tensor]:
         batch = pad_collate([{"input_ids": e["input_ids"]} for e in examples], self.pad_id)
         batch["labels"] = next_token_labels(batch["input_ids"], token_mask(batch))
-        return batch
+        return add_label_positions(batch)
 
 
 def causal_lm_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     """Mean negative log-likelihood of every labelled next token."""
     hidden = net(input_ids=batch["input_ids"],
                  attention_mask=batch.get("attention_mask")).last_hidden_state
-    selected = batch["labels"] != IGNORE_INDEX
-    return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
+    positions = label_positions(batch)
+    return F.cross_entropy(net.logits(at_positions(hidden, positions)),
+                           at_positions(batch["labels"], positions))
 
 
 class CausalLM(PretrainingObjective):

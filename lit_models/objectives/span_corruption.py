@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, pad_collate
+from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
 from lit_models.nets.bart import shift_right
@@ -140,8 +140,9 @@ def span_corruption_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
                                     config.pad_token_id)
     hidden = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                  decoder_input_ids=decoder_input_ids).last_hidden_state
-    selected = batch["labels"] != IGNORE_INDEX
-    return F.cross_entropy(net.logits(hidden[selected]), batch["labels"][selected])
+    positions = label_positions(batch)
+    return F.cross_entropy(net.logits(at_positions(hidden, positions)),
+                           at_positions(batch["labels"], positions))
 
 
 class SpanCorruption(PretrainingObjective):

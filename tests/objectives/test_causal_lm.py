@@ -7,6 +7,7 @@ import random
 import pytest
 import torch
 
+from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
@@ -46,22 +47,23 @@ def test_examples_pack_documents_and_the_loss_is_transformers(tokenizer):
     flat = [t for e in examples for t in e["input_ids"] if t not in (special.cls, special.sep)]
     assert flat == [t for d in documents for s in d for t in s]
     batch = objective.collator(tokenizer, 0)([{**e, "mask_seed": 3} for e in examples[:3]])
-    assert set(batch) == {"input_ids", "attention_mask", "labels"}
+    assert set(batch) - {"attention_mask"} == {"input_ids", "labels", "label_positions"}
+    mask = token_mask(batch).long()  # a batch without padding carries no attention_mask
     config = GPTConfig(vocab_size=tokenizer.vocab_size, n_embd=16, n_layer=2, n_head=2,
                        n_positions=96, pad_token_id=special.pad)
     net = randomize_(GPTLMHeadModel(config))
     reference = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         vocab_size=tokenizer.vocab_size, n_embd=16, n_layer=2, n_head=2, n_positions=96)).eval()
     reference.load_state_dict(hf_state_dict(net), strict=False)
-    hf_labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, IGNORE)
+    hf_labels = batch["input_ids"].masked_fill(mask == 0, IGNORE)
     with torch.no_grad():
         ours = objective.losses(net, batch)["lm_loss"]
-        theirs = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+        theirs = reference(input_ids=batch["input_ids"], attention_mask=mask,
                            labels=hf_labels).loss
         value, weight = objective.evaluate(net, batch)["lm_loss"]
     assert ours.item() == pytest.approx(theirs.item(), abs=1e-5)
     assert value.item() == pytest.approx(ours.item())
-    assert weight == batch["attention_mask"].sum() - 3  # every token but each row's first
+    assert weight == mask.sum() - 3  # every token but each row's first
     assert objective.summarize({"lm_loss": 2.0})["perplexity"] == pytest.approx(7.389056, abs=1e-5)
 
 
