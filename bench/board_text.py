@@ -14,7 +14,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from bench.leaderboard import MISSING, Column, Row, Table
+from bench.board_config import Column
+from bench.leaderboard import MISSING, Row, Table
 
 BASELINE_MARK = " †"
 

@@ -128,9 +128,9 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from bench.board_compare import render_comparison
+    from bench.board_config import get_board
     from bench.board_html import render_html
     from bench.board_text import render_csv, render_json, render_markdown
-    from bench.leaderboard import get_board
 
     board = get_board(args.board)
     if args.compare:
@@ -190,7 +190,7 @@ def parser() -> argparse.ArgumentParser:
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
-    from bench.leaderboard import known_boards
+    from bench.board_config import known_boards
 
     lb.add_argument("--board", default="glue",
                     help=f"board, one of conf/board/: {', '.join(known_boards())} (default: glue)")

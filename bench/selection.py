@@ -13,7 +13,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from bench.leaderboard import Board, _record_columns, lookup
+from bench.board_config import Board
+from bench.leaderboard import _record_columns, lookup
 
 SELECTED = "best-on-dev"
 

@@ -160,8 +160,9 @@ def run_study(overrides: list[str]) -> DictConfig:
 def render_board(results_dir: Path, board_name: str) -> str:
     """The board's Markdown over the study's records, baseline rows included."""
     from bench.baselines import baseline_records
+    from bench.board_config import get_board
     from bench.board_text import render_markdown
-    from bench.leaderboard import build_table, get_board
+    from bench.leaderboard import build_table
     from bench.records import iter_records
 
     board = get_board(board_name)

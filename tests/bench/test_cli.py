@@ -25,7 +25,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bench.leaderboard import known_boards
+from bench.board_config import known_boards
 from bench.records import config_hash
 from bench.run import CONF_DIR, normalize
 from tests.bench.invoke import (

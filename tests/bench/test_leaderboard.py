@@ -14,14 +14,9 @@ import statistics
 
 import pytest
 
+from bench.board_config import BOARD_DIR, Board, get_board, known_boards
 from bench.board_text import render_csv, render_markdown
-from bench.leaderboard import (
-    BOARD_DIR,
-    Board,
-    build_table,
-    get_board,
-    known_boards,
-)
+from bench.leaderboard import build_table
 from bench.records import iter_records, write_record
 from datamodules.errors import PlmbenchError
 

@@ -1,0 +1,246 @@
+"""Board configuration: what a leaderboard shows and how it scores (DESIGN.md contract 8).
+
+This module knows no task by name. A board is a YAML file, ``conf/board/<name>.yaml``, that
+says how columns are ordered, scaled and scored; the columns themselves come from the records:
+each record carries its resolved task config (``config.task``), whose ``columns`` list says
+which values of the record to show (dotted paths such as ``metrics.validation.f1`` or
+``throughput.train_tokens_per_s``). A task without ``columns`` gets one column per (eval split,
+metric in ``task.metrics``). So a new task YAML reaches its board with no change here.
+
+A board may also define columns of its own (``columns:``, each with a ``tasks`` pattern): the
+records of a task matching a pattern show the board's columns instead of their task's, and a
+board column is one column across every task it matches (the domain board's adaptation cost,
+whichever pretraining task the adaptation ran).
+
+A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
+row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
+
+The tables built from a board and records are ``bench/leaderboard.py``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from datamodules.errors import PlmbenchError
+
+if TYPE_CHECKING:
+    from bench.leaderboard import Cell
+
+#: where the board YAMLs live: <repo>/conf/board/<name>.yaml
+BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
+AGGREGATES = ("task_macro", "mean", "none")
+#: how a board groups records into rows: by (label, protocol hash), or by label alone
+ROWS = ("protocol", "label")
+DEFAULT_FORMAT = ".4g"
+
+
+def _check_format(spec: object, where: str) -> str:
+    """``spec`` if it is a str format spec for a float (".1f", ",.0f", ".2e"), else an error."""
+    if not isinstance(spec, str):
+        raise PlmbenchError(f"{where}: format must be a format spec string such as '.1f'")
+    try:
+        format(1.0, spec)
+    except (ValueError, TypeError) as err:
+        raise PlmbenchError(f"{where}: format {spec!r} is not a float format spec: {err}") from None
+    return spec
+
+
+def _check_scale(scale: object, where: str) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
+        raise PlmbenchError(f"{where}: scale must be a positive number, not {scale!r}")
+    return float(scale)
+
+
+def _check_bool(value: object, key: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise PlmbenchError(f"{where}: {key} must be true or false, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Board:
+    """How a benchmark's columns are ordered, scaled and scored (``conf/board/<name>.yaml``)."""
+
+    name: str
+    title: str = ""
+    task_order: tuple[str, ...] = ()
+    scale: float = 1.0  # column defaults, each overridable by a column
+    higher_is_better: bool = True
+    format: str = DEFAULT_FORMAT
+    aggregate: str = "none"  # task_macro | mean | none
+    score_label: str = "Score"
+    score_format: str = ""  # "" = the columns' default format
+    note: str = ""  # appended to the Markdown footnote (e.g. a citation)
+    rows: str = "protocol"  # one of ROWS
+    #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
+    columns: tuple[Column, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: Mapping, where: str = "board") -> Board:
+        """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
+        known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns"}
+        if unknown := sorted(set(config) - known):
+            raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+        name = config.get("name")
+        if not isinstance(name, str) or not name:
+            raise PlmbenchError(f"{where}: name must be a non-empty string")
+        order = config.get("task_order") or []
+        if isinstance(order, str) or not all(isinstance(task, str) for task in order):
+            raise PlmbenchError(f"{where}: task_order must be a list of task names")
+        defaults = config.get("defaults") or {}
+        if unknown := sorted(set(defaults) - {"scale", "higher_is_better", "format"}):
+            raise PlmbenchError(f"{where}: unknown defaults {unknown}")
+        aggregate = config.get("aggregate") or {}
+        if unknown := sorted(set(aggregate) - {"method", "label", "format"}):
+            raise PlmbenchError(f"{where}: unknown aggregate keys {unknown}")
+        method = aggregate.get("method", "none")
+        if method not in AGGREGATES:
+            raise PlmbenchError(
+                f"{where}: aggregate.method {method!r} is not one of {', '.join(AGGREGATES)}"
+            )
+        rows = config.get("rows", "protocol")
+        if rows not in ROWS:
+            raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
+        board = cls(
+            name=name,
+            rows=rows,
+            title=str(config.get("title") or name),
+            task_order=tuple(order),
+            scale=_check_scale(defaults.get("scale", 1), f"{where} defaults"),
+            higher_is_better=_check_bool(
+                defaults.get("higher_is_better", True), "higher_is_better", f"{where} defaults"
+            ),
+            format=_check_format(defaults.get("format", DEFAULT_FORMAT), f"{where} defaults"),
+            aggregate=method,
+            score_label=str(aggregate.get("label") or "Score"),
+            score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
+            note=str(config.get("note") or ""),
+        )
+        return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
+
+    def task_rank(self, task: str) -> tuple[int, str]:
+        """Sort key of a task: its place in ``task_order``, unlisted tasks after, by name."""
+        order = self.task_order
+        return (order.index(task), "") if task in order else (len(order), task)
+
+
+def known_boards() -> list[str]:
+    """The names of the boards under ``conf/board``, sorted."""
+    return sorted(path.stem for path in BOARD_DIR.glob("*.yaml"))
+
+
+def get_board(name: str) -> Board:
+    """The board ``conf/board/<name>.yaml``; PlmbenchError listing the known boards otherwise."""
+    from omegaconf import OmegaConf
+
+    known = known_boards()
+    if name not in known:
+        raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(known)}")
+    path = BOARD_DIR / f"{name}.yaml"
+    config = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(config, Mapping):
+        raise PlmbenchError(f"{path}: a board is a mapping of name, title, task_order, ...")
+    board = Board.from_config(config, str(path))
+    if board.name != name:
+        raise PlmbenchError(f"{path}: name {board.name!r} differs from the file name {name!r}")
+    return board
+
+
+@dataclass(frozen=True)
+class Column:
+    """One leaderboard column: a value of a task's records, shown as ``format(value * scale)``."""
+
+    task: str
+    label: str  # unique on a rendered table: a label two tasks share gets " [task]"
+    value: str  # dotted path into the record: metrics.validation.f1, wall_time_s, ...
+    scale: float
+    higher_is_better: bool
+    score: bool  # counts in the board's aggregate
+    format: str
+    in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
+
+    def show(self, x: float) -> str:
+        return format(x * self.scale, self.format)
+
+    def text(self, cell: Cell, stat: str = "mean") -> str:
+        if stat == "median":
+            low, high = cell.values[0], cell.values[-1]
+            return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
+        return f"{self.show(cell.mean)} ± {self.show(cell.std)} (n={cell.n})"
+
+
+def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Column]:
+    """The columns a resolved task config asks for, the board's defaults filled in.
+
+    ``task.columns`` when present (an empty list: none); else one column per (eval split,
+    metric in ``task.metrics``), labelled "<task name> <metric>" (+ " [<split>]" when the task
+    has several eval splits).
+    """
+    name = task.get("name")
+    if not isinstance(name, str):
+        raise PlmbenchError(f"{where}: the task config has no name")
+    specs = task.get("columns")
+    if specs is None:
+        splits = (task.get("splits") or {}).get("eval") or []
+        splits = [splits] if isinstance(splits, str) else list(splits)
+        specs = [
+            {
+                "label": f"{name} {metric}" + (f" [{split}]" if len(splits) > 1 else ""),
+                "value": f"metrics.{split}.{metric}",
+            }
+            for split in splits
+            for metric in task.get("metrics") or []
+        ]
+    return _parse_columns(specs, board, f"{where}: task {name}", lambda spec: name)
+
+
+def _parse_columns(specs: object, board: Board, where: str, task_of, extra: frozenset = frozenset()
+                   ) -> list[Column]:
+    """Column specs (mappings of label, value, ...), checked, the board's defaults filled in;
+    ``task_of(spec)`` is the column's task, ``extra`` the keys besides a column's own."""
+    if isinstance(specs, str | Mapping) or not isinstance(specs, Iterable):
+        raise PlmbenchError(f"{where} columns must be a list")
+    columns, labels = [], set()
+    for i, spec in enumerate(specs):
+        at = f"{where} columns[{i}]"
+        if not isinstance(spec, Mapping):
+            raise PlmbenchError(f"{at} must be a mapping with label and value")
+        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"} | extra
+        if unknown := sorted(set(spec) - known):
+            raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
+        label, value = spec.get("label"), spec.get("value")
+        if not isinstance(label, str) or not label or not isinstance(value, str) or not value:
+            raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record)")
+        if label in labels:
+            raise PlmbenchError(f"{at}: label {label!r} appears twice")
+        labels.add(label)
+        columns.append(Column(
+            task=task_of(spec),
+            label=label,
+            value=value,
+            scale=_check_scale(spec.get("scale", board.scale), at),
+            higher_is_better=_check_bool(
+                spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
+            ),
+            format=_check_format(spec.get("format", board.format), at),
+            in_label=(text := _check_bool(spec.get("text", False), "text", at)),
+            score=not text and _check_bool(spec.get("score", True), "score", at),
+        ))
+    return columns
+
+
+def _board_columns_of(specs: object, board: Board, where: str) -> list[Column]:
+    """A board's own columns: each names the ``tasks`` (an fnmatch pattern) whose records show
+    it instead of their task's columns."""
+    if specs is None:
+        return []
+    for i, spec in enumerate(specs if isinstance(specs, list) else []):
+        tasks = spec.get("tasks") if isinstance(spec, Mapping) else None
+        if not isinstance(tasks, str) or not tasks:
+            raise PlmbenchError(f"{where}: columns[{i}] needs tasks, a pattern of task names "
+                                "such as 'pretrain/*'")
+    return _parse_columns(specs, board, where, lambda spec: spec["tasks"], frozenset({"tasks"}))
