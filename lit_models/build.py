@@ -2,7 +2,9 @@
 
 ``init_from`` is one of:
 - ``scratch``: a fresh net of the preset's sizes and a vocabulary of the architecture's tokenizer
-  family trained on the run's own (capped) training text, cached by a fingerprint of the corpus;
+  family (or of the preset's ``vocabulary_family``, so architectures can share one vocabulary
+  algorithm in a comparison) trained on the run's own (capped) training text, cached by a
+  fingerprint of the corpus;
 - ``hf:<dir>``: a Hugging Face checkpoint directory, imported by ``lit_models.hf.from_hf``;
 - ``ckpt:<dir>``: a plmbench run directory (or its ``model/`` export), which holds the same
   Hugging Face layout.
@@ -18,7 +20,12 @@ from pathlib import Path
 from torch import nn
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import TextTokenizer, scratch_tokenizer
+from datamodules.tokenization import (
+    FAMILIES,
+    TextTokenizer,
+    TokenizerSpec,
+    scratch_tokenizer,
+)
 from lit_models.archs import Arch, get_arch
 from lit_models.hf import from_hf, read_config
 
@@ -32,6 +39,21 @@ def net_config(arch: Arch, model_cfg: Mapping, vocab_size: int, pad_token_id: in
     values = {k: v for k, v in model_cfg.items() if k in names}
     values.update(vocab_size=vocab_size, pad_token_id=pad_token_id)
     return arch.config(**values)
+
+
+def vocabulary_spec(arch: Arch, model_cfg: Mapping) -> TokenizerSpec:
+    """The spec of a scratch vocabulary: the arch's own, or, with the preset's
+    ``vocabulary_family`` (wordpiece | bpe | unigram), that family with the arch's special tokens
+    and templates. Its transformers class then reads tokenizer.json as it is
+    (PreTrainedTokenizerFast): the arch's own class would rebuild its own family's pipeline."""
+    family = model_cfg.get("vocabulary_family")
+    if family is None or family == arch.tokenizer.family:
+        return arch.tokenizer
+    if family not in FAMILIES:
+        raise PlmbenchError(f"model.vocabulary_family={family!r}: use null (the architecture's "
+                            f"own) or one of {', '.join(FAMILIES)}")
+    return dataclasses.replace(arch.tokenizer, family=family,
+                               tokenizer_class="PreTrainedTokenizerFast")
 
 
 def checkpoint_dir(init_from: str) -> Path:
@@ -78,7 +100,8 @@ def build_net(
     if init_from != "scratch":
         raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
     key, texts = vocabulary_corpus()
-    tokenizer = scratch_tokenizer(arch.tokenizer, lambda: texts, model_cfg["vocab_size"],
+    tokenizer = scratch_tokenizer(vocabulary_spec(arch, model_cfg), lambda: texts,
+                                  model_cfg["vocab_size"],
                                   model_cfg.get("lowercase", False), key)
     config = net_config(arch, model_cfg, tokenizer.vocab_size, tokenizer.special.pad)
     try:
