@@ -40,3 +40,25 @@ def test_every_scratch_preset_names_its_pretraining_rates():
         model = OmegaConf.load(CONF_DIR / "model" / f"{preset}.yaml")
         if model.init_from == "scratch":
             assert model.pretrain_lr > 0 and model.pretrain_batch_size >= 1, preset
+
+
+def encoder_parameters(V, H, L, I, P, T, E=None, shared=False) -> int:  # noqa: E741, N803
+    """BERT's encoder with pooler counted by hand (ALBERT: embeddings of width E projected to H,
+    one layer's weights shared by all L)."""
+    E = E or H  # noqa: N806
+    embeddings = (V + P + T) * E + 2 * E + (E * H + H if E != H else 0)
+    layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
+    return embeddings + layer * (1 if shared else L) + H * H + H
+
+
+@pytest.mark.parametrize(("preset", "sizes"), [
+    ("bert-small", dict(V=30522, H=512, L=4, I=2048, P=512, T=2)),
+    ("roberta-small", dict(V=50265, H=512, L=4, I=2048, P=514, T=1)),
+    ("albert-small", dict(V=30000, H=512, L=4, I=2048, P=512, T=2, E=128, shared=True)),
+])
+def test_small_presets_are_bert_smalls_sizes(preset, sizes):
+    """The small presets of the papers without one (RoBERTa, ALBERT) take BERT-Small's L=4, H=512
+    (Turc et al. 2019): their parameter counts are those sizes' by hand."""
+    from tests.nets.test_albert import preset_parameters
+
+    assert preset_parameters(preset) == encoder_parameters(**sizes)
