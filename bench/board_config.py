@@ -10,7 +10,9 @@ metric in ``task.metrics``). So a new task YAML reaches its board with no change
 A board may also define columns of its own (``columns:``, each with a ``tasks`` pattern): the
 records of a task matching a pattern show the board's columns instead of their task's, and a
 board column is one column across every task it matches (the domain board's adaptation cost,
-whichever pretraining task the adaptation ran).
+whichever pretraining task the adaptation ran). A board column with ``adds: true`` is shown
+beside its tasks' own columns instead (the GLUE board's model size and pretraining cost beside
+each task's scores).
 
 A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
 row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
@@ -76,13 +78,17 @@ class Board:
     score_format: str = ""  # "" = the columns' default format
     note: str = ""  # appended to the Markdown footnote (e.g. a citation)
     rows: str = "protocol"  # one of ROWS
+    #: the row (label) every other row's score and parameters are given as a share of: a
+    #: distilled student's share of its teacher's (Sanh et al. 2019, §4: 97% with 40% fewer)
+    reference: str = ""
     #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
     columns: tuple[Column, ...] = ()
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
-        known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns"}
+        known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
+                 "reference"}
         if unknown := sorted(set(config) - known):
             raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
         name = config.get("name")
@@ -105,6 +111,10 @@ class Board:
         rows = config.get("rows", "protocol")
         if rows not in ROWS:
             raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
+        reference = config.get("reference") or ""
+        if not isinstance(reference, str) or (reference and method == "none"):
+            raise PlmbenchError(f"{where}: reference must be a row label, on a board whose "
+                                "aggregate.method gives a score")
         board = cls(
             name=name,
             rows=rows,
@@ -119,6 +129,7 @@ class Board:
             score_label=str(aggregate.get("label") or "Score"),
             score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
             note=str(config.get("note") or ""),
+            reference=reference,
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 
@@ -133,8 +144,9 @@ def known_boards() -> list[str]:
     return sorted(path.stem for path in BOARD_DIR.glob("*.yaml"))
 
 
-def get_board(name: str) -> Board:
-    """The board ``conf/board/<name>.yaml``; PlmbenchError listing the known boards otherwise."""
+def _board_mapping(name: str, seen: tuple[str, ...] = ()) -> dict:
+    """The YAML mapping of board ``name``, over that of the board it ``extends`` (its keys
+    replace the other's, whole)."""
     from omegaconf import OmegaConf
 
     known = known_boards()
@@ -142,9 +154,20 @@ def get_board(name: str) -> Board:
         raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(known)}")
     path = BOARD_DIR / f"{name}.yaml"
     config = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if not isinstance(config, Mapping):
+    if not isinstance(config, dict):
         raise PlmbenchError(f"{path}: a board is a mapping of name, title, task_order, ...")
-    board = Board.from_config(config, str(path))
+    base = config.pop("extends", None)
+    if base is None:
+        return config
+    if base in (*seen, name):
+        raise PlmbenchError(f"{path}: extends {base!r}, which extends it back; break the cycle")
+    return {**_board_mapping(base, (*seen, name)), **config}
+
+
+def get_board(name: str) -> Board:
+    """The board ``conf/board/<name>.yaml``; PlmbenchError listing the known boards otherwise."""
+    path = BOARD_DIR / f"{name}.yaml"
+    board = Board.from_config(_board_mapping(name), str(path))
     if board.name != name:
         raise PlmbenchError(f"{path}: name {board.name!r} differs from the file name {name!r}")
     return board
@@ -162,6 +185,7 @@ class Column:
     score: bool  # counts in the board's aggregate
     format: str
     in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
+    adds: bool = False  # a board column shown beside its tasks' own columns, not instead of them
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
@@ -229,13 +253,14 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
             format=_check_format(spec.get("format", board.format), at),
             in_label=(text := _check_bool(spec.get("text", False), "text", at)),
             score=not text and _check_bool(spec.get("score", True), "score", at),
+            adds=_check_bool(spec.get("adds", False), "adds", at),
         ))
     return columns
 
 
 def _board_columns_of(specs: object, board: Board, where: str) -> list[Column]:
     """A board's own columns: each names the ``tasks`` (an fnmatch pattern) whose records show
-    it instead of their task's columns."""
+    it instead of their task's columns (beside them with ``adds: true``)."""
     if specs is None:
         return []
     for i, spec in enumerate(specs if isinstance(specs, list) else []):
@@ -243,4 +268,5 @@ def _board_columns_of(specs: object, board: Board, where: str) -> list[Column]:
         if not isinstance(tasks, str) or not tasks:
             raise PlmbenchError(f"{where}: columns[{i}] needs tasks, a pattern of task names "
                                 "such as 'pretrain/*'")
-    return _parse_columns(specs, board, where, lambda spec: spec["tasks"], frozenset({"tasks"}))
+    return _parse_columns(specs, board, where, lambda spec: spec["tasks"],
+                          frozenset({"tasks", "adds"}))

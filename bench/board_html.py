@@ -14,7 +14,14 @@ import html
 import json
 import math
 
-from bench.board_text import BASELINE_MARK, _footnote, _score_text, table_json
+from bench.board_text import (
+    BASELINE_MARK,
+    _footnote,
+    _score_text,
+    share_headers,
+    share_texts,
+    table_json,
+)
 from bench.leaderboard import MISSING, Row, Table
 
 WIDTH, HEIGHT, PAD = 520, 260, 48
@@ -122,7 +129,8 @@ def render_html(table: Table) -> str:
     """The whole page: title, sortable table, footnote, failures, plots."""
     board = table.board
     scored = board.aggregate != "none"
-    header = ["Model", *([board.score_label] if scored else []), *table.labels]
+    header = ["Model", *([board.score_label] if scored else []), *share_headers(table),
+              *table.labels]
     ths = "".join(f"<th>{_esc(h)}</th>" for h in header)
     body = []
     for row in table.rows:
@@ -132,6 +140,8 @@ def render_html(table: Table) -> str:
             value = "" if row.score is None else repr(row.score)
             text = _esc(_score_text(row, table))
             cells.append(f'<td class="num" data-value="{value}">{text}</td>')
+        cells += [f'<td class="num" data-value="{_esc(text)}">{_esc(text)}</td>'
+                  for text in share_texts(row, table)]
         cells += [_cell(row, table, label_) for label_ in table.labels]
         kind = "baseline" if row.baseline else "model"
         body.append(f'<tr class="{kind}">{"".join(cells)}</tr>')

@@ -29,6 +29,20 @@ def _score_text(row: Row, table: Table) -> str:
     return f"{value} ({row.n_scored}/{table.n_scorable} {what})"
 
 
+def share_headers(table: Table) -> list[str]:
+    """The headers of the shares of the board's reference row, when it names one."""
+    reference = table.board.reference
+    return [f"% of {reference}", f"parameters % of {reference}"] if reference else []
+
+
+def share_texts(row: Row, table: Table) -> list[str]:
+    """A row's score and parameters as percentages of the reference row's (share_headers)."""
+    if not table.board.reference:
+        return []
+    return [MISSING if share is None else f"{100 * share:.1f}"
+            for share in (row.share, row.parameter_share)]
+
+
 def _scale_text(columns: list[Column]) -> str:
     """How the cells are scaled: "×100", "raw values", or per group of columns."""
     by_scale: dict[float, list[str]] = defaultdict(list)
@@ -66,6 +80,9 @@ def _footnote(table: Table) -> str:
             f"a row has "
             f"({', '.join(scoring)}), with the number it covers."
         )
+    if board.reference:
+        parts.append(f"% of {board.reference}: a row's {board.score_label} and parameter count "
+                     f"as percentages of the {board.reference} row's.")
     if any(row.baseline for row in table.rows):
         parts.append(f"{BASELINE_MARK.strip()} Baseline: computed from the data alone, no training "
                      "(majority class; mean prediction for regression, whose correlations are 0).")
@@ -98,9 +115,11 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
         return "\n".join([f"No finished runs of board {board.name!r} {where}.",
                           *([""] if failures else []), *failures]).rstrip("\n") + "\n"
     scored = board.aggregate != "none"
-    header = ["Model", *([board.score_label] if scored else []), *table.labels]
+    header = ["Model", *([board.score_label] if scored else []), *share_headers(table),
+              *table.labels]
     body = [
-        [_row_label(row).replace("|", "\\|"), *([_score_text(row, table)] if scored else [])]
+        [_row_label(row).replace("|", "\\|"), *([_score_text(row, table)] if scored else []),
+         *share_texts(row, table)]
         + [c.text(row.cells[c.label], table.stat) if c.label in row.cells else MISSING
            for c in table.columns]
         for row in table.rows
@@ -141,14 +160,17 @@ def render_csv(table: Table) -> str:
     }[board.aggregate]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    shares = ["share", "parameter_share"] if board.reference else []
     writer.writerow(
-        ["model", "protocol_hash", *score_header]
+        ["model", "protocol_hash", *score_header, *shares]
         + [f"{label} {stat}" for label in table.labels for stat in stats]
     )
     for row in table.rows:
         fields = [_row_label(row), row.protocol_hash]
         if score_header:
             fields += ["", ""] if row.score is None else [repr(float(row.score)), row.n_scored]
+        fields += ["" if share is None else repr(share) for share in
+                   (row.share, row.parameter_share)][:len(shares)]
         for column in table.columns:
             cell = row.cells.get(column.label)
             if cell is None:
@@ -175,6 +197,7 @@ def table_json(table: Table) -> dict:
     return {
         "board": {"name": board.name, "title": board.title, "aggregate": board.aggregate,
                   "score_label": board.score_label, "n_scorable": table.n_scorable,
+                  "reference": board.reference or None,
                   "stat": table.stat},
         "n_records": table.n_records,
         "columns": [{"label": c.label, "task": c.task, "value": c.value, "scale": c.scale,
@@ -183,6 +206,7 @@ def table_json(table: Table) -> dict:
         "rows": [{"label": row.label, "protocol_hash": row.protocol_hash, "score": row.score,
                   "n_scored": row.n_scored, "baseline": row.baseline,
                   "parameters": row.parameters, "compute": row.compute,
+                  "share": row.share, "parameter_share": row.parameter_share,
                   "cells": {c.label: _cell_json(c, row) for c in table.columns}}
                  for row in table.rows],
         "failures": [{"task": f.task, "label": f.label, "seed": f.seed, "run_dir": f.run_dir,

@@ -95,6 +95,8 @@ class Row:
     baseline: bool = False  # computed from the data alone, with no training
     parameters: int | None = None  # the model's parameter count (largest over its records)
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
+    share: float | None = None  # score / the board's reference row's score
+    parameter_share: float | None = None  # parameters / the reference row's parameters
 
 
 @dataclass(frozen=True)
@@ -185,18 +187,19 @@ def _pretraining_flops(record: Mapping) -> float | None:
 
 def _record_columns(record: Mapping, board: Board) -> list[Column]:
     """The board's columns whose pattern matches the record's task, else the columns the record's
-    own task config asks for; none without a task config."""
+    own task config asks for (none without a task config) followed by the matching board
+    columns that add to them."""
     own = [c for c in board.columns if fnmatch.fnmatchcase(record["task"], c.task)]
-    if own:
+    if any(not c.adds for c in own):
         return own
     config = record.get("config")
     task = config.get("task") if isinstance(config, Mapping) else None
     if not isinstance(task, Mapping):
-        return []
+        return own
     where = f"record {record.get('run_dir') or record.get('run_id') or record['task']}"
     columns = task_columns(task, board, where)
     # the record's task is what its columns belong to, whatever config.task.name says
-    return [replace(column, task=record["task"]) for column in columns]
+    return [replace(column, task=record["task"]) for column in columns] + own
 
 
 def _board_columns(by_task: dict[str, list[tuple[Mapping, list[Column]]]], board: Board):
@@ -324,5 +327,19 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         row.score is None, 0.0 if row.score is None else sign * row.score,
         row.label, row.protocol_hash,
     ))
-    table.rows = rows
+    table.rows = _with_shares(rows, board)
     return table
+
+
+def _with_shares(rows: list[Row], board: Board) -> list[Row]:
+    """The rows, each with its score and parameters as shares of the board's reference row's
+    (none where either is missing, or the board names no reference or the row is absent)."""
+    reference = next((row for row in rows if row.label == board.reference), None)
+    if reference is None:
+        return rows
+
+    def share(mine: float | None, theirs: float | None) -> float | None:
+        return None if mine is None or not theirs else mine / theirs
+
+    return [replace(row, share=share(row.score, reference.score),
+                    parameter_share=share(row.parameters, reference.parameters)) for row in rows]

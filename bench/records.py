@@ -208,6 +208,40 @@ def read_record(path: str | Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+#: what a run's training cost, by the key it has in a record's ``pretraining`` and its own place
+TRAINING_COST = {"tokens": "throughput.train_tokens", "flops": "throughput.train_flops",
+                 "wall_time_s": "wall_time_s"}
+
+
+def pretraining_cost(init_from: str) -> dict | None:
+    """What training the checkpoint a run starts from cost: the tokens, FLOPs and wall time of
+    the ``ckpt:`` run it names plus that run's own ``pretraining`` (summed along the chain:
+    general pretraining, then continued pretraining or distillation, ...), with the run
+    directories of the chain, oldest first; zeros from ``scratch``; None for a checkpoint of
+    unknown cost (``hf:``, or a run without an ok record). A value some run of the chain did not
+    record is None."""
+    kind, _, where = str(init_from).partition(":")
+    if kind == "scratch":
+        return {**dict.fromkeys(TRAINING_COST, 0), "runs": []}
+    if kind != "ckpt":
+        return None
+    path = Path(where).expanduser()
+    source = read_record(path) or (read_record(path.parent) if path.name == "model" else None)
+    if source is None or source.get("status") != "ok":
+        return None
+    before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
+    if before is None:
+        return None
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)]}
+    for key, dotted in TRAINING_COST.items():
+        own: Any = source
+        for part in dotted.split("."):
+            own = own.get(part) if isinstance(own, Mapping) else None
+        summable = isinstance(own, int | float) and isinstance(before[key], int | float)
+        cost[key] = before[key] + own if summable else None
+    return cost
+
+
 def iter_records(results_dir: str | Path) -> Iterator[dict]:
     """Every readable ``record.json`` below ``results_dir``, in path order; corrupt ones skipped."""
     root = Path(results_dir)

@@ -35,6 +35,7 @@ from bench.checkpoints import (
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
+    pretraining_cost,
     read_record,
     run_variant,
     software_versions,
@@ -142,6 +143,10 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
+        # the backbone alone, without the task's head (a model's size across tasks); a
+        # pretraining net's heads are part of what it trains, so it has none
+        "encoder_parameters": None if family.with_heads else sum(
+            p.numel() for p in net.parameters()),
         "data": dm.fingerprints,
         "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
@@ -177,6 +182,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
         "board": cfg.task.board,
         "seed": cfg.seed,
         "init_from": cfg.init_from,
+        "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
         "overrides": list(overrides or []),
         "config": config,
         "config_hash": config_hash(config),
