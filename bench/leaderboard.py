@@ -93,7 +93,8 @@ class Row:
     score: float | None  # scaled as the columns are; None when the board has no aggregate
     n_scored: int  # tasks (task_macro) or columns (mean) the score covers
     baseline: bool = False  # computed from the data alone, with no training
-    parameters: int | None = None  # the model's parameter count (largest over its records)
+    parameters: int | None = None  # the model's parameter count (largest over its records; a
+    # fine-tuning record's without its task's head, the same model's size on every task)
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
     share: float | None = None  # score / the board's reference row's score
     parameter_share: float | None = None  # parameters / the reference row's parameters
@@ -278,7 +279,8 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         n_records += not record.get("baseline")  # runs used; a baseline is no run
         row = extras[label, protocol]
         row["baseline"] = bool(record.get("baseline"))
-        for key, value in (("parameters", record.get("parameters")),
+        size = record.get("encoder_parameters") or record.get("parameters")  # without a task head
+        for key, value in (("parameters", size),
                            ("compute", _pretraining_flops(record))):
             if isinstance(value, int | float):
                 row[key] = max(value, row.get(key, value))
