@@ -219,7 +219,13 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     assert shown.rc == 0 and shown.err == ""
     assert "(1 record used)" in shown.out
     row = markdown_rows(shown.out)["bert-tiny"]
-    assert list(row) == ["Model", "GLUE score", "RTE (acc)"]
+    # the GLUE board's own columns follow the task's: the encoder's size, and no pretraining
+    # behind a model fine-tuned from scratch
+    assert list(row) == ["Model", "GLUE score", "RTE (acc)", "parameters", "pretraining tokens",
+                         "pretraining FLOPs"]
+    size = read(run_path(results, "glue/rte", *TINY))["encoder_parameters"]
+    assert row["parameters"] == f"{size:#.3g} ± {0:#.3g} (n=1)"
+    assert row["pretraining tokens"] == f"{0:#.3g} ± {0:#.3g} (n=1)"
     assert row["RTE (acc)"] == f"{100 * accuracy:.1f} ± 0.0 (n=1)"
     assert row["GLUE score"] == f"{100 * accuracy:.1f} (1/9 tasks)"
 
@@ -329,7 +335,7 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
 
     row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny"]
     assert row["GLUE score"] == f"{100 * glue_score:.1f} (2/9 tasks)"
-    assert list(row)[2:] == ["MRPC (F1)", "MRPC (acc)", "STS-B (P)", "STS-B (S)"]  # GLUE order
+    assert list(row)[2:6] == ["MRPC (F1)", "MRPC (acc)", "STS-B (P)", "STS-B (S)"]  # GLUE order
     assert row["MRPC (F1)"] == cell_text([mrpc_metrics["f1"]])
     out = tmp_path / "glue.csv"
     assert plmbench("leaderboard", str(results), "--format", "csv", "--out", str(out)).rc == 0
