@@ -173,13 +173,17 @@ def _failures(records: list[Mapping], board: Board, finished: dict[tuple, Mappin
 
 
 def _pretraining_flops(record: Mapping) -> float | None:
-    """The training FLOPs behind a record's model: its own for a run from scratch, those of the
-    ``ckpt:`` run it started from (recursively), None for a checkpoint of unknown cost."""
+    """The training FLOPs behind a record's model: its own for a run from scratch; for a run from
+    a ``ckpt:`` checkpoint the cost its record carries (``pretraining``: summed along the chain
+    of checkpoints), or for an older record without it, the chain's first run's; None for a
+    checkpoint of unknown cost."""
     from bench.records import read_record
 
     init_from = str(record.get("init_from") or "")
     if init_from == "scratch":
         return lookup(record, "throughput.train_flops")
+    if isinstance(record.get("pretraining"), Mapping):
+        return record["pretraining"].get("flops")
     if init_from.startswith("ckpt:"):
         source = read_record(init_from.partition(":")[2])
         return _pretraining_flops(source) if source else None

@@ -557,3 +557,22 @@ def test_bad_board_columns_and_rows_are_one_line():
     with pytest.raises(PlmbenchError, match=r"columns\[0\]: unknown keys \['task'\]"):
         Board.from_config({"name": "d", "columns": [{"tasks": "a/*", "task": "a", "label": "x",
                                                      "value": "wall_time_s"}]})
+
+
+def test_a_board_extends_another_and_a_cycle_is_one_line(tmp_path, monkeypatch):
+    import bench.board_config as board_config
+
+    for name in ("glue", "distill"):
+        (tmp_path / f"{name}.yaml").write_text((BOARD_DIR / f"{name}.yaml").read_text())
+    (tmp_path / "a.yaml").write_text("extends: b\nname: a\ntitle: A\n")
+    (tmp_path / "b.yaml").write_text("extends: a\nname: b\ntitle: B\n")
+    monkeypatch.setattr(board_config, "BOARD_DIR", tmp_path)
+    glue, distill = get_board("glue"), get_board("distill")
+    assert (distill.name, distill.reference, glue.reference) == ("distill", "teacher", "")
+    assert distill.task_order == glue.task_order and distill.columns == glue.columns
+    with pytest.raises(PlmbenchError, match="extends 'a', which extends it back"):
+        get_board("a")
+    (tmp_path / "c.yaml").write_text("name: c\ntitle: C\naggregate: {method: none}\n"
+                                     "reference: teacher\n")
+    with pytest.raises(PlmbenchError, match="reference must be a row label"):
+        get_board("c")
