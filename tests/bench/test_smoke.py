@@ -33,7 +33,8 @@ TASKS = sorted(
 #: task YAMLs that give a code path the matrix covers other data (the domain studies' corpora and
 #: end tasks; their datamodule features have tests of their own): they run with bert, and with
 #: every architecture under `pytest -m benchmark`
-DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs")
+DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs",
+             "pretrain/realm_")
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -46,8 +47,9 @@ def compose_run(arch: str, task: str, *overrides: str):
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
         cfg.task.eval_documents = 3
-    if "corpus" in cfg.task:  # open QA: a few documents per corpus source, sparse retrieval
+    if "corpus" in cfg.task:  # open QA, REALM pre-training: a few documents per corpus source
         cfg.task.corpus.max_documents = 4
+    if "retriever" in cfg.task:  # open QA: sparse retrieval
         cfg.task.retriever = "bm25"
         cfg.task.read_top_k = 2
     if "generation" in cfg.task:  # a random net may never end: a few tokens show the wiring
@@ -182,6 +184,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     pairs = compose_run(arch, task).get("objective", {})
     if task.startswith("pretrain/tapt/") and (pairs.get("sop") or pairs.get("nsp")):
         extra = ["objective=mlm"]  # one sentence per document: no pairs for ALBERT's SOP
+    if task.startswith("pretrain/realm_"):  # REALM masks salient spans (REALM §3.4)
+        extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
         mnli = results / arch / "glue/mnli"
         if not (mnli / "model").is_dir():
