@@ -112,7 +112,7 @@ class SalientSpans:
                  entities: str | Callable[[str], list[Span]] = "heuristic") -> None:
         if isinstance(entities, str) and entities not in ("heuristic", "none"):
             raise PlmbenchError(f"salient span entities={entities!r}: use heuristic, none or a "
-                                "tagger (_target_: lit_models.entity_tagger.TaggerEntities)")
+                                "callable text -> [(start, end)] given by its _target_")
         self.dates = dates
         self.entities = {"heuristic": capitalised_runs, "none": None}.get(entities, entities) \
             if isinstance(entities, str) else entities
