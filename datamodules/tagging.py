@@ -75,7 +75,7 @@ def encode_words(encoder: Tokenizer, sentences: list[list[str]]) -> list[dict[st
     first sub-token starts, -1 elsewhere) of the words joined by single spaces."""
     encodings = encoder.encode_batch([" ".join(words) for words in sentences])
     return [{"input_ids": e.ids, "token_type_ids": e.type_ids,
-             "word_ids": first_subtokens(e.offsets, e.special_tokens_mask, words)}
+             "word_ids": first_subtokens(e.offsets, e.special_tokens_mask, words).tolist()}
             for e, words in zip(encodings, sentences, strict=True)]
 
 
