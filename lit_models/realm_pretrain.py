@@ -61,7 +61,7 @@ from lit_models.family import TaskFamily, check_max_length
 from lit_models.hf import to_hf
 from lit_models.module import PlmModule
 from lit_models.objectives.base import ExampleRandomness, perplexity
-from lit_models.objectives.salient_span import SalientSpanMasking, token_span
+from lit_models.objectives.salient_span import SalientSpanMasking, find_all, token_span
 from lit_models.pretrain import build_objective
 from lit_models.realm import marginal_log_likelihood
 from lit_models.retrieval_augmented import RetrievalAugmented
@@ -81,9 +81,10 @@ def masked_sentences(texts: Sequence[str], rows: Sequence[int], find, reader, qu
     found = [(row, s) for row, text in zip(rows, texts, strict=True) for s in sentences(text)]
     texts_ = [s for _, s in found]
     examples = []
-    for (row, sentence), r, q in zip(found, reader.encode_batch(texts_),
-                                     query.encode_batch(texts_), strict=True):
-        pairs = [(token_span(r, s), token_span(q, s)) for s in find(sentence)]
+    for (row, _), spans, r, q in zip(found, find_all(find, texts_),
+                                     reader.encode_batch(texts_), query.encode_batch(texts_),
+                                     strict=True):
+        pairs = [(token_span(r, s), token_span(q, s)) for s in spans]
         pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
         if pairs:
             examples.append({"input_ids": r.ids, "spans": [i for a, _ in pairs for i in a],

@@ -19,7 +19,9 @@ Span finders (``SalientSpans``): dates by a regular expression (``DATE``: "12 Ma
 heuristic (``capitalised_runs``: maximal runs of capitalised words, joined by inner connectives
 such as "of", and not merely the sentence's capitalised first word), since the mirror has no
 CoNLL-2003 to train REALM's tagger on; or by any callable ``text -> [(start, end)]`` given as
-``entities`` (e.g. a tagger checkpoint). Character spans become tokens through the fast
+``entities`` (REALM's tagger: ``lit_models.entity_tagger.TaggerEntities``, built by Hydra from
+the objective's config, so this module never imports it; a finder with a ``find_batch(texts)``
+gets a split's sentences at once). Character spans become tokens through the fast
 tokenizer's offsets. Sentences come as text (``reads_text``): the DataModule hands this objective
 documents of sentence strings instead of token ids.
 """
@@ -66,6 +68,13 @@ def date_spans(text: str) -> list[Span]:
     return [m.span() for m in DATE.finditer(text)]
 
 
+def find_all(find: Callable[[str], list[Span]], texts: Sequence[str]) -> list[list[Span]]:
+    """``find`` over ``texts``: by its ``find_batch(texts)`` where it has one (a tagger tags many
+    sentences per forward pass), else text by text."""
+    batched = getattr(find, "find_batch", None)
+    return batched(texts) if batched else [find(text) for text in texts]
+
+
 def capitalised_runs(text: str) -> list[Span]:
     """Maximal runs of capitalised words separated by single spaces, inner connectives allowed
     ("University of Notre Dame"); a run beginning the sentence loses a leading common word
@@ -106,23 +115,29 @@ def capitalised_runs(text: str) -> list[Span]:
 class SalientSpans:
     """``text -> spans``: dates (``dates``) and named entities (``entities``: "heuristic" for
     ``capitalised_runs``, "none", or a callable ``text -> spans``), sorted, an entity overlapping
-    a date dropped."""
+    a date dropped; ``find_batch`` finds the entities of many texts at once."""
 
     def __init__(self, dates: bool = True,
                  entities: str | Callable[[str], list[Span]] = "heuristic") -> None:
         if isinstance(entities, str) and entities not in ("heuristic", "none"):
             raise PlmbenchError(f"salient span entities={entities!r}: use heuristic, none or a "
-                                "callable text -> [(start, end)] given by its _target_")
+                                "callable text -> [(start, end)] given by its _target_ (a "
+                                "tagger: lit_models.entity_tagger.TaggerEntities)")
         self.dates = dates
         self.entities = {"heuristic": capitalised_runs, "none": None}.get(entities, entities) \
             if isinstance(entities, str) else entities
 
+    def find_batch(self, texts: Sequence[str]) -> list[list[Span]]:
+        found = find_all(self.entities, texts) if self.entities is not None else [[]] * len(texts)
+        out = []
+        for text, entities in zip(texts, found, strict=True):
+            spans = date_spans(text) if self.dates else []
+            spans += [e for e in entities if not any(e[0] < d[1] and d[0] < e[1] for d in spans)]
+            out.append(sorted(set(spans)))
+        return out
+
     def __call__(self, text: str) -> list[Span]:
-        spans = date_spans(text) if self.dates else []
-        if self.entities is not None:
-            spans += [e for e in self.entities(text)
-                      if not any(e[0] < d[1] and d[0] < e[1] for d in spans)]
-        return sorted(set(spans))
+        return self.find_batch([text])[0]
 
 
 def token_span(encoding: Encoding, span: Span) -> Span | None:
@@ -146,8 +161,9 @@ def salient_span_examples(documents: Sequence[Sequence[str]], rng=None, *, backe
     without one is dropped, or kept with no span (``fallback="random"``)."""
     sentences = [s for document in documents for s in document]
     examples = []
-    for sentence, encoding in zip(sentences, backend.encode_batch(sentences), strict=True):
-        spans = [t for t in (token_span(encoding, s) for s in find(sentence)) if t is not None]
+    for found, encoding in zip(find_all(find, sentences), backend.encode_batch(sentences),
+                               strict=True):
+        spans = [t for t in (token_span(encoding, s) for s in found) if t is not None]
         if spans or fallback == "random":
             examples.append({"input_ids": encoding.ids,
                              "spans": [bound for span in spans for bound in span]})

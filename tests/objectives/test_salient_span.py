@@ -52,7 +52,7 @@ def test_an_entity_overlapping_a_date_gives_way_to_it():
     assert texts(text, SalientSpans()(text)) == ["12 March 1990", "Berlin"]
     assert texts(text, SalientSpans(dates=False)(text)) == ["March", "Berlin"]
     assert SalientSpans(entities="none")("Nothing here in Berlin.") == []
-    with pytest.raises(PlmbenchError, match="use heuristic, none or a tagger"):
+    with pytest.raises(PlmbenchError, match="use heuristic, none or a callable"):
         SalientSpans(entities="spacy")
 
 
