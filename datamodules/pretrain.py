@@ -165,7 +165,8 @@ class PretrainDataModule(PlmDataModule):
     masking duplicates the data, RoBERTa §4.1); with ``seeded`` every training example carries a
     ``mask_seed`` so its corruption is fixed across epochs. Eval examples always carry one, so eval
     losses compare across epochs and runs. With ``pack`` the examples are packed into rows of
-    ``max_length`` tokens (``datamodules/packing.py``) before any of that.
+    ``max_length`` tokens (``datamodules/packing.py``) before any of that. With ``text`` the
+    examples are made from sentence strings, not token ids (the objective tokenizes them).
     """
 
     def __init__(
@@ -178,10 +179,11 @@ class PretrainDataModule(PlmDataModule):
         seeded: bool = False,
         pack: bool = False,
         seed: int = 0,
+        text: bool = False,
     ) -> None:
         super().__init__(_task_config(task), collate_fn, seed)
         self.make_examples, self.copies, self.seeded = make_examples, copies, seeded
-        self.pack = pack
+        self.pack, self.text = pack, text
         # sentences are encoded without special tokens and cut when examples are built
         self.encoder = tokenizer.backend
         # a corpus with one split holds out its last `eval_documents` documents (split "heldout")
@@ -241,8 +243,13 @@ class PretrainDataModule(PlmDataModule):
         """The ``datasets`` fingerprint of each tokenized split (source rows, tokenizer, caps)."""
         return {split: data._fingerprint for split, data in self.tokenized.items()}
 
-    def documents(self, split: str) -> list[list[list[int]]]:
-        """The (capped) documents of ``split``: lists of sentences as token ids."""
+    def documents(self, split: str) -> list[list[list[int]]] | list[list[str]]:
+        """The (capped) documents of ``split``: lists of sentences as token ids (with ``text``:
+        as strings, for objectives that read the text, e.g. salient span masking)."""
+        if self.text:
+            raw = _load_rows(self.task, split, _split_cap(self.task, split))
+            self.tokenized[split] = raw  # its fingerprint names the source rows
+            return list(_group_documents(_row_stream(raw, self.task), None))
         tokenized = self._tokenize(split, _split_cap(self.task, split))
         rows = (
             (starts, sentences)

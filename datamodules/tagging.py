@@ -17,6 +17,7 @@ from functools import partial
 import datasets
 import numpy as np
 from omegaconf import DictConfig
+from tokenizers import Tokenizer
 
 from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import IGNORE_INDEX, pad_collate
@@ -69,6 +70,15 @@ def first_subtokens(offsets: list[tuple[int, int]], special: list[int], words: l
     return out
 
 
+def encode_words(encoder: Tokenizer, sentences: list[list[str]]) -> list[dict[str, list]]:
+    """Per sentence of words: ``input_ids``, ``token_type_ids`` and ``word_ids`` (the word each
+    first sub-token starts, -1 elsewhere) of the words joined by single spaces."""
+    encodings = encoder.encode_batch([" ".join(words) for words in sentences])
+    return [{"input_ids": e.ids, "token_type_ids": e.type_ids,
+             "word_ids": first_subtokens(e.offsets, e.special_tokens_mask, words).tolist()}
+            for e, words in zip(encodings, sentences, strict=True)]
+
+
 class TaggingDataModule(PlmDataModule):
     """Tokenized sentences with first-sub-token labels; ``eval_sentences`` keeps the words and
     gold tags of each eval split for scoring and prediction files."""
@@ -112,14 +122,12 @@ class TaggingDataModule(PlmDataModule):
 
     def _encode(self, batch: dict[str, list]) -> dict[str, list]:
         sentences, tags = batch[self.task["tokens_field"]], batch[self.task["tags_field"]]
-        encodings = self.encoder.encode_batch([" ".join(words) for words in sentences])
-        word_ids = [first_subtokens(e.offsets, e.special_tokens_mask, words)
-                    for e, words in zip(encodings, sentences, strict=True)]
+        rows = encode_words(self.encoder, sentences)
         # index -1 picks the appended IGNORE_INDEX: no label off first sub-tokens
-        labels = [np.asarray([*t, IGNORE_INDEX])[w] for w, t in zip(word_ids, tags, strict=True)]
-        return {"input_ids": [e.ids for e in encodings],
-                "token_type_ids": [e.type_ids for e in encodings], "labels": labels,
-                "word_ids": word_ids}
+        labels = [np.asarray([*t, IGNORE_INDEX])[row["word_ids"]]
+                  for row, t in zip(rows, tags, strict=True)]
+        columns = ("input_ids", "token_type_ids", "word_ids")
+        return {**{key: [row[key] for row in rows] for key in columns}, "labels": labels}
 
     @property
     def fingerprints(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ layout), which an open-QA task reads as ``task.dense.encoder=ckpt:<run dir>``.
 import json
 from collections.abc import Mapping
 from functools import partial
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -126,7 +127,12 @@ class BiEncoderTraining(TaskFamily):
 
     def export(self, module: LitBiEncoder, tokenizer, run_dir, cfg) -> None:
         if cfg["save_model"]:
-            encoder = module.encoder
-            to_hf(encoder.question_encoder, tokenizer, run_dir / EXPORT_DIR / QUESTION_ENCODER)
-            to_hf(encoder.passage_encoder, tokenizer, run_dir / EXPORT_DIR / PASSAGE_ENCODER)
-            (run_dir / EXPORT_DIR / SETTINGS_FILE).write_text(json.dumps(encoder.settings()))
+            save_bi_encoder(module.encoder, tokenizer, run_dir / EXPORT_DIR)
+
+
+def save_bi_encoder(encoder: BiEncoder, tokenizer, directory: Path) -> None:
+    """``directory``/question_encoder and passage_encoder (Hugging Face layout) and the pooling
+    and lengths they were trained with, as ``task.dense.encoder=ckpt:<run dir>`` reads them."""
+    to_hf(encoder.question_encoder, tokenizer, directory / QUESTION_ENCODER)
+    to_hf(encoder.passage_encoder, tokenizer, directory / PASSAGE_ENCODER)
+    (directory / SETTINGS_FILE).write_text(json.dumps(encoder.settings()))

@@ -219,6 +219,30 @@ def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor
 #: transformers' extractive-QA head, the same in every encoder's ``*ForQuestionAnswering``: one
 #: Linear to (start, end) logits
 QA_HEAD_NAMES = {"qa_outputs": "qa_outputs"}
+#: transformers' token-classification head, the same in every encoder's
+#: ``*ForTokenClassification``: one Linear to each token's tag scores
+TAGGER_HEAD_NAMES = {"classifier": "classifier"}
+#: task heads over an encoder that are the same in every architecture: task -> (transformers'
+#: class suffix, our head modules -> theirs)
+TASK_HEADS = {"qa": ("ForQuestionAnswering", QA_HEAD_NAMES),
+              "tagger": ("ForTokenClassification", TAGGER_HEAD_NAMES)}
+
+
+def task_class(layout: HFLayout, task: str) -> str:
+    """transformers' class of an encoder with a ``TASK_HEADS`` head (BertModel ->
+    BertForTokenClassification), unless the layout names one."""
+    return layout.classes.get(task) or (
+        layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0])
+
+
+def task_labels(directory: str | Path, task: str) -> list[str] | None:
+    """The label names, in id order, of a checkpoint saved as the ``task`` model (config.json's
+    ``architectures`` name ``task_class``); None for any other checkpoint."""
+    arch, _ = read_config(directory)
+    if _architectures(Path(directory)) != [task_class(arch.hf, task)]:
+        return None
+    id2label = json.loads((Path(directory) / "config.json").read_text()).get("id2label") or {}
+    return [id2label[str(i)] for i in range(len(id2label))]
 
 
 def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
@@ -239,13 +263,9 @@ def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) 
     return True
 
 
-def _label_config(num_labels: int, label_names: list[str] | None) -> dict:
-    labels = label_names or [f"LABEL_{i}" for i in range(num_labels)]
-    return {
-        "id2label": dict(enumerate(labels)),
-        "label2id": {name: i for i, name in enumerate(labels)},
-        "problem_type": "regression" if num_labels == 1 else "single_label_classification",
-    }
+def _label_config(labels: list[str]) -> dict:
+    return {"id2label": dict(enumerate(labels)),
+            "label2id": {name: i for i, name in enumerate(labels)}}
 
 
 def export_problem(net: nn.Module) -> str | None:
@@ -270,16 +290,20 @@ def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
         weights = hf_state_dict(net)
     else:
         weights = hf_state_dict(net, prefix=layout.prefix)
-        names = QA_HEAD_NAMES if task == "qa" else layout.classifier_names
+        names = TASK_HEADS[task][1] if task in TASK_HEADS else layout.classifier_names
         for ours, theirs in names.items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
-        if task == "qa":  # BertModel -> BertForQuestionAnswering, unless the layout names one
-            class_name = layout.classes.get("qa") or (
-                layout.classes["encoder"].removesuffix("Model") + "ForQuestionAnswering")
+        if task in TASK_HEADS:
+            class_name = task_class(layout, task)
+            if task == "tagger":  # the tags, as transformers' pipelines read them
+                config |= _label_config(label_names)
         else:
             class_name = layout.classes["classifier"]
-            config |= _label_config(head.out.out_features, label_names)
+            num_labels = head.out.out_features
+            config |= _label_config(label_names or [f"LABEL_{i}" for i in range(num_labels)])
+            config["problem_type"] = ("regression" if num_labels == 1
+                                      else "single_label_classification")
     config |= {"model_type": layout.model_type, "architectures": [class_name]}
     return config, weights
 
@@ -295,8 +319,9 @@ def to_hf(
     """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
     ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
     "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
-    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``). The directory appears
-    complete or not at all (written beside it, then renamed)."""
+    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``), for ``task="tagger"``
+    its ``*ForTokenClassification`` (``head.classifier``; ``label_names``, the tags, are required).
+    The directory appears complete or not at all (written beside it, then renamed)."""
     config, weights = hf_checkpoint(net, head, label_names, task)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():

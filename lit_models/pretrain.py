@@ -80,6 +80,7 @@ def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
     return pretrain.PretrainDataModule(
         task, tokenizer, make_examples, objective.collator(tokenizer, seed),
         copies=objective.copies, seeded=objective.seeded, pack=pack, seed=seed,
+        text=objective.reads_text,
     )
 
 

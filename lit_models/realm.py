@@ -33,11 +33,12 @@ from torch import Tensor, nn
 from datamodules.collate import pad_collate
 from datamodules.retrieval_augmented import QuestionsDataModule
 from datamodules.tokenization import TextTokenizer
+from lit_models.build import checkpoint_dir
 from lit_models.extractive_qa import LitExtractiveQA
 from lit_models.family import check_max_length
 from lit_models.generation import NEVER
 from lit_models.retrieval_augmented import RetrievalAugmented
-from lit_models.retrievers import build_corpus_of, build_retriever
+from lit_models.retrievers import QUESTION_ENCODER, build_corpus_of, build_retriever
 
 
 def span_logits(start: Tensor, end: Tensor, context: Tensor, max_answer_length: int) -> Tensor:
@@ -167,11 +168,17 @@ class LitRealm(RetrievalAugmented, LitExtractiveQA):
 
 def build_realm(family, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer):
     """The open-QA reader ``realm``: LitRealm over the task's dense retriever (question encoder
-    apart from the document encoder)."""
+    apart from the document encoder). ``init_from=ckpt:<REALM pre-training run>`` gives both the
+    reader's encoder and the retriever's two encoders (REALM fine-tunes from both, §3.4)."""
     task = cfg["task"]
     check_max_length(task, net)
     corpus = build_corpus_of(task)
-    retriever = build_retriever({**task, "retriever": "dense"}, corpus, cfg, separate=True)
+    dense = task["dense"]
+    init = str(cfg.get("init_from", ""))
+    if init.startswith("ckpt:") and (checkpoint_dir(init) / QUESTION_ENCODER).is_dir():
+        dense = {**dense, "encoder": init}  # a REALM pre-training run: its retriever too (§3.4)
+    retriever = build_retriever({**task, "retriever": "dense", "dense": dense}, corpus, cfg,
+                                separate=True)
     dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,
                              cfg["seed"])
     module = LitRealm(net, tokenizer, retriever, task, cfg["optim"], dm.eval_split_names)

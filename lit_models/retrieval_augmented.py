@@ -84,8 +84,13 @@ class RetrievalAugmented:
         """(corpus rows [B, k] of the top k, f(x, z) [B, k] with gradients; NEVER where the
         corpus has fewer than k passages) of the ``batch``'s questions and their tokens."""
         rows = self.retriever.search(batch["question"], k).rows
+        return rows, self.document_scores(self.bi_encoder.encode_questions(batch), rows)
+
+    def document_scores(self, query: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+        """f(x, z) [B, k] of query vectors [B, H] (with gradients) and corpus ``rows`` [B, k]:
+        document vectors re-embedded with gradients (``update_documents``) or the index's;
+        NEVER where a row is -1."""
         encoder = self.bi_encoder
-        query = encoder.encode_questions(batch)  # [B, H]
         if self.update_documents:
             tokens = encoder.tokenize_passages(*self.passages(rows))
             docs = encoder.encode_passages({n: t.to(self.device) for n, t in tokens.items()})
@@ -93,7 +98,7 @@ class RetrievalAugmented:
         else:
             docs = self.retriever.passage_vectors(rows.clip(min=0)).to(query)
         logits = torch.einsum("bh,bkh->bk", query, docs)
-        return rows, logits.masked_fill(torch.from_numpy(rows < 0).to(self.device), NEVER)
+        return logits.masked_fill(torch.from_numpy(rows < 0).to(self.device), NEVER)
 
     def validation_step(self, batch: Mapping, batch_idx: int, dataloader_idx: int = 0) -> None:
         found = self.retriever.search(batch["question"], self.retrieve_top_k)

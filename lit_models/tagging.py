@@ -7,6 +7,9 @@ every predictions file is valid BIO. Entity-level precision, recall and F1 (an e
 its type and both boundaries match; Tjong Kim Sang & De Meulder 2003) come from ``seqeval``, the
 conlleval reimplementation, micro-averaged over entities. Each evaluation writes
 ``<run dir>/predictions/<split>.jsonl``: one sentence per line, its tokens, gold and predicted tags.
+``save_model=true`` exports the tagger as the architecture's ``*ForTokenClassification`` (the tags
+in config.json's ``id2label``), and ``init_from`` of such a checkpoint with the same tags keeps its
+head (``lit_models/entity_tagger.py`` finds REALM's salient entities with it).
 """
 
 import json
@@ -23,7 +26,9 @@ from torch import nn
 from datamodules import tagging
 from datamodules.collate import IGNORE_INDEX, encoder_inputs
 from datamodules.predictions import PREDICTIONS_DIR
+from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
+from lit_models.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
 from lit_models.module import PlmModule
 
 
@@ -129,4 +134,15 @@ class Tagging(TaskFamily):
         dm = tagging.TaggingDataModule(task, tokenizer, seed=cfg["seed"])
         module = LitTagger(net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"])
+        if cfg["init_from"] != "scratch":  # a tagger of the same tags keeps its head
+            directory = checkpoint_dir(cfg["init_from"])
+            if task_labels(directory, "tagger") == module.label_names:
+                load_head(nn.ModuleDict({"classifier": module.classifier}), directory,
+                          TAGGER_HEAD_NAMES)
         return module, dm
+
+    def export(self, module, tokenizer, run_dir, cfg):
+        """``save_model=true``: the tagger as the architecture's ``*ForTokenClassification``."""
+        if cfg["save_model"]:
+            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module, module.label_names,
+                  task="tagger")

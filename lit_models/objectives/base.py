@@ -32,6 +32,9 @@ class PretrainingObjective:
     #: whether the examples can be packed into rows (``task.packing``, datamodules/packing.py):
     #: ``make_examples`` then takes the ``PackingConfig`` and ``collator`` reads packed rows
     packable: bool = False
+    #: whether ``make_examples`` takes documents as sentence strings instead of token ids
+    #: (salient span masking finds its spans in the text)
+    reads_text: bool = False
 
     def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
         """Raise ``PlmbenchError`` if ``net`` lacks a head or ``tokenizer`` a token it needs."""

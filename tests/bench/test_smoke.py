@@ -22,8 +22,10 @@ from hydra import compose, initialize_config_dir
 from bench.run import CONF_DIR, execute, normalize
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
+from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS
-from lit_models.hf import QA_HEAD_NAMES, from_hf, load_head
+from lit_models.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
+from lit_models.tagging import LitTagger
 from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(
@@ -33,7 +35,8 @@ TASKS = sorted(
 #: task YAMLs that give a code path the matrix covers other data (the domain studies' corpora and
 #: end tasks; their datamodule features have tests of their own): they run with bert, and with
 #: every architecture under `pytest -m benchmark`
-DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs")
+DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs",
+             "pretrain/realm_")
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -46,8 +49,9 @@ def compose_run(arch: str, task: str, *overrides: str):
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
         cfg.task.eval_documents = 3
-    if "corpus" in cfg.task:  # open QA: a few documents per corpus source, sparse retrieval
+    if "corpus" in cfg.task:  # open QA, REALM pre-training: a few documents per corpus source
         cfg.task.corpus.max_documents = 4
+    if "retriever" in cfg.task:  # open QA: sparse retrieval
         cfg.task.retriever = "bm25"
         cfg.task.read_top_k = 2
     if "generation" in cfg.task:  # a random net may never end: a few tokens show the wiring
@@ -182,13 +186,15 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     pairs = compose_run(arch, task).get("objective", {})
     if task.startswith("pretrain/tapt/") and (pairs.get("sop") or pairs.get("nsp")):
         extra = ["objective=mlm"]  # one sentence per document: no pairs for ALBERT's SOP
+    if task.startswith("pretrain/realm_"):  # REALM masks salient spans (REALM §3.4)
+        extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
         mnli = results / arch / "glue/mnli"
         if not (mnli / "model").is_dir():
             execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
         extra = [f"init_from=ckpt:{mnli}"]
-    if task == "squad/v1":  # the reader exports as transformers' *ForQuestionAnswering
-        extra = ["save_model=true"]
+    if task == "squad/v1" or task.startswith("ner/"):  # the reader and the tagger export as
+        extra = ["save_model=true"]  # transformers' *ForQuestionAnswering, *ForTokenClassification
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -206,6 +212,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
+    if task.startswith("ner/"):
+        assert_tagger_export_scores_as_transformers(run_dir / "model")
 
 
 def assert_reader_export_scores_as_transformers(export: Path) -> None:
@@ -235,3 +243,27 @@ def assert_reader_export_scores_as_transformers(export: Path) -> None:
     mask = batch["attention_mask"].bool()
     assert (start - out.start_logits)[mask].abs().max() <= 1e-5
     assert (end - out.end_logits)[mask].abs().max() <= 1e-5
+
+
+def assert_tagger_export_scores_as_transformers(export: Path) -> None:
+    """The exported tagger, loaded by transformers' AutoModelForTokenClassification, gives the
+    tag logits our encoder and token head (loaded back from it) give, on a padded batch."""
+    transformers = require("transformers")
+    encoder, tokenizer = from_hf(export)
+    labels = task_labels(export, "tagger")
+    ours = LitTagger(encoder, labels, (), 0.0, {}).eval()
+    assert load_head(torch.nn.ModuleDict({"classifier": ours.classifier}), export,
+                     TAGGER_HEAD_NAMES)
+    sentences = [["The", "quick", "brown", "fox", "jumped", "over", "the", "lazy", "dog", "."],
+                 ["Hello", ",", "world"]]
+    batch = pad_collate(encode_words(tokenizer.truncating(64), sentences), tokenizer.special.pad,
+                        PAD_VALUES)
+    batch.pop("word_ids")
+    if not hasattr(encoder.config, "type_vocab_size"):  # DistilBERT, XLNet: no segment ids
+        batch.pop("token_type_ids")
+    theirs = transformers.AutoModelForTokenClassification.from_pretrained(export).eval()
+    assert theirs.config.id2label == dict(enumerate(labels))
+    with torch.no_grad():
+        mine, out = ours(batch), theirs(**batch).logits
+    mask = batch["attention_mask"].bool()
+    assert (mine - out)[mask].abs().max() <= 1e-5
