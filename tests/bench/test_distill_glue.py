@@ -10,24 +10,13 @@ import pytest
 from bench.board_text import render_csv, render_markdown
 from bench.leaderboard import build_table
 from bench.records import iter_records
-from tests.bench.invoke import plmbench
+from tests.bench.invoke import plmbench_on_mirror
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    import datasets
-
-    from tests.conftest import MIRROR_CANDIDATES
-
-    root = next((p for p in MIRROR_CANDIDATES if (p / "wikipedia_en_sample").is_dir()), None)
-    if root is None:
-        pytest.fail("the data mirror is needed (PLMBENCH_DATA)")
-    results = tmp_path_factory.mktemp("results")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PLMBENCH_DATA", str(root))
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE",
-                      str(tmp_path_factory.mktemp("hf_datasets")))
-        result = plmbench("study", "experiment=distill_glue_tiny", f"results_dir={results}")
+    result, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "study",
+                                         "experiment=distill_glue_tiny")
     assert result.rc == 0, result.err[-2000:]
     records = list(iter_records(results))
     assert records and all(r["status"] == "ok" for r in records)

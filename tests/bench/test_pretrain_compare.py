@@ -11,7 +11,7 @@ import pytest
 from bench.leaderboard import build_table
 from bench.records import iter_records
 from lit_models.hf import from_hf
-from tests.bench.invoke import plmbench
+from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")
 ROWS = {f"{arch}-tiny" for arch in ARCHS}
@@ -20,19 +20,8 @@ SLOTS = 4 * 8 * 64  # steps x sequences x tokens: the tiny budget
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    import datasets
-
-    from tests.conftest import MIRROR_CANDIDATES
-
-    root = next((p for p in MIRROR_CANDIDATES if (p / "wikipedia_en_sample").is_dir()), None)
-    if root is None:
-        pytest.fail("the data mirror is needed (PLMBENCH_DATA)")
-    results = tmp_path_factory.mktemp("results")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PLMBENCH_DATA", str(root))
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE",
-                      str(tmp_path_factory.mktemp("hf_datasets")))
-        result = plmbench("study", "experiment=pretrain_compare_tiny", f"results_dir={results}")
+    result, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "study",
+                                         "experiment=pretrain_compare_tiny")
     assert result.rc == 0, result.err[-2000:]
     records = list(iter_records(results))
     assert records and all(r["status"] == "ok" for r in records)

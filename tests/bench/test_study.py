@@ -16,7 +16,7 @@ from bench.leaderboard import build_table
 from bench.records import iter_records
 from bench.study import _resolve, composed, points, study_runs
 from datamodules.errors import PlmbenchError
-from tests.bench.invoke import plmbench, read
+from tests.bench.invoke import plmbench, plmbench_on_mirror, read
 
 ROWS = {  # row -> the end tasks it is fine-tuned on
     "bert-tiny/off-the-shelf": {"ChemProt (micro-F1)", "ACL-ARC (macro-F1)"},
@@ -31,20 +31,8 @@ ROWS = {  # row -> the end tasks it is fine-tuned on
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     """The tiny study, run once for the module's tests."""
-    import datasets
-
-    from tests.conftest import MIRROR_CANDIDATES
-
-    root = next((p for p in MIRROR_CANDIDATES if (p / "pubmed_abstracts").is_dir()), None)
-    if root is None:
-        pytest.fail("the data mirror is needed (PLMBENCH_DATA)")
-    results = tmp_path_factory.mktemp("results")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PLMBENCH_DATA", str(root))
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE",
-                      str(tmp_path_factory.mktemp("hf_datasets")))
-        result = plmbench("study", "experiment=domain_tiny", f"results_dir={results}")
-    return result, results
+    return plmbench_on_mirror(tmp_path_factory, "pubmed_abstracts", "study",
+                              "experiment=domain_tiny")
 
 
 def test_one_command_leaves_ok_records_of_every_run(study):

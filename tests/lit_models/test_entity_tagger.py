@@ -7,7 +7,6 @@ checkpoint that is no tagger ends in one line."""
 
 import json
 
-import datasets
 import hydra
 import pytest
 import torch
@@ -18,9 +17,8 @@ from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
 from lit_models.entity_tagger import TaggerEntities
 from lit_models.hf import task_labels
-from tests.bench.invoke import plmbench, read, run_dir
+from tests.bench.invoke import plmbench, plmbench_on_mirror, read, run_dir
 from tests.bench.test_smoke import assert_tagger_export_scores_as_transformers
-from tests.conftest import MIRROR_CANDIDATES
 
 TAGS = ["O", "B-Disease", "I-Disease"]
 TINY = ["model=bert-tiny", "task=ner/ncbi_disease", "task.max_train_samples=64",
@@ -31,14 +29,7 @@ TRAINED = [*TINY, "trainer.max_steps=3", "save_model=true"]
 @pytest.fixture(scope="module")
 def tagger(tmp_path_factory) -> dict:
     """A bert-tiny NCBI-disease tagger run with its export: {"results", "run"}."""
-    root = next((p for p in MIRROR_CANDIDATES if (p / "ncbi_disease").is_dir()), None)
-    if root is None:
-        pytest.skip("real data mirror not found")
-    results = tmp_path_factory.mktemp("tagger")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PLMBENCH_DATA", str(root))
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE", str(results / "hf_datasets"))
-        done = plmbench("run", *TRAINED, f"results_dir={results}")
+    done, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", "run", *TRAINED)
     assert done.rc == 0, done.err
     return {"results": results, "run": run_dir(results, "ner/ncbi_disease", *TRAINED[1:])}
 
