@@ -54,14 +54,13 @@ def check_writable(directory: Path) -> None:
 
 def composed_hash(overrides: list[str]) -> str:
     """The config hash ``plmbench run OVERRIDES`` computes before it runs (``bench.run.main``)."""
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from bench.records import config_hash
-    from bench.run import CONF_DIR, normalize
+    from bench.run import compose_config, normalize
 
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose_config(overrides, "the record's overrides no longer compose with this "
+                         "checkout's configs: run them with `plmbench run`, updated")
     normalize(cfg)
     return config_hash(OmegaConf.to_container(cfg, resolve=True))
 

@@ -156,12 +156,10 @@ def step_memory(step: Callable[[], None], device: torch.device) -> float | None:
 
 def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
-    from hydra import compose, initialize_config_dir
+    from bench.run import compose_config
 
-    from bench.run import CONF_DIR
-
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=overrides).model
+    return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "
+                          "model=<preset> overrides").model
 
 
 def arch_and_config(model_cfg):

