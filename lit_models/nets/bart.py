@@ -15,8 +15,8 @@ The parity API: ``BartModel(input_ids=, attention_mask=, decoder_input_ids=)`` r
 decoder's ``last_hidden_state``; ``encode()`` and ``decode()`` run one side each, ``decode`` with
 a ``LayerCache`` per decoder layer for incremental generation (``lit_models/generation.py``).
 Decoder inputs are right-padded and causal, so they need no padding mask: a position never sees
-the pads after it. ``activation_dropout`` (dropout inside the feed-forward, 0 in the base
-configuration) is not applied: the shared ``FeedForward`` has none.
+the pads after it. ``activation_dropout`` is the dropout inside the feed-forward (0 in the base
+configuration).
 """
 
 import math
@@ -50,7 +50,7 @@ class BartConfig:
     activation_function: str = "gelu"  # §2.1: GeLUs instead of ReLUs
     dropout: float = 0.1
     attention_dropout: float = 0.0
-    activation_dropout: float = 0.0  # not applied (module docstring)
+    activation_dropout: float = 0.0  # dropout inside the feed-forward (0 in the base configuration)
     init_std: float = 0.02
     scale_embedding: bool = False  # multiply token embeddings by sqrt(d_model)
     pad_token_id: int = 1
@@ -87,7 +87,7 @@ def _layer(config: BartConfig, heads: int, ffn: int, cross_attention: bool) -> T
     return TransformerLayer(
         config.d_model, heads, ffn, config.activation_function, config.dropout,
         config.attention_dropout, layer_norm_eps=1e-5, pre_norm=False,
-        cross_attention=cross_attention,
+        cross_attention=cross_attention, activation_dropout=config.activation_dropout,
     )
 
 

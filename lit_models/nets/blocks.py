@@ -77,7 +77,9 @@ def make_norm(kind: str, size: int, eps: float, bias: bool = True) -> nn.Module:
 
 class FeedForward(nn.Module):
     """FFN(x) = act(x W_1 + b_1) W_2 + b_2 (§3.3, Eq. 2; GELU in BERT), or with ``gated=True``
-    (act(x W_0) * x W_1) W_2 (T5 v1.1), W_0 and W_1 fused in ``linear1`` as [W_0; W_1] rows."""
+    (act(x W_0) * x W_1) W_2 (T5 v1.1), W_0 and W_1 fused in ``linear1`` as [W_0; W_1] rows.
+    ``dropout`` acts on the inner activations, before W_2 (BART's activation_dropout, T5's and
+    XLNet's feed-forward dropout); BERT's encoders have none there."""
 
     def __init__(
         self,
@@ -86,19 +88,21 @@ class FeedForward(nn.Module):
         hidden_act: str = "gelu",
         gated: bool = False,
         bias: bool = True,
+        dropout: float = 0.0,
     ):
         super().__init__()
         self.gated = gated
         self.linear1 = nn.Linear(hidden_size, (1 + gated) * intermediate_size, bias=bias)
         self.act = activation(hidden_act)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.linear2 = nn.Linear(intermediate_size, hidden_size, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.linear1(x)
         if self.gated:
             gate, h = h.chunk(2, dim=-1)
-            return self.linear2(self.act(gate) * h)
-        return self.linear2(self.act(h))
+            return self.linear2(self.dropout(self.act(gate) * h))
+        return self.linear2(self.dropout(self.act(h)))
 
 
 class TransformerLayer(nn.Module):
@@ -108,7 +112,8 @@ class TransformerLayer(nn.Module):
     post-LN (``pre_norm=False``, BERT, BART): x = Norm(x + Dropout(Sublayer(x)));
     pre-LN (``pre_norm=True``, GPT-2, T5, Xiong et al. 2020): x = x + Dropout(Sublayer(Norm(x))).
     ``norm`` "layernorm" or "rmsnorm"; ``bias=False`` drops the biases of every Linear and
-    LayerNorm (T5); ``head_dim`` and ``scale`` go to the attention (T5: d_kv and 1.0).
+    LayerNorm (T5); ``head_dim`` and ``scale`` go to the attention (T5: d_kv and 1.0);
+    ``activation_dropout`` is the feed-forward's inner dropout (``FeedForward``).
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class TransformerLayer(nn.Module):
         norm: str = "layernorm",
         bias: bool = True,
         gated: bool = False,
+        activation_dropout: float = 0.0,
     ):
         super().__init__()
         self.pre_norm = pre_norm
@@ -138,7 +144,8 @@ class TransformerLayer(nn.Module):
         if cross_attention:
             self.cross_attention = MultiHeadCrossAttention(hidden_size, num_heads, **attention)
             self.cross_attention_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
-        self.feed_forward = FeedForward(hidden_size, intermediate_size, hidden_act, gated, bias)
+        self.feed_forward = FeedForward(hidden_size, intermediate_size, hidden_act, gated, bias,
+                                        activation_dropout)
         self.ffn_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
         self.dropout = nn.Dropout(dropout)
 

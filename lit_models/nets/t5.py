@@ -4,7 +4,7 @@ with a Unified Text-to-Text Transformer").
 §2.1: an encoder-decoder Transformer close to Vaswani et al. 2017 with these differences: layer
 normalisation only rescales (no additive bias; RMSNorm, ``blocks.py``) and sits at the input of
 each sub-block, with a residual connection around it and a final norm after each stack (pre-LN);
-no bias in any dense layer; dropout on the feed-forward output, the skip connections, the
+no bias in any dense layer; dropout inside the feed-forward, on the skip connections, the
 attention weights and the input and output of each stack; attention logits unscaled (the
 1/sqrt(d_k) is folded into the initialisation of the queries); relative position embeddings: a
 learned scalar per head and per bucket of key - query offset, added to the attention logits,
@@ -140,7 +140,8 @@ def _stack(config: T5Config, layers: int, cross_attention: bool) -> TransformerE
         [TransformerLayer(config.d_model, config.num_heads, config.d_ff, config.activation,
                           config.dropout_rate, config.dropout_rate, config.layer_norm_epsilon,
                           pre_norm=True, cross_attention=cross_attention, head_dim=config.d_kv,
-                          scale=1.0, norm="rmsnorm", bias=False, gated=config.gated)
+                          scale=1.0, norm="rmsnorm", bias=False, gated=config.gated,
+                          activation_dropout=config.dropout_rate)
          for _ in range(layers)],
         final_norm=nn.RMSNorm(config.d_model, eps=config.layer_norm_epsilon),
     )

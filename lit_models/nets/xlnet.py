@@ -24,8 +24,7 @@ Scores go through the shared ``attend`` (SDPA): the content term as q + u agains
 position and segment terms as its additive bias. A query row that may attend to nothing (a
 padding row of ``target_mapping``) attends to every key instead of producing NaN. Field names of
 ``XLNetConfig`` equal transformers' ``XLNetConfig`` keys. Not implemented: ``bi_data`` (the
-batch's second half read backwards in pretraining) and tied biases (``untie_r=False``); dropout
-inside the feed-forward (the shared ``FeedForward`` has none).
+batch's second half read backwards in pretraining) and tied biases (``untie_r=False``).
 """
 
 import math
@@ -166,7 +165,8 @@ class XLNetLayer(nn.Module):
         H, eps = config.d_model, config.layer_norm_eps
         self.attention = RelativeAttention(config)
         self.attention_norm = nn.LayerNorm(H, eps=eps)
-        self.feed_forward = FeedForward(H, config.d_inner, config.ff_activation)
+        self.feed_forward = FeedForward(H, config.d_inner, config.ff_activation,
+                                        dropout=config.dropout)
         self.ffn_norm = nn.LayerNorm(H, eps=eps)
         self.dropout = nn.Dropout(config.dropout)
 
