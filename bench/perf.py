@@ -106,7 +106,7 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 def runner(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: bool,
            device: torch.device, precision: str) -> Callable[[], None]:
     """One timed unit: a training step (forward, backward, fused AdamW update, as
-    configure_adamw) or an inference forward without gradients."""
+    configure_optimizer) or an inference forward without gradients."""
     if not train:
         net.eval()
 

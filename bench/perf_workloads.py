@@ -17,7 +17,7 @@ registered architecture is measured the same way:
 - ``inference``: the backbone's forward (``classes["encoder"]``) on the fine-tuning batch (an
   encoder-decoder's on its pretraining batch), without gradients.
 
-Training steps are forward, backward and a fused AdamW update (as ``configure_adamw``); each
+Training steps are forward, backward and a fused AdamW update (as ``configure_optimizer``); each
 implementation's ``run()`` returns the loss (training) or last hidden state (inference) that
 ``tests/bench/test_perf.py`` compares across implementations.
 """

@@ -10,7 +10,7 @@ import lightning as L
 import torch.distributed
 
 from lit_models.archs import ARCHS
-from lit_models.optim import configure_adamw
+from lit_models.optim import configure_optimizer
 
 
 class PlmModule(L.LightningModule):
@@ -43,7 +43,7 @@ class PlmModule(L.LightningModule):
 
     def configure_optimizers(self) -> dict:
         total_steps = int(self.trainer.estimated_stepping_batches)
-        return configure_adamw(self, self.optim_cfg, total_steps, self.num_layers)
+        return configure_optimizer(self, self.optim_cfg, total_steps, self.num_layers)
 
     def record_metrics(self, split: str, values: Mapping[str, float]) -> None:
         """Log ``<split>/<name>`` and keep the values for the run record."""

@@ -4,6 +4,11 @@ AdamW (Loshchilov & Hutter 2019) with no weight decay on biases and LayerNorm we
 warmup then linear (BERT, Devlin et al. 2019, Appendix A.2), cosine or constant schedule, and
 optional layer-wise learning-rate decay (ELECTRA, Clark et al. 2020, Appendix A): the parameters
 of layer l of L get lr * decay^(L + 1 - l), embeddings count as layer 0 and heads as layer L + 1.
+
+``optim.name: adafactor`` is T5's optimizer (Raffel et al. 2020, §3.1.2; Shazeer & Stern 2018):
+torch's ``Adafactor`` with factored second moments, beta2_t = 1 - t^-0.8, updates clipped to RMS
+d and scaled by the parameter's RMS, step size rho_t = min(lr_t, 1/sqrt(t)). With a constant lr
+of 0.01 that is T5's pretraining schedule 1/sqrt(max(t, 10^4)); 0.001 its fine-tuning constant.
 """
 
 import math
@@ -16,6 +21,7 @@ from torch import nn
 from datamodules.errors import PlmbenchError
 
 SCHEDULES = ("linear", "cosine", "constant")
+OPTIMIZERS = ("adamw", "adafactor")
 _LAYER = re.compile(r"\blayers\.(\d+)\.")
 
 
@@ -68,12 +74,24 @@ def fusable(groups: list[dict]) -> bool:
     return all(p.device.type in ("cpu", "cuda") for group in groups for p in group["params"])
 
 
-def configure_adamw(module: nn.Module, cfg: Mapping, total_steps: int, num_layers: int) -> dict:
-    """What ``LightningModule.configure_optimizers`` returns: AdamW and a per-step LambdaLR."""
-    groups = param_groups(module, cfg, num_layers)
-    optimizer = torch.optim.AdamW(
-        groups, lr=cfg["lr"], betas=tuple(cfg["betas"]), eps=cfg["eps"], fused=fusable(groups)
-    )
+def make_optimizer(groups: list[dict], cfg: Mapping) -> torch.optim.Optimizer:
+    """``cfg.name``'s optimizer (AdamW unless it says adafactor) over the parameter groups."""
+    name = cfg.get("name", "adamw")
+    if name == "adamw":
+        return torch.optim.AdamW(groups, lr=cfg["lr"], betas=tuple(cfg["betas"]), eps=cfg["eps"],
+                                 fused=fusable(groups))
+    if name == "adafactor":
+        return torch.optim.Adafactor(groups, lr=cfg["lr"], beta2_decay=cfg["beta2_decay"],
+                                     eps=tuple(cfg["eps"]), d=cfg["clip_threshold"])
+    raise PlmbenchError(f"optim.name={name!r} is unknown: use one of {list(OPTIMIZERS)} "
+                        "(optim=adamw | optim=adafactor)")
+
+
+def configure_optimizer(module: nn.Module, cfg: Mapping, total_steps: int,
+                        num_layers: int) -> dict:
+    """What ``LightningModule.configure_optimizers`` returns: the optimizer (``make_optimizer``)
+    and a per-step LambdaLR."""
+    optimizer = make_optimizer(param_groups(module, cfg, num_layers), cfg)
     warmup = int(cfg["warmup_ratio"] * total_steps)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_multiplier(step, total_steps, warmup, cfg["schedule"])

@@ -13,7 +13,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.classify import LitClassifier
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.heads import PooledClassifier
-from lit_models.optim import configure_adamw, lr_multiplier, param_groups
+from lit_models.optim import configure_optimizer, lr_multiplier, param_groups
 
 LR = 1e-3
 DECAY = 0.5
@@ -198,7 +198,7 @@ def test_unknown_schedule_raises_during_and_after_warmup(step: int):
 
 def test_unknown_schedule_is_rejected_before_training():
     with pytest.raises(PlmbenchError, match="exponential"):
-        configure_adamw(nn.Linear(4, 4), optim_cfg(schedule="exponential"), TOTAL, 0)
+        configure_optimizer(nn.Linear(4, 4), optim_cfg(schedule="exponential"), TOTAL, 0)
 
 
 def reference_multiplier(step: int, total: int, warmup: int, schedule: str) -> float:
@@ -210,10 +210,10 @@ def reference_multiplier(step: int, total: int, warmup: int, schedule: str) -> f
 
 
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
-def test_configure_adamw_lambda_lr_follows_the_formula(schedule):
+def test_configure_optimizer_lambda_lr_follows_the_formula(schedule):
     module = classifier()
     total = 40
-    out = configure_adamw(module, optim_cfg(schedule=schedule), total, NUM_LAYERS)
+    out = configure_optimizer(module, optim_cfg(schedule=schedule), total, NUM_LAYERS)
     optimizer, scheduler = out["optimizer"], out["lr_scheduler"]["scheduler"]
     assert isinstance(optimizer, torch.optim.AdamW)
     assert out["lr_scheduler"]["interval"] == "step"
@@ -231,3 +231,31 @@ def test_configure_adamw_lambda_lr_follows_the_formula(schedule):
             param.grad = torch.ones_like(param)
         optimizer.step()
         scheduler.step()
+
+
+def test_adafactor_takes_t5s_step_sizes():
+    """optim=adafactor composes to torch's Adafactor whose relative step rho_t = min(lr, 1/sqrt(t))
+    scales a clipped, second-moment-normalised update by the parameter's RMS: with lr 0.01 the
+    first update of a matrix of RMS 1 and a constant gradient is 0.01 in every entry (the update
+    U = G / sqrt(V) is all ones, RMS 1, unclipped); an unknown name is one line."""
+    from hydra import compose, initialize_config_dir
+
+    from bench.run import CONF_DIR
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["optim=adafactor", "task.lr=0.01"]).optim
+    layer = nn.Linear(4, 3, bias=False)
+    with torch.no_grad():
+        layer.weight.copy_(torch.tensor([1.0, -1.0]).repeat(6).view(3, 4))  # RMS 1
+    out = configure_optimizer(layer, cfg, TOTAL, 0)
+    optimizer, scheduler = out["optimizer"], out["lr_scheduler"]["scheduler"]
+    assert isinstance(optimizer, torch.optim.Adafactor)
+    assert [g["lr"] for g in optimizer.param_groups] == [0.01]
+    before = layer.weight.detach().clone()
+    layer.weight.grad = torch.full_like(layer.weight, 0.5)
+    optimizer.step()
+    scheduler.step()
+    assert torch.allclose(before - layer.weight.detach(), torch.full_like(before, 0.01))
+    assert optimizer.param_groups[0]["lr"] == 0.01  # constant
+    with pytest.raises(PlmbenchError, match="optim.name='sgd' is unknown"):
+        configure_optimizer(layer, {**cfg, "name": "sgd"}, TOTAL, 0)
