@@ -31,7 +31,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from datamodules.collate import IGNORE_INDEX, add_label_positions, encoder_inputs, label_positions
+from datamodules.collate import (
+    IGNORE_INDEX,
+    add_label_positions,
+    at_positions,
+    encoder_inputs,
+    label_positions,
+)
 from lit_models.archs import Arch
 from lit_models.classify import LitClassifier
 from lit_models.hf import hf_checkpoint
@@ -184,10 +190,8 @@ def _with_references(workload: Workload, build: Callable[[str], Implementation])
 def pretrain(arch: Arch, config, batch_size: int, length: int,
              device: torch.device) -> Workload | None:
     """None where no step of ours has a transformers counterpart (XLNet)."""
-    if arch.kind == "encoder-decoder":
-        return _seq2seq_pretrain(arch, config, batch_size, length, device)
-    if arch.kind == "decoder":
-        return _causal_pretrain(arch, config, batch_size, length, device)
+    if arch.kind in ("encoder-decoder", "decoder"):
+        return _generative_pretrain(arch, config, batch_size, length, device)
     if "mlm" not in arch.hf.classes:
         return None
     ours = (arch.masked_lm or arch.pretraining)(config).to(device)
@@ -205,19 +209,24 @@ def pretrain(arch: Arch, config, batch_size: int, length: int,
     return _with_references(workload, theirs)
 
 
-def _seq2seq_pretrain(arch: Arch, config, batch_size: int, length: int,
-                      device: torch.device) -> Workload:
+def _generative_pretrain(arch: Arch, config, batch_size: int, length: int,
+                         device: torch.device) -> Workload:
+    """An encoder-decoder's denoising / span-corruption step, or a decoder's causal-LM step:
+    cross-entropy over the labelled target positions (ours computes their logits only)."""
+    seq2seq = arch.kind == "encoder-decoder"
     ours = arch.pretraining(config).to(device)
-    batch = _on(device, seq2seq_batch(arch, config, batch_size, length))
-    inputs = {k: batch[k] for k in ("input_ids", "decoder_input_ids")}
+    batch = _on(device, (seq2seq_batch if seq2seq else causal_batch)(arch, config, batch_size,
+                                                                       length))
+    inputs = {k: batch[k] for k in ("input_ids", "decoder_input_ids") if k in batch}
     positions = label_positions(batch)
-    workload = Workload("pretrain", True, batch, 2 * batch_size * length,
-                        f"{batch_size} x ({length} + {length})")
+    workload = Workload("pretrain", True, batch, (1 + seq2seq) * batch_size * length,
+                        f"{batch_size} x ({length} + {length})" if seq2seq
+                        else f"{batch_size} x {length}")
 
     def our_loss() -> Tensor:
         hidden = ours(**inputs).last_hidden_state
-        logits = ours.logits(hidden.flatten(0, 1).index_select(0, positions))
-        return F.cross_entropy(logits, batch["labels"].flatten().index_select(0, positions))
+        return F.cross_entropy(ours.logits(at_positions(hidden, positions)),
+                               at_positions(batch["labels"], positions))
 
     workload.implementations["plmbench"] = Implementation(ours, our_loss)
 
@@ -225,28 +234,6 @@ def _seq2seq_pretrain(arch: Arch, config, batch_size: int, length: int,
         model = reference(arch, ours, "pretraining", attention)
         return Implementation(model, lambda: _flat_cross_entropy(model(**inputs).logits,
                                                                  batch["labels"]))
-
-    return _with_references(workload, theirs)
-
-
-def _causal_pretrain(arch: Arch, config, batch_size: int, length: int,
-                     device: torch.device) -> Workload:
-    ours = arch.pretraining(config).to(device)
-    batch = _on(device, causal_batch(arch, config, batch_size, length))
-    positions = label_positions(batch)
-    workload = Workload("pretrain", True, batch, batch_size * length, f"{batch_size} x {length}")
-
-    def our_loss() -> Tensor:
-        hidden = ours(input_ids=batch["input_ids"]).last_hidden_state
-        logits = ours.logits(hidden.flatten(0, 1).index_select(0, positions))
-        return F.cross_entropy(logits, batch["labels"].flatten().index_select(0, positions))
-
-    workload.implementations["plmbench"] = Implementation(ours, our_loss)
-
-    def theirs(attention: str) -> Implementation:
-        model = reference(arch, ours, "pretraining", attention)
-        return Implementation(model, lambda: _flat_cross_entropy(
-            model(input_ids=batch["input_ids"]).logits, batch["labels"]))
 
     return _with_references(workload, theirs)
 
