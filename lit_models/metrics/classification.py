@@ -1,6 +1,6 @@
-"""Task metrics by name, all torchmetrics objects, so they accumulate over batches and devices.
+"""Classification and regression metrics, all torchmetrics objects, so they accumulate over
+batches and devices; registered over ``labels`` (predicted class ids) and ``scores`` (regression).
 
-Names are the keys a task YAML lists under ``metrics`` and the keys of a record's metrics:
 ``accuracy``, ``f1`` (of the positive class, as GLUE's MRPC/QQP; macro over classes beyond two),
 ``macro_f1`` (the unweighted mean of the per-class F1s) and ``micro_f1`` (F1 of the pooled
 per-class counts: accuracy, for single-label classes), as SciBERT (Beltagy et al. 2019, §4) and
@@ -11,44 +11,53 @@ SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975), ``pear
 
 from collections.abc import Sequence
 
-import torchmetrics
-from torchmetrics import classification, regression
+from torchmetrics import Metric, classification, regression
 
-from datamodules.errors import PlmbenchError
-
-
-def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
-    binary = num_labels == 2
-    if name == "accuracy":
-        if binary:
-            return classification.BinaryAccuracy()
-        return classification.MulticlassAccuracy(num_classes=num_labels, average="micro")
-    if name == "f1":
-        if binary:
-            return classification.BinaryF1Score()
-        return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
-    if name in ("macro_f1", "micro_f1"):
-        average = name.partition("_")[0]
-        return classification.MulticlassF1Score(num_classes=num_labels, average=average)
-    if name == "matthews":
-        task = "binary" if binary else "multiclass"
-        return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
-    raise PlmbenchError(f"metric {name!r} needs a regression task (num_labels: 1)")
+from lit_models.metrics.registry import Metrics, build_metrics, register_metric
 
 
-REGRESSION = {"pearson": regression.PearsonCorrCoef, "spearman": regression.SpearmanCorrCoef}
-CLASSIFICATION = ("accuracy", "f1", "macro_f1", "micro_f1", "matthews")
+@register_metric("accuracy", inputs="labels")
+def accuracy(num_labels: int, **_) -> Metric:
+    if num_labels == 2:
+        return classification.BinaryAccuracy()
+    return classification.MulticlassAccuracy(num_classes=num_labels, average="micro")
 
 
-def build_metrics(names: Sequence[str], num_labels: int) -> torchmetrics.MetricCollection:
-    """A MetricCollection for a task; fed class ids (classification) or scores (regression)."""
-    known = CLASSIFICATION + tuple(REGRESSION)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise PlmbenchError(f"unknown metric(s) {unknown} in the task config: use {list(known)}")
-    if num_labels == 1:
-        wrong = [n for n in names if n not in REGRESSION]
-        if wrong:
-            raise PlmbenchError(f"metric(s) {wrong} need classification labels (num_labels >= 2)")
-        return torchmetrics.MetricCollection({n: REGRESSION[n]() for n in names})
-    return torchmetrics.MetricCollection({n: _classification(n, num_labels) for n in names})
+@register_metric("f1", inputs="labels")
+def f1(num_labels: int, **_) -> Metric:
+    if num_labels == 2:
+        return classification.BinaryF1Score()
+    return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+
+
+@register_metric("macro_f1", inputs="labels")
+def macro_f1(num_labels: int, **_) -> Metric:
+    return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+
+
+@register_metric("micro_f1", inputs="labels")
+def micro_f1(num_labels: int, **_) -> Metric:
+    return classification.MulticlassF1Score(num_classes=num_labels, average="micro")
+
+
+@register_metric("matthews", inputs="labels")
+def matthews(num_labels: int, **_) -> Metric:
+    task = "binary" if num_labels == 2 else "multiclass"
+    return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
+
+
+@register_metric("pearson", inputs="scores")
+def pearson(**_) -> Metric:
+    return regression.PearsonCorrCoef()
+
+
+@register_metric("spearman", inputs="scores")
+def spearman(**_) -> Metric:
+    return regression.SpearmanCorrCoef()
+
+
+def label_metrics(names: Sequence[str], num_labels: int) -> Metrics:
+    """A classification task's metrics: fed class ids, or scores where ``num_labels`` is 1
+    (regression)."""
+    feeds = "scores" if num_labels == 1 else "labels"
+    return build_metrics(names, feeds, num_labels=num_labels)
