@@ -26,7 +26,7 @@ from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import load_head, to_hf
 from lit_models.core.module import PlmModule
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import build_metrics, class_probabilities
 
 
 class LitClassifier(PlmModule):
@@ -38,6 +38,7 @@ class LitClassifier(PlmModule):
         metrics: Sequence[str],
         eval_splits: Sequence[str],
         optim: Mapping,
+        class_weights: Sequence[float] | None = None,
     ) -> None:
         super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
@@ -51,6 +52,9 @@ class LitClassifier(PlmModule):
         #: types of a one-segment vocabulary as extra token embeddings
         self.segments = hasattr(encoder.config, "type_vocab_size")
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
+        self.register_buffer("class_weights", None if class_weights is None
+                             else torch.tensor(class_weights, dtype=torch.float))
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         extra = {}
@@ -68,7 +72,8 @@ class LitClassifier(PlmModule):
     def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if self.num_labels == 1:
             return F.mse_loss(scores, labels.to(scores.dtype))
-        return F.cross_entropy(scores, labels)
+        weights = None if self.class_weights is None else self.class_weights.to(scores.dtype)
+        return F.cross_entropy(scores, labels, weight=weights)
 
     def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.loss(self(batch), batch["labels"])
@@ -80,7 +85,8 @@ class LitClassifier(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss = self.loss(scores, batch["labels"])
         self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
-        predictions = scores.float() if self.num_labels == 1 else scores.argmax(-1)
+        predictions = (scores.float() if self.num_labels == 1
+                       else class_probabilities(scores, self.num_labels))
         self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
 
     def on_validation_epoch_end(self) -> None:
