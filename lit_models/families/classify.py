@@ -113,16 +113,18 @@ class Classification(TaskFamily):
     (whose classification head reads the last token)."""
 
     kinds = ("encoder", "decoder")
+    #: how the task's rows are read and encoded (a ``GlueDataModule`` or a subclass)
+    datamodule: type[glue.GlueDataModule] = glue.GlueDataModule
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise no_training_split(task)
-        return glue.vocabulary_corpus(task)
+        return self.datamodule.vocabulary_corpus(task)
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
+        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = cfg["init_from"] != "scratch" and load_head(
@@ -153,11 +155,12 @@ class Classification(TaskFamily):
             return None
         if task["num_labels"] == 1:
             return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
-        train = torch.tensor(glue.labels(task, task["splits"]["train"], "max_train_samples"))
+        train = torch.tensor(self.datamodule.labels(task, task["splits"]["train"],
+                                                    "max_train_samples"))
         majority = train.bincount().argmax()
         metrics = {}
         for split in task["splits"]["eval"]:
-            labels = torch.tensor(glue.labels(task, split, "max_eval_samples"))
+            labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
             computed = build_metrics(task["metrics"], task["num_labels"])
             values = computed(majority.expand(len(labels)), labels)
             metrics[split] = {name: float(value) for name, value in values.items()}
