@@ -27,7 +27,8 @@ def sentence(rng: random.Random, low: int = 3, high: int = 10) -> str:
 
 def swag(rng: random.Random, n: int) -> dict:
     rows = {"video-id": [f"v{i}" for i in range(n)], "fold-ind": [str(i) for i in range(n)],
-            "sent1": [sentence(rng) for _ in range(n)], "sent2": [sentence(rng)[:-1] for _ in range(n)],
+            "sent1": [sentence(rng) for _ in range(n)],
+            "sent2": [sentence(rng)[:-1] for _ in range(n)],
             "gold-source": ["gold"] * n, "label": [rng.randrange(4) for _ in range(n)]}
     rows["startphrase"] = [f"{a} {b}" for a, b in zip(rows["sent1"], rows["sent2"], strict=True)]
     for i in range(4):
