@@ -192,7 +192,12 @@ class GlueDataModule(PlmDataModule):
             "input_ids": [e.ids for e in encodings],
             "token_type_ids": [e.type_ids for e in encodings],
             "labels": self.label_column(self.task, batch),
+            **self.extra_columns(batch, encodings),
         }
+
+    def extra_columns(self, batch: dict[str, list], encodings: list) -> dict[str, list]:
+        """Columns a subclass adds from the rows and their encodings (in ``features`` too)."""
+        return {}
 
     @property
     def fingerprints(self) -> dict[str, str]:

@@ -97,3 +97,9 @@ def check_max_length(task: Mapping, net: nn.Module) -> None:
             f"task.max_length={task['max_length']} exceeds the {net.config.max_length} positions "
             f"of the model; set task.max_length<={net.config.max_length}"
         )
+
+
+def no_export(task: Mapping, model: str) -> PlmbenchError:
+    """``save_model=true`` on a task whose ``model`` transformers has no class for."""
+    return PlmbenchError(f"task {task['name']}: transformers has no {model} to export to; run "
+                         "without save_model=true")

@@ -56,7 +56,8 @@ class LitClassifier(PlmModule):
         self.register_buffer("class_weights", None if class_weights is None
                              else torch.tensor(class_weights, dtype=torch.float))
 
-    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def encode(self, batch: Mapping[str, torch.Tensor]):
+        """The encoder's output on the batch's sequences."""
         extra = {}
         if self.global_attention:  # the pooled first token attends to, and is seen by, all
             first = torch.zeros_like(batch["input_ids"])
@@ -65,8 +66,10 @@ class LitClassifier(PlmModule):
         inputs = encoder_inputs(batch)
         if not self.segments:
             inputs["token_type_ids"] = None
-        out = self.encoder(**inputs, **extra)
-        logits = self.head(out)
+        return self.encoder(**inputs, **extra)
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.head(self.encode(batch))
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
     def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
