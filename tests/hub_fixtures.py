@@ -160,12 +160,13 @@ def write(root: Path, dataset: str, config: str, split: str, n: int = 20) -> Pat
     return path
 
 
-def goodreads_reviews(rng: random.Random, reviews: int = 24, books: int = 6) -> list[dict]:
+def goodreads_reviews(rng: random.Random, reviews: int = 90, books: int = 30) -> list[dict]:
     """Reviews in the schema of ``goodreads_reviews_spoiler.json.gz`` (Wan et al. 2019): each
-    sentence labelled 1 (spoiler) or 0; about a third of the reviews hold spoilers."""
+    sentence labelled 1 (spoiler) or 0; about half the reviews hold spoilers. 30 books put
+    reviews in each of the three splits of ``datamodules/goodreads.py``."""
     rows = []
     for i in range(reviews):
-        spoils = i % 3 == 0
+        spoils = rng.random() < 0.5
         sentences = [[int(spoils and rng.random() < 0.4), sentence(rng)]
                      for _ in range(rng.randint(2, 6))]
         rows.append({"user_id": f"u{i % 5}", "timestamp": "2017-08-30",
@@ -175,7 +176,7 @@ def goodreads_reviews(rng: random.Random, reviews: int = 24, books: int = 6) -> 
     return rows
 
 
-def write_goodreads(path: Path, reviews: int = 24, books: int = 6) -> Path:
+def write_goodreads(path: Path, reviews: int = 90, books: int = 30) -> Path:
     """The raw file, gzipped JSON lines, as the UCSD Book Graph serves it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as out:

@@ -68,6 +68,13 @@ class TaskFamily:
         training, that every score of the task is read against; None: the family has none."""
         return None
 
+    def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
+        """Every reference row of the task's board that needs no run: row name -> metrics per
+        eval split; the name None is ``baseline``'s (a majority class), others name a method
+        fitted on the task's data alone (a bag-of-words classifier)."""
+        metrics = self.baseline(task)
+        return {} if metrics is None else {None: metrics}
+
 
 class ByKind(TaskFamily):
     """One family per architecture kind, as a task YAML names them (``family: {_target_:
@@ -88,6 +95,10 @@ class ByKind(TaskFamily):
     def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
         """The families of one task read the same data: the first baseline any of them has."""
         return next((b for f in self.families.values() if (b := f.baseline(task))), None)
+
+    def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
+        """The first family's with any."""
+        return next((b for f in self.families.values() if (b := f.baselines(task))), {})
 
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:

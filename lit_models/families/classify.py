@@ -135,8 +135,12 @@ class Classification(TaskFamily):
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         module = LitClassifier(net, head, task["num_labels"], task["metrics"],
-                               dm.eval_split_names, cfg["optim"])
+                               dm.eval_split_names, cfg["optim"], self.class_weights(task))
         return module, dm
+
+    def class_weights(self, task) -> list[float] | None:
+        """The cross-entropy's weight of each class; None: all 1."""
+        return None
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
         """GLUE-format prediction files of every eval split."""

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 import torchmetrics
 from torchmetrics import classification, regression
+from torchmetrics.utilities import dim_zero_cat
 
 from datamodules.errors import PlmbenchError
 
@@ -49,10 +50,17 @@ def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
 
 class ScoreAUROC(classification.BinaryAUROC):
     """torchmetrics' exact binary AUROC over scores of the positive class; class ids are read
-    as scores 0 and 1 (the ROC of hard predictions)."""
+    as scores 0 and 1 (the ROC of hard predictions). NaN where the targets hold one class, for
+    which the ROC is not defined (scikit-learn's NaN; torchmetrics would say 0)."""
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> None:
         super().update(preds.float(), target)
+
+    def compute(self) -> torch.Tensor:
+        target = dim_zero_cat(self.target)
+        if target.numel() == 0 or bool(target.min() == target.max()):
+            return torch.tensor(float("nan"))
+        return super().compute()
 
 
 def class_probabilities(logits: torch.Tensor, num_labels: int) -> torch.Tensor:

@@ -17,6 +17,9 @@ from lit_models.nets.heads import SpanPairClassifier
 from lit_models.nets.outputs import EncoderOutput
 from tests import hub_fixtures
 
+#: the splits read here are cached by `datasets` in a per-test directory, never ~/.cache
+pytestmark = pytest.mark.usefixtures("datasets_cache")
+
 
 @pytest.fixture(scope="module")
 def tokenizer():

@@ -3,6 +3,7 @@ independently: counts by hand (MultiRC's F1_a and exact match, as the SuperGLUE 
 them), the ReCoRD v1.0 evaluation logic (SQuAD v1.1's normalisation and token F1, maximum over
 gold answers) and scikit-learn's ``roc_auc_score`` / ``f1_score``, on degenerate inputs too."""
 
+import math
 import random
 import re
 import string
@@ -104,3 +105,11 @@ def test_auroc_of_a_constant_predictor_is_one_half_and_needs_two_labels():
     assert float(metrics.compute()["auroc"]) == pytest.approx(0.5)
     with pytest.raises(PlmbenchError, match="auroc.*binary"):
         build_metrics(["auroc"], 3)
+
+
+def test_auroc_of_one_class_is_undefined_as_scikit_learn_says():
+    metrics = build_metrics(["auroc"], 2)
+    metrics.update(torch.tensor([0.2, 0.9]), torch.tensor([0, 0]))
+    assert math.isnan(float(metrics.compute()["auroc"]))
+    with pytest.warns(UserWarning, match="Only one class"):
+        assert math.isnan(roc_auc_score([0, 0], [0.2, 0.9]))
