@@ -23,8 +23,7 @@ from collections.abc import Iterator, Mapping
 
 import datasets
 
-from datamodules.base import task_config
-from datamodules.errors import PlmbenchError
+from datamodules.base import check_option, task_config
 from datamodules.glue import GlueDataModule
 from datamodules.sources import load_split
 
@@ -84,9 +83,7 @@ class CandidateDataModule(GlueDataModule):
     @classmethod
     def checked(cls, task) -> dict:
         config = task_config(task, REQUIRED_KEYS)
-        if config["format"] not in FORMATS:
-            raise PlmbenchError(f"task {config['name']}: format {config['format']!r} is not one "
-                                f"of {sorted(FORMATS)}; fix the task YAML")
+        check_option(config, "format", config["format"], sorted(FORMATS))
         return {**config, "text_fields": ["first", "second"], "label_field": "label",
                 "num_labels": 2}
 

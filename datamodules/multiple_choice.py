@@ -24,7 +24,7 @@ from functools import partial
 import datasets
 import torch
 
-from datamodules.base import task_config
+from datamodules.base import check_option, task_config
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.glue import GlueDataModule
@@ -92,9 +92,7 @@ class MultipleChoiceDataModule(GlueDataModule):
     @classmethod
     def checked(cls, task) -> dict:
         config = task_config(task, REQUIRED_KEYS)
-        if config["format"] not in FORMATS:
-            raise PlmbenchError(f"task {config['name']}: format {config['format']!r} is not one "
-                                f"of {sorted(FORMATS)}; fix the task YAML")
+        check_option(config, "format", config["format"], sorted(FORMATS))
         if config.get("group_by_length"):
             raise PlmbenchError(f"task {config['name']}: group_by_length groups sequences, and "
                                 "a multiple-choice example is several; set it to false")

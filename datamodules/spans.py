@@ -19,6 +19,7 @@ from functools import partial
 import datasets
 from tokenizers import Encoding
 
+from datamodules.base import check_option
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.glue import GlueDataModule
@@ -63,9 +64,7 @@ class SpanPairDataModule(GlueDataModule):
     @classmethod
     def checked(cls, task) -> dict:
         config = super().checked(task)
-        if config.get("format") not in COLUMNS:
-            raise PlmbenchError(f"task {config['name']}: format {config.get('format')!r} is not "
-                                f"one of {sorted(COLUMNS)}; fix the task YAML")
+        check_option(config, "format", config.get("format"), sorted(COLUMNS))
         return config
 
     @classmethod

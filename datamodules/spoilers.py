@@ -18,7 +18,7 @@ import datasets
 import numpy as np
 import pyarrow.compute as pc
 
-from datamodules.base import task_config
+from datamodules.base import check_option, task_config
 from datamodules.errors import PlmbenchError
 from datamodules.glue import GlueDataModule
 from datamodules.sources import load_split
@@ -55,9 +55,7 @@ class SpoilerDataModule(GlueDataModule):
         if not isinstance(k, int) or k < 0:
             raise PlmbenchError(f"task {config['name']}: context.sentences={k!r}; give the "
                                 "number of neighbours on each side, 0 for none")
-        if method not in IMBALANCE:
-            raise PlmbenchError(f"task {config['name']}: imbalance.method={method!r} is not one "
-                                f"of {', '.join(IMBALANCE)}")
+        check_option(config, "imbalance.method", method, IMBALANCE)
         return {**config, "text_fields": ["sentence", "context"] if k else ["sentence"]}
 
     @classmethod

@@ -110,7 +110,17 @@ def check_max_length(task: Mapping, net: nn.Module) -> None:
         )
 
 
-def no_export(task: Mapping, model: str) -> PlmbenchError:
-    """``save_model=true`` on a task whose ``model`` transformers has no class for."""
-    return PlmbenchError(f"task {task['name']}: transformers has no {model} to export to; run "
-                         "without save_model=true")
+
+class NotExported:
+    """Mixed into a family whose model (``model_name``) transformers has no class for:
+    ``save_model=true`` is refused before anything runs, and nothing is exported."""
+
+    model_name: str
+
+    def check_export(self, cfg: Mapping, net: nn.Module) -> None:
+        if cfg["save_model"]:
+            raise PlmbenchError(f"task {cfg['task']['name']}: transformers has no "
+                                f"{self.model_name} to export to; run without save_model=true")
+
+    def export(self, module, tokenizer, run_dir, cfg) -> None:
+        """Nothing: ``check_export`` refused ``save_model=true``."""

@@ -17,11 +17,12 @@ has no such model, so ``save_model=true`` is refused.
 from collections.abc import Mapping, Sequence
 
 import datasets
+from torch import nn
 
 from datamodules.candidates import CandidateDataModule
 from datamodules.predictions import write_jsonl
 from lit_models.archs import arch_of_net
-from lit_models.core.family import check_max_length, no_export
+from lit_models.core.family import NotExported
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.metrics.classification import class_probabilities
 from lit_models.metrics.superglue import multirc_scores, record_scores
@@ -75,38 +76,31 @@ class LitCandidates(LitClassifier):
 
     def on_validation_epoch_end(self) -> None:
         collected, self.collected = self.collected, [[] for _ in self.eval_splits]
-        if self.trainer.sanity_checking:
-            return
-        dm = self.trainer.datamodule
-        for i, split in enumerate(self.eval_splits):
-            probabilities = [p for _, p in self.gather_indexed(collected[i])]
-            metrics, rows = self.score(dm.eval_candidates[i], probabilities)
+        for i, split, probabilities in self.gathered_splits(collected):
+            metrics, rows = self.score(self.trainer.datamodule.eval_candidates[i], probabilities)
             self.record_metrics(split, metrics)
             if self.run_dir is not None and self.trainer.is_global_zero:
                 path = write_jsonl(self.run_dir, split, rows)
                 self.predictions[split] = str(path.relative_to(self.run_dir))
 
 
-class CandidateScoring(Classification):
+class CandidateScoring(NotExported, Classification):
     """MultiRC (answer options, several may be right), ReCoRD (the passage's entities)."""
 
     kinds = ("encoder",)
     datamodule = CandidateDataModule
+    model_name = "candidate-scoring model"
 
-    def build(self, cfg, net, tokenizer):
-        task = cfg["task"]
-        check_max_length(task, net)
-        if cfg["save_model"]:
-            raise no_export(task, "candidate-scoring model")
-        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
-        head = arch_of_net(net).classification_head(net.config, 2, task["classifier_dropout"])
-        module = LitCandidates(net, head, task["format"], dm.eval_split_names, cfg["optim"])
-        return module, dm
+    def head(self, cfg, net) -> nn.Module:
+        """The architecture's classification head with two labels (wrong, right)."""
+        return arch_of_net(net).classification_head(net.config, 2,
+                                                    cfg["task"]["classifier_dropout"])
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
-        """Nothing: ``build`` refuses ``save_model=true``."""
+    def module(self, cfg, net, head, dm) -> LitCandidates:
+        return LitCandidates(net, head, cfg["task"]["format"], dm.eval_split_names,
+                             cfg["optim"])
+
 
     def baseline(self, task) -> None:
         """None: a majority label per candidate is no answer to a question."""
         return None
-

@@ -127,16 +127,29 @@ class Classification(TaskFamily):
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
+        self.check_export(cfg, net)
         dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
+        return self.module(cfg, net, self.head(cfg, net), dm), dm
+
+    def check_export(self, cfg, net) -> None:
+        """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
+
+    def head(self, cfg, net) -> nn.Module:
+        """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
+        is one with as many labels."""
+        task = cfg["task"]
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = cfg["init_from"] != "scratch" and load_head(
             head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
-        module = LitClassifier(net, head, task["num_labels"], task["metrics"],
-                               dm.eval_split_names, cfg["optim"], self.class_weights(task))
-        return module, dm
+        return head
+
+    def module(self, cfg, net, head: nn.Module, dm) -> LitClassifier:
+        task = cfg["task"]
+        return LitClassifier(net, head, task["num_labels"], task["metrics"], dm.eval_split_names,
+                             cfg["optim"], self.class_weights(task))
 
     def class_weights(self, task) -> list[float] | None:
         """The cross-entropy's weight of each class; None: all 1."""

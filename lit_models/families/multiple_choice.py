@@ -22,7 +22,6 @@ from datamodules.errors import PlmbenchError
 from datamodules.multiple_choice import MultipleChoiceDataModule
 from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
-from lit_models.core.family import check_max_length
 from lit_models.core.hf import has_task_head, load_head, task_class, task_head_names, to_hf
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.nets.heads import PooledClassifier
@@ -56,23 +55,26 @@ class MultipleChoice(Classification):
     kinds = ("encoder",)
     datamodule = MultipleChoiceDataModule
 
-    def build(self, cfg, net, tokenizer):
-        task = cfg["task"]
-        check_max_length(task, net)
-        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
-        head = multiple_choice_head(net, task["classifier_dropout"])
+    def check_export(self, cfg, net) -> None:
         layout = arch_of_net(net).hf
-        if cfg["init_from"] != "scratch":  # a fine-tuned multiple-choice model keeps its head
-            directory = checkpoint_dir(cfg["init_from"])
-            if has_task_head(directory, TASK):
-                load_head(head, directory, task_head_names(layout, TASK))
         if cfg["save_model"] and task_class(layout, TASK) is None:
             raise PlmbenchError(f"transformers has no multiple-choice model of "
                                 f"{layout.model_type}, so save_model=true cannot export one; "
                                 "run without it")
-        module = LitMultipleChoice(net, head, task["num_labels"], task["metrics"],
-                                   dm.eval_split_names, cfg["optim"])
-        return module, dm
+
+    def head(self, cfg, net) -> nn.Module:
+        """The multiple-choice head; a fine-tuned multiple-choice checkpoint's (``init_from``)."""
+        head = multiple_choice_head(net, cfg["task"]["classifier_dropout"])
+        if cfg["init_from"] != "scratch":
+            directory = checkpoint_dir(cfg["init_from"])
+            if has_task_head(directory, TASK):
+                load_head(head, directory, task_head_names(arch_of_net(net).hf, TASK))
+        return head
+
+    def module(self, cfg, net, head, dm) -> LitMultipleChoice:
+        task = cfg["task"]
+        return LitMultipleChoice(net, head, task["num_labels"], task["metrics"],
+                                 dm.eval_split_names, cfg["optim"])
 
     def export(self, module, tokenizer, run_dir, cfg) -> None:
         """``save_model=true``: the architecture's ``*ForMultipleChoice``."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import torch
 
 from datamodules.spans import SpanPairDataModule
-from lit_models.core.family import check_max_length, no_export
+from lit_models.core.family import NotExported
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.nets.heads import SpanPairClassifier
 
@@ -23,23 +23,19 @@ class LitSpanClassifier(LitClassifier):
         return self.head(self.encode(batch), batch["spans"])
 
 
-class SpanClassification(Classification):
+class SpanClassification(NotExported, Classification):
     """WiC (the word's sense in two sentences), WSC (does the pronoun refer to the noun phrase)."""
 
     kinds = ("encoder",)
     datamodule = SpanPairDataModule
+    model_name = "span-pair classifier"
 
-    def build(self, cfg, net, tokenizer):
+    def head(self, cfg, net) -> SpanPairClassifier:
         task = cfg["task"]
-        check_max_length(task, net)
-        if cfg["save_model"]:
-            raise no_export(task, "span-pair classifier")
-        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
-        head = SpanPairClassifier(net.config, task["num_labels"], task["classifier_dropout"],
+        return SpanPairClassifier(net.config, task["num_labels"], task["classifier_dropout"],
                                   task["with_pooled"])
-        module = LitSpanClassifier(net, head, task["num_labels"], task["metrics"],
-                                   dm.eval_split_names, cfg["optim"])
-        return module, dm
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
-        """Nothing: ``build`` refuses ``save_model=true``."""
+    def module(self, cfg, net, head, dm) -> LitSpanClassifier:
+        task = cfg["task"]
+        return LitSpanClassifier(net, head, task["num_labels"], task["metrics"],
+                                 dm.eval_split_names, cfg["optim"])
