@@ -35,7 +35,11 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
-from lit_models.metrics.classification import label_metrics
+from lit_models.metrics.classification import (
+    hard_probabilities,
+    label_metrics,
+    label_predictions,
+)
 
 #: STS-B's score of a generated text that is no number (T5's string_to_float default)
 NOT_A_SCORE = -1.0
@@ -69,8 +73,11 @@ class LabelScorer(Metric):
     def update(self, references: Sequence[str], texts: Sequence[str]) -> None:
         read = [self.read(p, r) for p, r in zip(texts, references, strict=True)]
         predicted, gold, invalid = (torch.tensor(column) for column in zip(*read, strict=True))
-        kind = "scores" if self.num_labels == 1 else "labels"  # what label_metrics scores
-        self.metrics.update(gold, **{kind: predicted})
+        if self.num_labels == 1:
+            self.metrics.update(gold, scores=predicted)
+        else:  # a generated label is a hard prediction
+            self.metrics.update(gold, **label_predictions(
+                hard_probabilities(predicted, self.num_labels), self.num_labels))
         self.invalid.update(invalid.float())
 
     def compute(self) -> dict[str, float]:

@@ -42,6 +42,8 @@ log = logging.getLogger("plmbench")
 #: what a metric scores, against what: kind -> (prediction, reference), one per example
 INPUTS = {
     "labels": ("predicted class id (tensor)", "gold class id"),
+    "probabilities": ("class probabilities (tensor: p(positive) for two classes)",
+                      "gold class id"),
     "scores": ("predicted score (tensor, regression)", "gold score"),
     "texts": ("generated text", "reference text"),
     "answers": ("answer text", "the reference answers"),
@@ -49,9 +51,12 @@ INPUTS = {
                                "the reference answers (none: unanswerable)"),
     "tags": ("predicted tag sequence", "gold tag sequence"),
     "rankings": ("retrieved passage texts, best first", "the reference answers"),
+    "answer_options": ("predicted label (0/1) of an answer option (MultiRC)",
+                       "(gold label, the question it answers)"),
+    "entities": ("the entity chosen as a query's answer (ReCoRD)", "the gold answers"),
 }
 #: the kinds whose predictions are tensors that torchmetrics reduces over processes
-TENSOR_INPUTS = ("labels", "scores")
+TENSOR_INPUTS = ("labels", "probabilities", "scores")
 
 
 @dataclass(frozen=True)
