@@ -62,8 +62,8 @@ def test_scoring_reads_each_question_whole():
     scorer = build_metrics(["f1"], "entities")
     rows = score_record(scorer, candidates, [0.1, 0.7, 0.3, 0.2, 0.6])
     assert [r["prediction_text"] for r in rows] == ["B", "E"]
-    assert scorer.compute() == record_scores(["B", "E"], [["B"], ["D", "E"]]) == {"exact_match": 1.0,
-                                                                         "f1": 1.0}
+    assert scorer.compute() == record_scores(["B", "E"], [["B"], ["D", "E"]]) == {
+        "exact_match": 1.0, "f1": 1.0}
     options = datasets.Dataset.from_dict(multirc({
         "paragraph": ["p"] * 4, "question": ["q1", "q1", "q2", "q2"], "answer": list("abcd"),
         "label": [1, 0, 1, 1],
