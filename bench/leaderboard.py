@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 
 MISSING = "–"
 #: the statistic over seeds that fills a cell and makes the score: the mean (with the sample std),
@@ -179,15 +180,16 @@ def _pretraining_flops(record: Mapping) -> float | None:
     checkpoint of unknown cost."""
     from bench.records import read_record
 
-    init_from = str(record.get("init_from") or "")
-    if init_from == "scratch":
+    try:
+        start = InitFrom.parse(record.get("init_from"))
+    except PlmbenchError:  # no or no known init_from: a checkpoint of unknown cost
+        return None
+    if start.scratch:
         return lookup(record, "throughput.train_flops")
     if isinstance(record.get("pretraining"), Mapping):
         return record["pretraining"].get("flops")
-    if init_from.startswith("ckpt:"):
-        source = read_record(init_from.partition(":")[2])
-        return _pretraining_flops(source) if source else None
-    return None
+    source = read_record(start.run_dir()) if start.kind == "ckpt" else None
+    return _pretraining_flops(source) if source else None
 
 
 def _record_columns(record: Mapping, board: Board) -> list[Column]:

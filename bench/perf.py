@@ -36,6 +36,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, 
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, Workload, special_ids
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import get_arch
 from lit_models.core.peak_flops import cpu_matmul_peak, device_peak_flops
 
@@ -113,13 +114,13 @@ def model_config(overrides: list[str]):
 def arch_and_config(model_cfg):
     """The preset's architecture and net config: its own sizes for a scratch preset, its
     checkpoint's (config.json only: timing needs no trained weights) for ``hf:``/``ckpt:``."""
-    from lit_models.core.build import checkpoint_dir, net_config
+    from lit_models.core.build import net_config
     from lit_models.core.hf import read_config
 
-    if model_cfg.init_from == "scratch":
-        arch = get_arch(model_cfg.arch)
+    arch, init_from = get_arch(model_cfg.arch), InitFrom.parse(model_cfg.init_from)
+    if init_from.scratch:
         return arch, net_config(arch, model_cfg, model_cfg.vocab_size, special_ids(arch)["pad"])
-    return read_config(checkpoint_dir(model_cfg.init_from), get_arch(model_cfg.arch))
+    return read_config(init_from.directory(), arch)
 
 
 def measure_workload(workload: Workload, device: torch.device, args) -> dict:

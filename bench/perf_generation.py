@@ -23,7 +23,7 @@ import torch
 from bench.perf_timing import time_steps
 from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
-from lit_models.archs import get_arch
+from lit_models.archs import Arch, get_arch
 from lit_models.core.build import net_config
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.core.hf import hf_state_dict
@@ -31,11 +31,11 @@ from lit_models.core.hf import hf_state_dict
 IMPLEMENTATIONS = ("plmbench", "plmbench, no cache", "transformers", "transformers, no cache")
 
 
-def language_models(model_cfg, device: torch.device):
-    """(our LM, transformers' LM with the same weights) of a decoder or encoder-decoder preset."""
+def language_models(arch: Arch, model_cfg, device: torch.device):
+    """(our LM, transformers' LM with the same weights) of a decoder or encoder-decoder preset
+    of ``arch``."""
     import transformers
 
-    arch = get_arch(model_cfg["arch"])
     if arch.kind == "encoder":
         raise PlmbenchError(f"perf --generate needs a decoder or encoder-decoder preset; "
                             f"{model_cfg['name']} is an encoder")
@@ -48,7 +48,7 @@ def language_models(model_cfg, device: torch.device):
         attn_implementation="sdpa",
     )
     reference = getattr(transformers, layout.classes["pretraining"])(hf_config).to(device).eval()
-    weights = hf_state_dict(ours)
+    weights = hf_state_dict(arch, ours)
     missing, unexpected = reference.load_state_dict(weights, strict=False)
     # what is left is tied to a loaded weight (shared embeddings, a tied LM head)
     tensors = reference.state_dict(keep_vars=True)
@@ -63,21 +63,22 @@ def measure(model_cfg, args: argparse.Namespace) -> dict[str, dict]:
     """implementation -> {tokens_per_s, call_ms, same_ids, new_tokens (per row)}."""
     device = torch.device(args.device)
     torch.manual_seed(0)
-    ours, reference = language_models(model_cfg, device)
+    arch = get_arch(model_cfg["arch"])
+    ours, reference = language_models(arch, model_cfg, device)
     config = ours.config
-    specials = len(special_ids(get_arch(model_cfg["arch"])))
+    specials = len(special_ids(arch))
     ids = torch.randint(specials, config.vocab_size, (args.batch_size, args.seq_len),
                         device=device)
     mask = torch.ones_like(ids)
     settings = dict(num_beams=args.beams, max_new_tokens=args.new_tokens,
                     min_new_tokens=args.new_tokens)
-    start = {"decoder_start_token_id": config.decoder_start_token_id} if hasattr(
-        ours, "encode") else {}
-    prompt = 1 if hasattr(ours, "encode") else args.seq_len  # transformers returns it too
+    start = {"decoder_start_token_id": config.decoder_start_token_id} if arch.encoder_decoder \
+        else {}
+    prompt = 1 if arch.encoder_decoder else args.seq_len  # transformers returns it too
 
     def ours_with(use_cache: bool):
-        return lambda: generate(ours, ids, mask, GenerationConfig(**settings,
-                                                                 use_cache=use_cache))
+        return lambda: generate(arch, ours, ids, mask, GenerationConfig(**settings,
+                                                                       use_cache=use_cache))
 
     def theirs_with(use_cache: bool):
         def call() -> torch.Tensor:

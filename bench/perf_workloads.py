@@ -22,7 +22,6 @@ implementation's ``run()`` returns the loss (training) or last hidden state (inf
 ``tests/bench/test_perf.py`` compares across implementations.
 """
 
-import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,7 +96,7 @@ def mlm_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
 
 def padded_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tensor]:
     """A classification batch padded to its longest row (``length``), two labels; token types
-    for nets with segment embeddings (as a run's ``LitClassifier`` passes them)."""
+    for architectures that read them (as a run's ``LitClassifier`` passes them)."""
     generator = torch.Generator().manual_seed(1)
     ids = _ids(arch, config, batch, length, generator)
     lengths = torch.randint(max(3, length // 4), length + 1, (batch,), generator=generator)
@@ -107,7 +106,7 @@ def padded_batch(arch: Arch, config, batch: int, length: int) -> dict[str, Tenso
         ids[torch.arange(batch), lengths - 1] = special_ids(arch)["sep"]
     out = {"input_ids": ids.masked_fill(~mask, config.pad_token_id), "attention_mask": mask.long(),
            "labels": torch.randint(2, (batch,), generator=generator)}
-    if hasattr(config, "type_vocab_size"):
+    if arch.capabilities.token_types:
         out["token_type_ids"] = torch.zeros_like(ids)
     return out
 
@@ -137,7 +136,7 @@ def reference(arch: Arch, net: nn.Module, kind: str, attention: str,
     weights; ValueError where the class has no such attention implementation."""
     import transformers
 
-    config, weights = hf_checkpoint(net, head)
+    config, weights = hf_checkpoint(arch, net, head)
     model_type = config.pop("model_type")
     config.pop("architectures")
     hf_config = transformers.AutoConfig.for_model(model_type, **config,
@@ -153,8 +152,8 @@ def reference(arch: Arch, net: nn.Module, kind: str, attention: str,
     loaded = {tensors[k].data_ptr() for k in weights if k in tensors}
     missing = [k for k in missing if not skipped.search(k.removeprefix(layout.prefix))
                and tensors[k].data_ptr() not in loaded]  # a tie to a loaded weight is loaded
-    unexpected = [k for k in unexpected if not k.removeprefix(layout.prefix).startswith(
-        ("pooler.", *layout.optional)) and not k.startswith(layout.head_prefixes)]
+    unexpected = [k for k in unexpected
+                  if not k.removeprefix(layout.prefix).startswith(layout.optional())]
     if missing or unexpected:
         raise RuntimeError(f"weights not carried over to {arch.hf.classes[kind]}: missing "
                            f"{missing}, unexpected {unexpected}")
@@ -165,12 +164,9 @@ def _on(device: torch.device, batch: dict[str, Tensor]) -> dict[str, Tensor]:
     return {key: value.to(device) for key, value in batch.items()}
 
 
-def _accepts(model: nn.Module, name: str) -> bool:
-    return name in inspect.signature(model.forward).parameters
-
-
-def _their_inputs(model: nn.Module, batch: dict[str, Tensor], keys: tuple[str, ...]) -> dict:
-    return {k: batch[k] for k in keys if k in batch and _accepts(model, k)}
+def _inputs(batch: dict[str, Tensor], keys: tuple[str, ...]) -> dict:
+    """The ``keys`` a batch holds: token types only where the architecture reads them."""
+    return {k: batch[k] for k in keys if k in batch}
 
 
 def _flat_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
@@ -245,7 +241,7 @@ def finetune(arch: Arch, config, batch_size: int, length: int,
         return None
     encoder = arch.encoder(config)
     head = arch.classification_head(config, 2, 0.1)
-    module = LitClassifier(encoder, head, 2, [], [], {}).to(device)
+    module = LitClassifier(encoder, arch.capabilities, head, 2, [], [], {}).to(device)
     batch = _on(device, padded_batch(arch, config, batch_size, length))
     workload = Workload("finetune", True, batch, int(batch["attention_mask"].sum()),
                         f"{batch_size} x {length}")
@@ -254,7 +250,7 @@ def finetune(arch: Arch, config, batch_size: int, length: int,
 
     def theirs(attention: str) -> Implementation:
         model = reference(arch, encoder, "classifier", attention, head)
-        inputs = _their_inputs(model, batch, ("input_ids", "attention_mask", "token_type_ids"))
+        inputs = _inputs(batch, ("input_ids", "attention_mask", "token_type_ids"))
         return Implementation(model, lambda: F.cross_entropy(model(**inputs).logits,
                                                              batch["labels"]))
 
@@ -281,7 +277,7 @@ def inference(arch: Arch, config, batch_size: int, length: int,
 
     def theirs(attention: str) -> Implementation:
         model = reference(arch, ours, "encoder", attention)
-        their_inputs = _their_inputs(model, batch, keys)
+        their_inputs = _inputs(batch, keys)
         return Implementation(model, lambda: model(**their_inputs).last_hidden_state)
 
     return _with_references(workload, theirs)

@@ -25,6 +25,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
+from datamodules.init_from import InitFrom
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -223,16 +224,16 @@ def pretraining_cost(init_from: str) -> dict | None:
     directories of the chain, oldest first; zeros from ``scratch``; None for a checkpoint of
     unknown cost (``hf:``, or a run without an ok record). A value some run of the chain did not
     record is None."""
-    kind, _, where = str(init_from).partition(":")
-    if kind == "scratch":
+    start = InitFrom.parse(init_from)
+    if start.scratch:
         return {**dict.fromkeys(TRAINING_COST, 0), "runs": []}
-    if kind != "ckpt":
+    if start.kind != "ckpt":
         return None
-    path = Path(where).expanduser()
-    source = read_record(path) or (read_record(path.parent) if path.name == "model" else None)
-    if source is None or source.get("status") != "ok":
+    path = start.path
+    source = read_record(start.run_dir())
+    if source is None or source.get("status") != "ok" or not source.get("init_from"):
         return None
-    before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
+    before = source.get("pretraining") or pretraining_cost(source["init_from"])
     if before is None:
         return None
     cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)]}

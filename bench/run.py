@@ -42,7 +42,8 @@ from bench.records import (
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from lit_models.archs import arch_of_net, get_arch
+from datamodules.init_from import InitFrom
+from lit_models.archs import get_arch
 from lit_models.core.build import build_net
 from lit_models.core.family import TaskFamily
 from lit_models.core.throughput import Throughput
@@ -116,10 +117,12 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    family = task_family(cfg.task).for_arch(get_arch(cfg.model.arch), cfg.task)
-    net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
-                               lambda: family.vocabulary_corpus(cfg.task))
-    module, dm = family.build(cfg, net, tokenizer)
+    arch = get_arch(cfg.model.arch)  # resolved once: the family, the net, the export use it
+    family = task_family(cfg.task).for_arch(arch, cfg.task)
+    model = build_net(arch, cfg.model, InitFrom.parse(cfg.init_from), family.with_heads,
+                      lambda: family.vocabulary_corpus(cfg.task))
+    net = model.net
+    module, dm = family.build(cfg, model)
     module.run_dir = run_dir  # where an evaluation writes its predictions
     trainer_args = OmegaConf.to_container(cfg.trainer)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
@@ -151,11 +154,11 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
             trainer.validate(module, datamodule=dm, verbose=False)
     if trainer.is_global_zero:
         predictions |= family.evaluation_outputs(module, run_dir, cfg)
-        family.export(module, tokenizer, run_dir, cfg)
+        family.export(module, model, run_dir, cfg)
         if not cfg.checkpoint.keep:
             discard(checkpoints)
     return {
-        "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
+        "net_config": {"arch": arch.name, **asdict(net.config)},
         "predictions": predictions or module.predictions,
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
@@ -165,7 +168,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "encoder_parameters": None if family.with_heads else sum(
             p.numel() for p in net.parameters()),
         "data": dm.fingerprints,
-        "tokenizer": tokenizer.fingerprint,
+        "tokenizer": model.tokenizer.fingerprint,
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
     }
@@ -181,14 +184,18 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) -> dict:
+def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
+            config: dict | None = None, hash_: str | None = None) -> dict:
     """Run and record; a failure still writes a complete record with status failed.
 
     The record's ``config`` holds the configuration that ran: its ``model`` section is the net
     actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
     while ``config_hash`` identifies the configuration as composed, before anything ran.
+    ``config`` and ``hash_``: the resolved ``cfg`` and its hash, where the caller has them.
     """
-    config = OmegaConf.to_container(cfg, resolve=True)
+    if config is None:
+        config = OmegaConf.to_container(cfg, resolve=True)
+        hash_ = config_hash(config)
     record = {
         "schema": SCHEMA_VERSION,
         "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
@@ -202,7 +209,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
         "overrides": list(overrides or []),
         "config": config,
-        "config_hash": config_hash(config),
+        "config_hash": hash_,
         "protocol_hash": config_hash(config, ignore_task=True),
         "versions": software_versions(),
         "hardware": {
@@ -267,11 +274,12 @@ def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
     normalize(cfg)
     run_dir = run_dir_of(cfg, overrides)
     try:
-        current = config_hash(OmegaConf.to_container(cfg, resolve=True))
+        config = OmegaConf.to_container(cfg, resolve=True)
+        current = config_hash(config)  # once per run: the claim and the record use it
         if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
             return run_dir
         with run_log(run_dir):
-            record = execute(cfg, run_dir, overrides)
+            record = execute(cfg, run_dir, overrides, config, current)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:

@@ -79,36 +79,26 @@ class TokenizerSpec:
     extra: tuple[str, ...] = ()
 
 
-BERT = TokenizerSpec(
+#: what transformers' BertTokenizer makes of a bare ``vocab.txt``: WordPiece with [CLS] A [SEP]
+#: B [SEP] (segment ids 1 on B); BERT's own spec (``lit_models/archs/bert.py``)
+VOCAB_TXT = TokenizerSpec(
     "wordpiece",
     (("pad", "[PAD]"), ("unk", "[UNK]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("mask", "[MASK]")),
     single="cls $A sep",
     pair="cls $A sep $B:1 sep:1",
     tokenizer_class="BertTokenizerFast",
 )
-ROBERTA = TokenizerSpec(
+#: what transformers' RobertaTokenizer makes of a bare ``vocab.json`` + ``merges.txt``: byte-level
+#: BPE with <s> A </s></s> B </s> (one segment); RoBERTa's own spec (``archs/roberta.py``)
+VOCAB_JSON = TokenizerSpec(
     "bpe",
     (("cls", "<s>"), ("pad", "<pad>"), ("sep", "</s>"), ("unk", "<unk>"), ("mask", "<mask>")),
     single="cls $A sep",
     pair="cls $A sep sep $B sep",
     tokenizer_class="RobertaTokenizerFast",
 )
-DEBERTA = TokenizerSpec(  # GPT-2's byte-level BPE with BERT's special tokens (He et al. 2021, §4.1)
-    "bpe",
-    (("pad", "[PAD]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("unk", "[UNK]"), ("mask", "[MASK]")),
-    single="cls $A sep",
-    pair="cls $A sep sep $B sep",  # as transformers 5's DebertaTokenizer builds pairs
-    tokenizer_class="DebertaTokenizer",
-)
-XLNET = TokenizerSpec(  # SentencePiece pieces; <sep> and <cls> END a sequence (Yang et al. 2019)
-    "unigram",
-    (("unk", "<unk>"), ("cls", "<cls>"), ("sep", "<sep>"), ("pad", "<pad>"), ("mask", "<mask>")),
-    single="$A sep cls:2",
-    pair="$A sep $B:1 sep:1 cls:2",  # segment ids 0, 1 and 2 for <cls>, as XLNetTokenizer
-    tokenizer_class="XLNetTokenizer",
-)
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
-_DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
+_DEFAULT_CLASS = {"wordpiece": VOCAB_TXT.tokenizer_class, "bpe": VOCAB_JSON.tokenizer_class,
                   "unigram": "T5TokenizerFast"}
 
 
@@ -374,11 +364,11 @@ def load_tokenizer(path: str | Path) -> TextTokenizer:
         special = _special(backend, roles, str(directory))
         return TextTokenizer(backend, family, special,
                              config.get("tokenizer_class", _DEFAULT_CLASS[family]))
-    legacy = BERT if (directory / "vocab.txt").is_file() else ROBERTA
+    legacy = VOCAB_TXT if (directory / "vocab.txt").is_file() else VOCAB_JSON
     # a bare vocabulary file: the roles its transformers class defaults to, unless configured
     spec = replace(legacy, tokens=tuple({**dict(legacy.tokens), **roles}.items()),
                    tokenizer_class=config.get("tokenizer_class", legacy.tokenizer_class))
-    if legacy is BERT:
+    if legacy is VOCAB_TXT:
         model = WordPiece(WordPiece.read_file(str(directory / "vocab.txt")),
                           unk_token=_require_unk(spec),
                           continuing_subword_prefix=CONTINUATION_PREFIX)

@@ -1,13 +1,13 @@
 """Retrieval: passages, dense and sparse encoders, FAISS indexes and the retriever that open-domain
 QA, REALM and RAG read from.
 
-Layer: below ``lit_models/*.py`` (LightningModules, checkpoint loading), above
-``lit_models/nets`` and ``datamodules``: nothing here loads a checkpoint or names an
-architecture; it is handed nets and a tokenizer.
+Layer: below ``lit_models/core`` and the families (LightningModules, checkpoint loading), above
+``lit_models/objectives``, ``archs``, ``nets`` and ``datamodules``: nothing here loads a
+checkpoint or names an architecture; it is handed a ``Model`` (architecture, net, tokenizer).
 
 - ``passages``: ``build_corpus(sources)`` -> a ``datasets.Dataset`` (id, title, text) of
   DPR's 100-word passages; a passage's row is its index everywhere; ``corpus_fingerprint``.
-- ``encoders``: ``BiEncoder(question_net, tokenizer, passage_net=None, pooling, normalize)``;
+- ``encoders``: ``BiEncoder(model, passage_net=None, pooling, normalize)``;
   ``tokenize_questions``/``tokenize_passages`` -> token batches, ``encode_questions``/
   ``encode_passages`` -> pooled vectors with gradients (for DPR, REALM and RAG training),
   ``question_vectors`` (no gradients, batched), ``fingerprint()`` (what passage vectors depend on).
@@ -19,8 +19,8 @@ architecture; it is handed nets and a tokenizer.
   seconds)`` and ``describe()``; ``BM25Retriever(corpus)``; ``DenseRetriever`` with
   ``encoder``, ``index``, ``passage_vectors(rows)`` and ``refresh()``; ``dense_retriever(...)``
   builds or loads the cached index.
-- ``metrics``: DPR's ``has_answer`` (token sequences; regex for CuratedTREC), ``answer_hits``,
-  ``retrieval_metrics`` (recall@k, MRR via torchmetrics), ``throughput``.
+- ``lit_models.metrics.retrieval``: DPR's ``has_answer`` (token sequences; regex for
+  CuratedTREC), ``answer_hits``, the registered recall@k and MRR, ``throughput``.
 
 How the retrieval-augmented models build on it:
 - REALM (Guu et al. 2020): p(z|x) ∝ exp(Embed_input(x)ᵀ Embed_doc(z)) over the top k of

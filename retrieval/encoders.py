@@ -9,8 +9,9 @@ Gurevych 2019 (Sentence-BERT), §3: the mean of the token states (``pooling="mea
 excluded); all-MiniLM-L6-v2 was trained that way, one encoder for both sides, with the vectors
 L2-normalised (``normalize=True``: the dot product is then the cosine similarity).
 
-The encoders are nets this layer is handed (``lit_models`` loads them from checkpoints through
-the architecture registry); ``shared=True`` uses one net for both sides (REALM's and
+The encoders are nets this layer is handed with their architecture (a ``Model``: ``lit_models``
+loads them from checkpoints through the architecture registry, whose declared capabilities say
+whether they read token types); ``shared=True`` uses one net for both sides (REALM's and
 Sentence-BERT's choice), else the passage encoder is a separate copy. ``fingerprint`` names
 what a passage vector depends on (the passage encoder's weights, the pooling, the
 normalisation, the tokenizer and the passage length), so an index built with other weights is
@@ -19,7 +20,6 @@ refused.
 
 import copy
 import hashlib
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.collate import pad_collate, token_mask
-from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 
 POOLINGS = ("cls", "mean")
 
@@ -60,16 +60,17 @@ class BiEncoder(nn.Module):
     batches (``tokenize_questions`` / ``tokenize_passages``) and keep the autograd graph, so a
     trainer (DPR, REALM, RAG) back-propagates into them."""
 
-    def __init__(self, question_encoder: nn.Module, tokenizer: TextTokenizer,
-                 passage_encoder: nn.Module | None = None, pooling: str = "mean",
-                 normalize: bool = True, max_question_length: int = 64,
+    def __init__(self, model: Model, passage_encoder: nn.Module | None = None,
+                 pooling: str = "mean", normalize: bool = True, max_question_length: int = 64,
                  max_passage_length: int = 256) -> None:
+        """``model``: the question encoder, its architecture and tokenizer; ``passage_encoder``
+        another net of that architecture (None: the question encoder)."""
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
-        self.question_encoder = question_encoder
+        self.arch, self.question_encoder, tokenizer = model
         self.passage_encoder = passage_encoder if passage_encoder is not None \
-            else question_encoder
+            else self.question_encoder
         self.tokenizer = tokenizer
         self.pooling, self.normalize = pooling, normalize
         self.max_question_length, self.max_passage_length = max_question_length, max_passage_length
@@ -80,9 +81,14 @@ class BiEncoder(nn.Module):
         self.collate = partial(pad_collate, pad_id=tokenizer.special.pad)
 
     @classmethod
-    def separate(cls, encoder: nn.Module, tokenizer: TextTokenizer, **settings) -> "BiEncoder":
-        """DPR's two encoders, both starting from ``encoder``'s weights."""
-        return cls(encoder, tokenizer, copy.deepcopy(encoder), **settings)
+    def separate(cls, model: Model, **settings) -> "BiEncoder":
+        """DPR's two encoders, both starting from ``model``'s weights."""
+        return cls(model, copy.deepcopy(model.net), **settings)
+
+    def models(self) -> tuple[Model, Model]:
+        """The question and the passage encoder, each with the architecture and tokenizer."""
+        return (Model(self.arch, self.question_encoder, self.tokenizer),
+                Model(self.arch, self.passage_encoder, self.tokenizer))
 
     @property
     def shared(self) -> bool:
@@ -119,7 +125,7 @@ class BiEncoder(nn.Module):
     def embed(self, net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
         """Pooled (and, with ``normalize``, unit-length) vectors [B, H] of a token batch."""
         extra = {}
-        if "token_type_ids" in inspect.signature(net.forward).parameters:
+        if self.arch.capabilities.token_types:
             extra["token_type_ids"] = batch.get("token_type_ids")
         out = net(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
                   **extra)

@@ -10,7 +10,7 @@ such a net trains and evaluates here, and its export is refused.
 """
 
 from datamodules.tokenization import TokenizerSpec
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from lit_models.nets.heads import PooledClassifier
 
@@ -80,5 +80,8 @@ ARCH = Arch(
         config_only_ours=("pre_norm", "sharing"),
         unsupported=whole_layer_sharing,
     ),
+    # the sentence-order head also serves NSP (Table 5's comparison)
+    capabilities=Capabilities(token_types=True, hidden_states=True,
+                              heads=frozenset({"mlm", "sop", "nsp"})),
     classification_head=PooledClassifier,
 )

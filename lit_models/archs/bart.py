@@ -5,7 +5,7 @@ pools the decoder's final eos state; not implemented), so GLUE reads its tasks a
 T5 (``lit_models/families/text_to_text.py``)."""
 
 from datamodules import tokenization
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration, BartModel
 
 
@@ -35,7 +35,7 @@ ARCH = Arch(
     config=BartConfig,
     encoder=BartModel,
     pretraining=BartForConditionalGeneration,
-    tokenizer=tokenization.ROBERTA,  # fairseq's order <s>=0 <pad>=1 </s>=2 <unk>=3, then <mask>
+    tokenizer=tokenization.VOCAB_JSON,  # RoBERTa's: <s>=0 <pad>=1 </s>=2 <unk>=3, then <mask>
     hf=HFLayout(
         model_type="bart",
         prefix="model.",
@@ -56,5 +56,6 @@ ARCH = Arch(
         skipped=r"^(encoder|decoder)\.embed_tokens\.weight$|^lm_head\.weight$",
         task_head_prefixes=("classification_head.", "qa_outputs."),
     ),
+    capabilities=Capabilities(heads=frozenset({"lm"}), cached_decoding=True),
     kind="encoder-decoder",
 )

@@ -1,10 +1,8 @@
 """BERT's registration (Devlin et al. 2019): WordPiece vocabulary with [CLS]/[SEP] segments,
 transformers' ``Bert*`` checkpoint layout, classification over the pooled [CLS] state."""
 
-
-
 from datamodules import tokenization
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.heads import PooledClassifier
 
@@ -49,7 +47,8 @@ ARCH = Arch(
     config=BertConfig,
     encoder=BertModel,
     pretraining=BertForPreTraining,
-    tokenizer=tokenization.BERT,  # [CLS] A [SEP] B [SEP], segment ids 1 on B (§3, Figure 2)
+    #: [CLS] A [SEP] B [SEP], segment ids 1 on B (§3, Figure 2): transformers' BertTokenizer
+    tokenizer=tokenization.VOCAB_TXT,
     hf=HFLayout(
         model_type="bert",
         prefix="bert.",
@@ -67,6 +66,8 @@ ARCH = Arch(
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
+    capabilities=Capabilities(token_types=True, hidden_states=True,
+                              heads=frozenset({"mlm", "nsp"})),
     classification_head=PooledClassifier,
 )
 

@@ -2,12 +2,32 @@
 transformers' ``Deberta*`` layout (v1), and its classification head (``ContextPooler``: the
 first token, dense, GELU; then ``classifier``)."""
 
+from dataclasses import dataclass
 from functools import partial
 
-from datamodules import tokenization
-from lit_models.archs.spec import Arch, HFLayout
+from datamodules.tokenization import TokenizerSpec
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM, DebertaModel
 from lit_models.nets.heads import FirstTokenClassifier
+
+#: GPT-2's byte-level BPE with BERT's special tokens (§4.1); pairs as transformers 5's
+#: DebertaTokenizer builds them
+TOKENIZER = TokenizerSpec(
+    "bpe",
+    (("pad", "[PAD]"), ("cls", "[CLS]"), ("sep", "[SEP]"), ("unk", "[UNK]"), ("mask", "[MASK]")),
+    single="cls $A sep",
+    pair="cls $A sep sep $B sep",
+    tokenizer_class="DebertaTokenizer",
+)
+
+
+@dataclass(frozen=True)
+class DebertaLayout(HFLayout):
+    """transformers keeps no absolute positions without position_biased_input; ours feed the
+    enhanced mask decoder (the released checkpoints hold them): a checkpoint may lack them."""
+
+    def optional(self) -> tuple[str, ...]:
+        return (*super().optional(), "embeddings.position_embeddings.")
 
 
 def unsupported(hf_config: dict) -> str | None:
@@ -27,8 +47,8 @@ ARCH = Arch(
     config=DebertaConfig,
     encoder=DebertaModel,
     pretraining=DebertaForMaskedLM,
-    tokenizer=tokenization.DEBERTA,
-    hf=HFLayout(
+    tokenizer=TOKENIZER,
+    hf=DebertaLayout(
         model_type="deberta",
         prefix="deberta.",
         names={
@@ -56,11 +76,10 @@ ARCH = Arch(
         classes={"encoder": "DebertaModel", "pretraining": "DebertaForMaskedLM",
                  "mlm": "DebertaForMaskedLM", "classifier": "DebertaForSequenceClassification"},
         skipped=r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$",
-        # transformers keeps no absolute positions without position_biased_input; ours feed the
-        # enhanced mask decoder (the released checkpoints hold them)
-        optional=("embeddings.position_embeddings.",),
         config_only_ours=("pre_norm",),
         unsupported=unsupported,
     ),
+    # token types are read where type_vocab_size > 0 (the released checkpoints: 0)
+    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
 )

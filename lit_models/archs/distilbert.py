@@ -7,7 +7,7 @@ with a distilbert preset)."""
 from dataclasses import replace
 
 from datamodules import tokenization
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.distilbert import (
     DistilBertConfig,
     DistilBertForMaskedLM,
@@ -30,7 +30,7 @@ ARCH = Arch(
     config=DistilBertConfig,
     encoder=DistilBertModel,
     pretraining=DistilBertForMaskedLM,
-    tokenizer=replace(tokenization.BERT, tokenizer_class="DistilBertTokenizer"),
+    tokenizer=replace(tokenization.VOCAB_TXT, tokenizer_class="DistilBertTokenizer"),
     hf=HFLayout(
         model_type="distilbert",
         prefix="distilbert.",
@@ -59,6 +59,8 @@ ARCH = Arch(
         task_head_prefixes=("pre_classifier.", "classifier.", "qa_outputs."),
         unsupported=learned_positions_only,
     ),
+    # no segment embeddings: token types are accepted and ignored
+    capabilities=Capabilities(hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=ReluFirstTokenClassifier,
     init_from_arch={"bert": student_of_bert},
 )

@@ -12,7 +12,7 @@ from functools import partial
 
 from datamodules import tokenization
 from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.electra import (
     ElectraConfig,
     ElectraForMaskedLM,
@@ -44,7 +44,7 @@ ARCH = Arch(
     encoder=ElectraModel,
     pretraining=ElectraForPreTraining,
     masked_lm=ElectraForMaskedLM,
-    tokenizer=tokenization.BERT,  # the released models use BERT's uncased WordPiece vocabulary
+    tokenizer=tokenization.VOCAB_TXT,  # the released models use BERT's uncased WordPiece
     hf=HFLayout(
         model_type="electra",
         prefix="electra.",
@@ -72,5 +72,7 @@ ARCH = Arch(
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
+    # the pretraining net: the generator (a masked LM) and the discriminator's head
+    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"rtd"})),
     classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
 )

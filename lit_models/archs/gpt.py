@@ -5,8 +5,13 @@ and </s> (inputs "<s> text </s>", pairs "<s> A </s> B </s>", one segment), trans
 (``GPT2ForSequenceClassification``), and the decoder-only summarization baseline of the seq2seq
 family (source </s> summary)."""
 
+import re
+from dataclasses import dataclass
+
+from torch import Tensor
+
 from datamodules.tokenization import TokenizerSpec
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel, GPTModel
 from lit_models.nets.heads import LastTokenClassifier
 
@@ -22,6 +27,21 @@ TOKENIZER = TokenizerSpec(
 )
 
 _LAYER = "decoder.layers.{i}"
+
+
+#: transformers' GPT-2 weights stored [in, out] (Conv1D), where our Linear holds [out, in]
+CONV1D = re.compile(r"\.(c_attn|c_proj|c_fc)\.weight$")
+
+
+@dataclass(frozen=True)
+class GPT2Layout(HFLayout):
+    """GPT-2's checkpoints: their Conv1D weights are transposed both ways."""
+
+    def import_weight(self, name: str, tensor: Tensor) -> Tensor:
+        return tensor.t().contiguous() if CONV1D.search(name) else tensor
+
+    def export_weight(self, name: str, tensor: Tensor) -> Tensor:
+        return self.import_weight(name, tensor)
 
 
 def unsupported(config: dict) -> str | None:
@@ -41,7 +61,7 @@ ARCH = Arch(
     encoder=GPTModel,
     pretraining=GPTLMHeadModel,
     tokenizer=TOKENIZER,
-    hf=HFLayout(
+    hf=GPT2Layout(
         model_type="gpt2",
         prefix="transformer.",
         names={
@@ -63,8 +83,9 @@ ARCH = Arch(
         skipped=r"(^|\.)attn\.(masked_)?bias$|^lm_head\.weight$",
         task_head_prefixes=("score.", "qa_outputs."),
         unsupported=unsupported,
-        transposed=r"\.(c_attn|c_proj|c_fc)\.weight$",
     ),
+    # token types, when given, are looked up in the token embeddings: no segment embeddings
+    capabilities=Capabilities(hidden_states=True, heads=frozenset({"lm"}), cached_decoding=True),
     classification_head=LastTokenClassifier,
     kind="decoder",
 )

@@ -4,7 +4,7 @@ pools <s> as RoBERTa's head does (§6: <s> gets global attention)."""
 
 from datamodules import tokenization
 from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
 
@@ -13,7 +13,7 @@ ARCH = Arch(
     config=LongformerConfig,
     encoder=LongformerModel,
     pretraining=LongformerForMaskedLM,
-    tokenizer=tokenization.ROBERTA,
+    tokenizer=tokenization.VOCAB_JSON,  # RoBERTa's
     hf=HFLayout(
         model_type="longformer",
         prefix="longformer.",
@@ -40,6 +40,8 @@ ARCH = Arch(
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
+    capabilities=Capabilities(token_types=True, global_attention=True, hidden_states=True,
+                              heads=frozenset({"mlm"})),
     classification_head=FirstTokenClassifier,
     multiple_choice_head=PooledClassifier,
 )

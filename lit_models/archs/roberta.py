@@ -4,7 +4,7 @@ head that pools <s> itself (dense, tanh, out_proj)."""
 
 from datamodules import tokenization
 from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 
@@ -13,7 +13,8 @@ ARCH = Arch(
     config=RobertaConfig,
     encoder=RobertaModel,
     pretraining=RobertaForMaskedLM,
-    tokenizer=tokenization.ROBERTA,  # fairseq's order <s>=0 <pad>=1 </s>=2 <unk>=3, then <mask>
+    #: fairseq's order <s>=0 <pad>=1 </s>=2 <unk>=3, then <mask>: transformers' RobertaTokenizer
+    tokenizer=tokenization.VOCAB_JSON,
     hf=HFLayout(
         model_type="roberta",
         prefix="roberta.",
@@ -34,6 +35,8 @@ ARCH = Arch(
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
+    # one segment (type_vocab_size 1, §4.2): its token types are all 0
+    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=FirstTokenClassifier,
     multiple_choice_head=PooledClassifier,
 )

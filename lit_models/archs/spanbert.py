@@ -8,7 +8,7 @@ from dataclasses import replace
 from datamodules import tokenization
 from lit_models.archs import bert
 from lit_models.archs.bert import ENCODER_NAMES, MLM_HEAD_NAMES
-from lit_models.archs.spec import Arch
+from lit_models.archs.spec import Arch, Capabilities
 from lit_models.nets.heads import PooledClassifier
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining, SpanBertModel
 
@@ -17,7 +17,7 @@ ARCH = Arch(
     config=SpanBertConfig,
     encoder=SpanBertModel,
     pretraining=SpanBertForPreTraining,
-    tokenizer=tokenization.BERT,  # BERT's cased WordPiece vocabulary (§4.1)
+    tokenizer=tokenization.VOCAB_TXT,  # BERT's cased WordPiece vocabulary (§4.1)
     hf=replace(
         bert.ARCH.hf,
         names={
@@ -32,5 +32,7 @@ ARCH = Arch(
         },
         classes={**bert.ARCH.hf.classes, "pretraining": "BertForMaskedLM"},
     ),
+    capabilities=Capabilities(token_types=True, hidden_states=True,
+                              heads=frozenset({"mlm", "sbo"})),
     classification_head=PooledClassifier,
 )

@@ -1,24 +1,96 @@
-"""What an architecture registers: one ``Arch`` per architecture, in ``lit_models/archs/<arch>.py``.
+"""What an architecture registers, and the one interface the rest of plmbench uses its nets by.
 
-``build.py``, ``hf.py`` and the LightningModules ask the registration (``get_arch``) for
-everything architecture-specific; none of them names an architecture.
+An architecture is an ``Arch`` in ``lit_models/archs/<arch>.py`` handed to ``register_arch``
+(``lit_models/archs/__init__.py`` imports the built-in ones; a plugin or a test registers its own
+the same way, with a model preset on Hydra's search path). ``get_arch(name)`` finds it by the
+presets' ``arch``; a run resolves it once and hands ``Model(arch, net, tokenizer)`` down: the
+task family builds from it, an objective checks it, an export writes it. Nothing asks a net what
+it can do (no ``hasattr`` or ``inspect.signature``): the registration declares it.
+
+The net interface (``Capabilities`` says which optional parts an architecture has):
+
+- ``encoder(config)`` (an encoder's also takes ``add_pooling_layer``): ``forward(input_ids,
+  attention_mask=None, token_type_ids=None, output_hidden_states=False)`` ->
+  ``nets.outputs.EncoderOutput`` (``last_hidden_state`` [B, T, H], ``pooler_output`` or None,
+  ``hidden_states``: the embeddings' and every layer's output, the last equal to
+  ``last_hidden_state``, where ``hidden_states`` is declared); ``token_type_ids`` are read only
+  where ``token_types`` (segment embeddings), ``global_attention_mask`` [B, T] is taken only where
+  ``global_attention``. An encoder-decoder's ``encoder(config)(input_ids, attention_mask,
+  decoder_input_ids)`` gives the decoder's last hidden state, as transformers' ``BartModel``.
+- ``pretraining(config)``: the backbone with the pretraining ``heads`` it declares: ``mlm``
+  (``.mlm_head(states at masked positions)`` -> vocabulary scores), ``nsp`` / ``sop``
+  (``.nsp_head`` / ``.sop_head`` over the pooled state), ``sbo`` (``.sbo_head``, SpanBERT),
+  ``rtd`` (``.generator``, a masked-LM net, and ``.rtd_head``, ELECTRA), ``lm`` (a causal or
+  sequence-to-sequence language model: ``.logits(states)`` -> vocabulary scores; an
+  encoder-decoder's also ``.encode``, ``.decode``), ``plm`` (two-stream attention:
+  ``forward(perm_mask=, target_mapping=)`` and ``.logits``, XLNet); ``cached_decoding``:
+  ``.new_caches()`` and ``forward(..., caches=)`` reuse past keys and values.
+- declared for issue 22, off until an architecture implements them (the contract tests switch
+  on with the declaration): ``attention_weights`` (``forward(output_attentions=True)`` -> each
+  layer's attention probabilities in ``attentions``) and ``head_mask`` (``forward(head_mask=)``
+  [L, heads] multiplies each head's attention probabilities, as transformers' ``head_mask``).
+
+Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
+reads and writes them); what renaming cannot do is a hook an architecture overrides in a
+subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``,
+``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
+
+``tests/contracts`` checks every declaration of every registered architecture (Hugging Face and
+classifier round trips, cached decoding equal to uncached, hidden states, attention weights,
+head masks): a new architecture gets those tests by registering.
 """
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from torch import nn
+from torch import Tensor, nn
 
-from datamodules.tokenization import TokenizerSpec
+from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer, TokenizerSpec
 
 #: our parameter names -> transformers' names: "{i}" is the layer index; a tuple is one of our
 #: tensors made of several of theirs, concatenated along dim 0 (e.g. a fused qkv projection)
 NameTable = Mapping[str, str | tuple[str, ...]]
 
+#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
+KINDS = ("encoder", "decoder", "encoder-decoder")
+#: the pretraining heads a ``pretraining`` net may have (module docstring), as errors name them
+HEADS = {"mlm": "masked-LM", "nsp": "next-sentence-prediction", "sop": "sentence-order-prediction",
+         "sbo": "span boundary", "rtd": "replaced-token-detection (generator and discriminator)",
+         "lm": "language-modelling", "plm": "two-stream attention (permutation LM)"}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an architecture's nets can do beyond the common interface (module docstring)."""
+
+    token_types: bool = False  # segment embeddings: the encoder reads token_type_ids
+    global_attention: bool = False  # the encoder takes a global_attention_mask (Longformer)
+    hidden_states: bool = False  # output_hidden_states=True gives every layer's output
+    heads: frozenset[str] = frozenset()  # the pretraining net's heads, of HEADS
+    cached_decoding: bool = False  # new_caches() + forward(caches=): incremental decoding
+    attention_weights: bool = False  # output_attentions=True gives each layer's (issue 22)
+    head_mask: bool = False  # forward(head_mask=) masks attention heads (issue 22)
+
+    def __post_init__(self) -> None:
+        if unknown := sorted(set(self.heads) - set(HEADS)):
+            raise ValueError(f"heads {unknown} are unknown: use {list(HEADS)}")
+
+    @property
+    def logits(self) -> bool:
+        """Whether the pretraining net maps states to vocabulary scores with ``.logits``."""
+        return bool({"lm", "plm"} & self.heads)
+
 
 @dataclass(frozen=True)
 class HFLayout:
-    """How ``transformers`` lays out this architecture's checkpoints (config.json + weights)."""
+    """How ``transformers`` lays out this architecture's checkpoints (config.json + weights).
+
+    The fields are the name tables every architecture has; the methods are conversion hooks an
+    architecture overrides in a subclass in its own module where its checkpoints need more than
+    renaming (GPT-2's transposed Conv1D weights, T5's gated feed-forward names), so
+    ``lit_models/core/hf.py`` names no architecture."""
 
     model_type: str  # config.json "model_type"
     prefix: str  # the encoder's prefix inside transformers' task models, e.g. "bert."
@@ -29,41 +101,45 @@ class HFLayout:
     classes: Mapping[str, str]
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
-    optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
-    unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
-    #: regex of transformers' weight names stored [in, out], transposed to our Linear's [out, in]
-    #: (GPT-2's Conv1D); empty: none
-    transposed: str = ""
-    #: entries of ``names`` that depend on the net's config (T5's gated feed-forward)
-    config_names: Callable[[object], NameTable] = lambda config: {}
+    unsupported: Callable[[dict], str | None] = lambda config: None  # why we cannot convert it
     #: our multiple-choice head's modules -> those of transformers' ``*ForMultipleChoice``;
     #: None: ``classifier_names`` (the same head with one output)
     multiple_choice_names: Mapping[str, str] | None = None
-    #: config values a checkpoint's weight names imply beyond its config.json (T5: an lm_head of
-    #: its own unties the output layer, whatever transformers 5 wrote for tie_word_embeddings)
-    weights_config: Callable[[set[str]], dict] = lambda names: {}
 
+    def names_of(self, config) -> NameTable:
+        """The name table of a net of ``config`` (a hook: T5's depends on its feed-forward)."""
+        return self.names
 
-#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
-KINDS = ("encoder", "decoder", "encoder-decoder")
+    def optional(self) -> tuple[str, ...]:
+        """Prefixes of weights (transformers' names) a checkpoint may lack: kept as initialised."""
+        return ("pooler.", *self.head_prefixes)
+
+    def import_weight(self, name: str, tensor: Tensor) -> Tensor:
+        """Their tensor ``name`` as our module holds it (a hook: GPT-2 transposes Conv1D)."""
+        return tensor
+
+    def export_weight(self, name: str, tensor: Tensor) -> Tensor:
+        """Our tensor as their ``name`` holds it (the inverse of ``import_weight``)."""
+        return tensor
+
+    def weights_config(self, names: set[str]) -> dict:
+        """Config values the checkpoint's weight names imply beyond config.json (a hook)."""
+        return {}
 
 
 @dataclass(frozen=True)
 class Arch:
-    """An architecture: its nets, vocabulary, checkpoint layout and classification pooling."""
+    """An architecture: its nets, vocabulary, checkpoint layout, classification pooling and what
+    its nets can do."""
 
     name: str  # model presets' `arch`
     config: type  # dataclass whose field names are transformers' config.json keys
-    #: the backbone: encoder(config) -> output with last_hidden_state (and pooler_output); for an
-    #: encoder-decoder, encoder(config)(input_ids=, attention_mask=, decoder_input_ids=) gives the
-    #: decoder's last_hidden_state, as transformers' BartModel / T5Model
-    encoder: type
-    #: the backbone with its pretraining heads (.mlm_head, optionally .nsp_head; an
-    #: encoder-decoder's language-modelling head: .encode, .decode, .logits, .new_caches)
-    pretraining: type
+    encoder: type  # the backbone (module docstring)
+    pretraining: type  # the backbone with its pretraining heads
     tokenizer: TokenizerSpec  # family, special-token roles and templates of scratch vocabularies
     hf: HFLayout
+    capabilities: Capabilities = Capabilities()
     #: (config, num_labels, dropout) -> module mapping the encoder output to label scores;
     #: None where the architecture has no classification head here
     classification_head: Callable[..., nn.Module] | None = None
@@ -78,3 +154,56 @@ class Arch:
     #: the net of transformers' ``classes["mlm"]`` checkpoints where that is not ``pretraining``
     #: (ELECTRA's generator); None: ``pretraining`` loads them
     masked_lm: type | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {KINDS}")
+
+    @property
+    def encoder_decoder(self) -> bool:
+        """Whether the pretraining net encodes and decodes (``.encode``, ``.decode``)."""
+        return self.kind == "encoder-decoder"
+
+
+class Model(NamedTuple):
+    """A built net with its architecture and tokenizer: what ``build_net`` and ``from_hf``
+    return and task families, objectives and exports receive."""
+
+    arch: Arch
+    net: nn.Module
+    tokenizer: TextTokenizer
+
+
+#: every registered architecture, by its presets' ``arch``
+ARCHS: dict[str, Arch] = {}
+
+
+def register_arch(arch: Arch) -> Arch:
+    """Add ``arch`` to the registry under its (new) name; returns it."""
+    if arch.name in ARCHS:
+        raise ValueError(f"architecture {arch.name!r} is registered twice")
+    ARCHS[arch.name] = arch
+    return arch
+
+
+def get_arch(name: str) -> Arch:
+    if name not in ARCHS:
+        raise PlmbenchError(f"model.arch={name!r} is not implemented: use one of {list(ARCHS)}")
+    return ARCHS[name]
+
+
+def arch_of_model_type(model_type: str | None) -> Arch:
+    """The (first registered) architecture of a transformers config.json's ``model_type``."""
+    for arch in ARCHS.values():
+        if arch.hf.model_type == model_type:
+            return arch
+    known = [arch.hf.model_type for arch in ARCHS.values()]
+    raise PlmbenchError(
+        f"checkpoint has model_type {model_type!r}; plmbench imports {known}: point init_from at "
+        "a checkpoint of one of those"
+    )
+
+
+def archs_with(test: Callable[[Arch], bool]) -> list[str]:
+    """The names of the registered architectures ``test`` accepts (for error messages)."""
+    return sorted(arch.name for arch in ARCHS.values() if test(arch))

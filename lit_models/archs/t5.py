@@ -5,8 +5,10 @@ and v1.1's gated ``wi_0``/``wi_1``), span-corruption pretraining (``objective=sp
 and text-to-text fine-tuning: summarization (``summarize: ``) and GLUE with labels as words
 (``lit_models/families/text_to_text.py``). An encoder-decoder: no classification head."""
 
+from dataclasses import dataclass
+
 from datamodules.tokenization import TokenizerSpec
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.spec import Arch, Capabilities, HFLayout, NameTable
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration, T5Model
 
 #: SentencePiece's order in T5's vocabulary: <pad>=0 </s>=1 <unk>=2; the sentinels follow here
@@ -48,11 +50,19 @@ def _layer(side: str, sublayers: tuple[str, ...], gated: bool) -> dict[str, str 
     return names
 
 
-def layer_names(config: T5Config) -> dict[str, str | tuple[str, ...]]:
-    """Both stacks' layers, the feed-forward as the config has it (gated or not)."""
-    gated = config is not None and config.gated
-    return {**_layer("encoder", ("self", "ffn"), gated),
-            **_layer("decoder", ("self", "cross", "ffn"), gated)}
+@dataclass(frozen=True)
+class T5Layout(HFLayout):
+    """T5's checkpoints: the layers' names depend on the feed-forward (v1.0's ``wi``, v1.1's
+    gated ``wi_0``/``wi_1``), and an lm_head of their own unties the output layer, whatever
+    transformers 5 wrote for tie_word_embeddings."""
+
+    def names_of(self, config: T5Config) -> NameTable:
+        gated = config.gated
+        return {**self.names, **_layer("encoder", ("self", "ffn"), gated),
+                **_layer("decoder", ("self", "cross", "ffn"), gated)}
+
+    def weights_config(self, names: set[str]) -> dict:
+        return {"tie_word_embeddings": False} if "lm_head.weight" in names else {}
 
 
 def unsupported(config: dict) -> str | None:
@@ -70,7 +80,7 @@ ARCH = Arch(
     encoder=T5Model,
     pretraining=T5ForConditionalGeneration,
     tokenizer=TOKENIZER,
-    hf=HFLayout(
+    hf=T5Layout(
         model_type="t5",
         prefix="",  # T5Model and T5ForConditionalGeneration share every encoder-decoder name
         names={
@@ -90,9 +100,7 @@ ARCH = Arch(
         skipped=r"^(encoder|decoder)\.embed_tokens\.weight$",
         task_head_prefixes=("classification_head.", "qa_outputs."),
         unsupported=unsupported,
-        config_names=layer_names,
-        weights_config=lambda names: {"tie_word_embeddings": False} if "lm_head.weight" in names
-        else {},
     ),
+    capabilities=Capabilities(heads=frozenset({"lm"}), cached_decoding=True),
     kind="encoder-decoder",
 )

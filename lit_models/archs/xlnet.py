@@ -5,10 +5,20 @@ last token as its classification head. Pads may sit on either side: the encoder 
 row's last token from the attention mask, so right-padded batches score as transformers'
 left-padded ones."""
 
-from datamodules import tokenization
-from lit_models.archs.spec import Arch, HFLayout
+from datamodules.tokenization import TokenizerSpec
+from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.heads import SequenceSummaryClassifier
 from lit_models.nets.xlnet import XLNetConfig, XLNetLMHeadModel, XLNetModel
+
+#: SentencePiece pieces; <sep> and <cls> END a sequence, segment ids 0, 1 and 2 for <cls>, as
+#: XLNetTokenizer
+TOKENIZER = TokenizerSpec(
+    "unigram",
+    (("unk", "<unk>"), ("cls", "<cls>"), ("sep", "<sep>"), ("pad", "<pad>"), ("mask", "<mask>")),
+    single="$A sep cls:2",
+    pair="$A sep $B:1 sep:1 cls:2",
+    tokenizer_class="XLNetTokenizer",
+)
 
 
 def unsupported(hf_config: dict) -> str | None:
@@ -27,7 +37,7 @@ ARCH = Arch(
     config=XLNetConfig,
     encoder=XLNetModel,
     pretraining=XLNetLMHeadModel,
-    tokenizer=tokenization.XLNET,
+    tokenizer=TOKENIZER,
     hf=HFLayout(
         model_type="xlnet",
         prefix="transformer.",
@@ -53,5 +63,7 @@ ARCH = Arch(
                             "start_logits.", "end_logits.", "answer_class."),
         unsupported=unsupported,
     ),
+    # relative segment encodings (§2.5) read the token types; two-stream attention (§2.3)
+    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"plm"})),
     classification_head=SequenceSummaryClassifier,
 )

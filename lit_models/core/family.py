@@ -2,8 +2,9 @@
 ``instantiate``) and ``bench/run.py`` calls without knowing which family it is.
 
 A family is a DataModule + a LightningModule + what it writes besides metrics: it trains the
-scratch vocabulary on its own training text, builds both modules from the composed config, the
-net and its tokenizer, and after the run writes its predictions and exports.
+scratch vocabulary on its own training text, builds both modules from the composed config and the
+run's ``Model`` (architecture, net, tokenizer: ``lit_models/archs/spec.py``), and after the run
+writes its predictions and exports.
 """
 
 from collections.abc import Iterable, Mapping
@@ -14,8 +15,7 @@ from torch import nn
 
 from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import TextTokenizer
-from lit_models.archs import ARCHS, Arch
+from lit_models.archs import Arch, Model, archs_with
 from lit_models.archs.spec import KINDS
 
 
@@ -33,7 +33,7 @@ class TaskFamily:
     def check_arch(self, arch: Arch, task: Mapping) -> None:
         """Refuse, in one line, an architecture of a kind this family cannot train."""
         if arch.kind not in self.kinds:
-            fitting = sorted(a.name for a in ARCHS.values() if a.kind in self.kinds)
+            fitting = archs_with(lambda a: a.kind in self.kinds)
             raise PlmbenchError(
                 f"task {task['name']} trains {' or '.join(self.kinds)} models, and {arch.name} "
                 f"is of kind {arch.kind}; pick a preset of {fitting}"
@@ -43,8 +43,8 @@ class TaskFamily:
         """(a key identifying the text, the text) a scratch vocabulary is trained on."""
         raise NotImplementedError
 
-    def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer
-              ) -> tuple[L.LightningModule, PlmDataModule]:
+    def build(self, cfg: Mapping, model: Model) -> tuple[L.LightningModule, PlmDataModule]:
+        """(LightningModule, DataModule) of the task ``cfg["task"]`` over ``model``."""
         raise NotImplementedError
 
     def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
@@ -59,9 +59,10 @@ class TaskFamily:
         split -> file relative to ``run_dir``."""
         return {}
 
-    def export(self, module: L.LightningModule, tokenizer: TextTokenizer, run_dir: Path,
+    def export(self, module: L.LightningModule, model: Model, run_dir: Path,
                cfg: Mapping) -> None:
-        """Write what the run leaves besides its record (a trained model, ...)."""
+        """Write what the run leaves besides its record (a trained model, ...); ``model.net``
+        is the trained net."""
 
     def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
         """Metrics per eval split of a reference computed from the task's data alone, with no
@@ -117,10 +118,10 @@ class NotExported:
 
     model_name: str
 
-    def check_export(self, cfg: Mapping, net: nn.Module) -> None:
+    def check_export(self, cfg: Mapping, model: Model) -> None:
         if cfg["save_model"]:
             raise PlmbenchError(f"task {cfg['task']['name']}: transformers has no "
                                 f"{self.model_name} to export to; run without save_model=true")
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
+    def export(self, module, model, run_dir, cfg) -> None:
         """Nothing: ``check_export`` refused ``save_model=true``."""

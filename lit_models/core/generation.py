@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import Arch
 from lit_models.nets.attention import LayerCache
 
 #: the score of a continuation that must never be chosen (finite, so sums stay comparable)
@@ -147,13 +148,16 @@ def constrain_(scores: Tensor, sequences: Tensor, generated: int, cfg: Generatio
 
 
 @torch.no_grad()
-def generate(net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
+def generate(arch: Arch, net: nn.Module, input_ids: Tensor, attention_mask: Tensor | None,
              cfg: GenerationConfig) -> Tensor:
-    """Generated ids [B, T'] after the prompt (an encoder-decoder's decoder start token; a
-    decoder-only model's left-padded ``input_ids``), each row ending at its end token and padded
-    after it; T' is the longest row's length."""
+    """Generated ids [B, T'] by ``net``, an ``arch`` language model, after the prompt (an
+    encoder-decoder's decoder start token; a decoder-only model's left-padded ``input_ids``),
+    each row ending at its end token and padded after it; T' is the longest row's length."""
+    if cfg.use_cache and not arch.capabilities.cached_decoding:
+        raise PlmbenchError(f"{arch.name} decodes without a key/value cache; set use_cache: "
+                            "false in the task's generation settings")
     config = net.config
-    kind = Seq2SeqDecoding if hasattr(net, "encode") else CausalDecoding
+    kind = Seq2SeqDecoding if arch.encoder_decoder else CausalDecoding
     decoding = kind(net, input_ids, attention_mask, cfg.num_beams, cfg.use_cache)
     if cfg.num_beams == 1:
         out = greedy_search(decoding, cfg, config.eos_token_id, config.pad_token_id)

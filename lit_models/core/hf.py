@@ -4,10 +4,13 @@ A Hugging Face checkpoint directory holds ``config.json`` (its ``model_type`` na
 architecture, its keys are the fields of the architecture's config dataclass), weights in
 ``model.safetensors`` or ``pytorch_model.bin`` named after transformers' modules, and tokenizer
 files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
-``HFLayout.names`` table maps our module names to theirs; a tuple there is one of our tensors made
-of several of theirs (a fused qkv projection), concatenated along the output dimension on import
-and split on export. Tied copies (an MLM decoder tied to the token embeddings, Devlin et al. 2019
-§3.1) are skipped on import and not written on export, as transformers' ``save_pretrained`` does.
+``HFLayout.names`` table (``names_of`` a net's config) maps our module names to theirs; a tuple
+there is one of our tensors made of several of theirs (a fused qkv projection), concatenated
+along the output dimension on import and split on export; the layout's hooks convert what
+renaming cannot (``import_weight`` / ``export_weight``: GPT-2's transposed Conv1D weights), so
+nothing here names an architecture. Tied copies (an MLM decoder tied to the token embeddings,
+Devlin et al. 2019 §3.1) are skipped on import and not written on export, as transformers'
+``save_pretrained`` does.
 ``transformers`` itself is never imported here.
 """
 
@@ -24,24 +27,19 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokenizer
-from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
+from datamodules.tokenization import load_tokenizer, save_tokenizer
+from lit_models.archs import Arch, HFLayout, Model, arch_of_model_type
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
-def _encoder_attribute(layout: HFLayout) -> str:
-    """Where a pretraining net keeps its encoder: transformers' prefix ("bert." -> "bert")."""
-    return layout.prefix.rstrip(".")
-
-
-def hf_names(name: str, layout: HFLayout, config=None) -> tuple[str, ...]:
+def hf_names(name: str, layout: HFLayout, config) -> tuple[str, ...]:
     """transformers' name(s) of our parameter ``name``, relative to the encoder for encoder
-    weights (no "bert." prefix) and absolute for pretraining-head weights; ``config`` (the
-    net's) picks the layout's config-dependent names."""
-    names = {**layout.names, **layout.config_names(config)}
+    weights (no "bert." prefix) and absolute for pretraining-head weights, in the layout's
+    names for a net of ``config``."""
+    names = layout.names_of(config)
     name = name.removeprefix(layout.prefix)
     index = LAYER_INDEX.search(name)
     template = LAYER_INDEX.sub(".{i}.", name, count=1)
@@ -63,36 +61,27 @@ def hf_names(name: str, layout: HFLayout, config=None) -> tuple[str, ...]:
 def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tensor]:
     """Strip the task models' encoder prefix, drop buffers and tied copies, rename the
     ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow, and
-    transpose the weights the layout stores [in, out]."""
+    convert each tensor as the layout's ``import_weight`` says."""
     skipped = re.compile(layout.skipped)
     state = {}
     for key, tensor in hf_state.items():
         key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
         key = key.removeprefix(layout.prefix)
         if not skipped.search(key):
-            state[key] = _transposed(key, tensor, layout)
+            state[key] = layout.import_weight(key, tensor)
     return state
 
 
-def _transposed(hf_name: str, tensor: Tensor, layout: HFLayout) -> Tensor:
-    """``tensor`` with its two dims swapped where ``layout`` stores ``hf_name`` transposed."""
-    if layout.transposed and re.search(layout.transposed, hf_name):
-        return tensor.t().contiguous()
-    return tensor
-
-
-def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
-                       layout: HFLayout | None = None) -> None:
-    """Copy weights named as in transformers (with or without the encoder prefix) into ``net``
-    (its architecture's layout unless ``layout`` is given).
+def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLayout) -> None:
+    """Copy weights named as in transformers (with or without the encoder prefix) into ``net``,
+    a net of the architecture whose ``layout`` this is.
 
     The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
     them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
     them. Any other missing or leftover weight raises ``PlmbenchError`` naming it.
     """
-    layout = layout or arch_of_net(net).hf
     state = _canonical(hf_state, layout)
-    optional = ("pooler.", *layout.head_prefixes, *layout.optional)
+    optional = layout.optional()
     missing, mismatched = [], []
     with torch.no_grad():
         for name, param in net.named_parameters():  # tied parameters are listed once
@@ -176,13 +165,12 @@ def has_pretraining_heads(directory: str | Path) -> bool:
     return bool(heads & set(_architectures(Path(directory))))
 
 
-def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
-            ) -> tuple[nn.Module, TextTokenizer]:
+def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None = None) -> Model:
     """Load a transformers checkpoint directory as our encoder (``with_heads=False``; with a
     pooler only if the checkpoint has one) or our pretraining net (heads taken from the
     checkpoint when present, else freshly initialised; the architecture's ``masked_lm`` net for
-    a checkpoint of its transformers masked-LM class), plus its tokenizer. ``arch``: as in
-    ``read_config``."""
+    a checkpoint of its transformers masked-LM class), with its architecture and tokenizer.
+    ``arch``: as in ``read_config``."""
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     state = _read_weights(_weights_file(directory))
@@ -197,22 +185,22 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     else:
         net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
-    return net, load_tokenizer(directory)
+    return Model(arch, net, load_tokenizer(directory))
 
 
-def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
-    """``net``'s weights under transformers' names (fused tensors split back), as transformers'
-    encoder or pretraining model names them; ``prefix`` overrides the encoder's prefix (as inside
-    transformers' task models)."""
-    layout = arch_of_net(net).hf
-    if prefix is None:
-        prefix = layout.prefix if hasattr(net, _encoder_attribute(layout)) else ""
+def hf_state_dict(arch: Arch, net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
+    """``net``'s (a net of ``arch``) weights under transformers' names (fused tensors split
+    back), as transformers' encoder or pretraining model names them; ``prefix`` overrides the
+    encoder's prefix (as inside transformers' task models)."""
+    layout = arch.hf
+    if prefix is None:  # a pretraining net holds the encoder under transformers' prefix
+        prefix = "" if type(net) is arch.encoder else layout.prefix
     weights = {}
     for name, param in net.named_parameters():
         theirs = hf_names(name, layout, net.config)
         for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
             key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
-            weights[key] = _transposed(hf_name, part, layout).clone()
+            weights[key] = layout.export_weight(hf_name, part).clone()
     return weights
 
 
@@ -287,32 +275,32 @@ def _label_config(labels: list[str]) -> dict:
             "label2id": {name: i for i, name in enumerate(labels)}}
 
 
-def export_problem(net: nn.Module) -> str | None:
+def export_problem(arch: Arch, net: nn.Module) -> str | None:
     """Why ``net``'s configuration has no transformers counterpart (None: it has one)."""
-    return arch_of_net(net).hf.unsupported(asdict(net.config))
+    return arch.hf.unsupported(asdict(net.config))
 
 
-def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
+def hf_checkpoint(arch: Arch, net: nn.Module, head: nn.Module | None = None,
                   label_names: list[str] | None = None, task: str = "classifier"
                   ) -> tuple[dict, dict[str, Tensor]]:
-    """(config.json's contents, weights) of ``net`` in transformers' layout, as ``to_hf`` writes
-    them: its ``architectures`` name the transformers class that loads them."""
-    arch = arch_of_net(net)
+    """(config.json's contents, weights) of ``net`` (a net of ``arch``) in transformers' layout,
+    as ``to_hf`` writes them: its ``architectures`` name the transformers class that loads
+    them."""
     layout = arch.hf
-    reason = export_problem(net)
+    reason = export_problem(arch, net)
     if reason:
         raise PlmbenchError(f"cannot export {type(net).__name__} to transformers: {reason}")
     config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
     if head is None:
         kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
         class_name = layout.classes[kinds.get(type(net), "encoder")]
-        weights = hf_state_dict(net)
+        weights = hf_state_dict(arch, net)
     else:
         class_name = task_class(layout, task)
         if class_name is None:
             raise PlmbenchError(f"transformers has no {task} model of {layout.model_type}: "
                                 "run without save_model=true")
-        weights = hf_state_dict(net, prefix=layout.prefix)
+        weights = hf_state_dict(arch, net, prefix=layout.prefix)
         for ours, theirs in task_head_names(layout, task).items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
@@ -328,21 +316,21 @@ def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
 
 
 def to_hf(
-    net: nn.Module,
-    tokenizer: TextTokenizer,
+    model: Model,
     directory: str | Path,
     head: nn.Module | None = None,
     label_names: list[str] | None = None,
     task: str = "classifier",
 ) -> Path:
-    """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
-    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
+    """Write ``model`` (its net, an encoder or a pretraining net, and its tokenizer) as a
+    directory that ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
     "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
     for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``), for ``task="tagger"``
     its ``*ForTokenClassification`` (``head.classifier``; ``label_names``, the tags, are required),
     for ``task="multiple_choice"`` its ``*ForMultipleChoice`` (the multiple-choice head).
     The directory appears complete or not at all (written beside it, then renamed)."""
-    config, weights = hf_checkpoint(net, head, label_names, task)
+    arch, net, tokenizer = model
+    config, weights = hf_checkpoint(arch, net, head, label_names, task)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")

@@ -13,13 +13,11 @@ encoders), ``pooling``, ``normalize``, question/passage lengths, the encoding ba
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 import datasets
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import arch_of_net
-from lit_models.core.build import checkpoint_dir
+from datamodules.init_from import InitFrom
 from lit_models.core.hf import from_hf
 from retrieval.encoders import BiEncoder
 from retrieval.index import IndexSettings
@@ -46,23 +44,21 @@ def load_bi_encoder(spec: Mapping) -> BiEncoder:
     """The bi-encoder ``spec["encoder"]`` names, with ``spec``'s pooling and lengths."""
     settings = {k: spec[k] for k in ("pooling", "normalize", "max_question_length",
                                      "max_passage_length")}
-    where = spec["encoder"]
-    if not isinstance(where, str) or where.partition(":")[0] not in ("hf", "ckpt"):
-        raise PlmbenchError(f"dense encoder {where!r}: use hf:<dir> or ckpt:<bi-encoder run dir>")
-    directory = checkpoint_dir(where)
+    where = InitFrom.parse(spec["encoder"], "task.dense.encoder", pretrained=True)
+    directory = where.directory("task.dense.encoder")
     pair = [directory / QUESTION_ENCODER, directory / PASSAGE_ENCODER]
     if all(p.is_dir() for p in pair):
         trained = json.loads((directory / SETTINGS_FILE).read_text())
         if differ := {k: v for k, v in trained.items() if settings.get(k) != v}:
             fix = " ".join(f"task.dense.{k}={json.dumps(v)}" for k, v in differ.items())
             raise PlmbenchError(f"dense encoder {where} was trained with {differ}; set {fix}")
-        (question, tokenizer), (passage, _) = (from_hf(p) for p in pair)
-        return BiEncoder(question, tokenizer, passage, **settings)
-    net, tokenizer = from_hf(Path(directory))
-    if arch_of_net(net).kind != "encoder":
-        raise PlmbenchError(f"dense encoder {where} is a {arch_of_net(net).name} checkpoint; "
+        question, passage = (from_hf(p) for p in pair)
+        return BiEncoder(question, passage.net, **settings)
+    model = from_hf(directory)
+    if model.arch.kind != "encoder":
+        raise PlmbenchError(f"dense encoder {where} is a {model.arch.name} checkpoint; "
                             "point it at an encoder's (BERT, RoBERTa, MiniLM ...)")
-    return BiEncoder(net, tokenizer, **settings)
+    return BiEncoder(model, **settings)
 
 
 def build_retriever(task: Mapping, corpus: datasets.Dataset, cfg: Mapping,
@@ -82,7 +78,6 @@ def build_retriever(task: Mapping, corpus: datasets.Dataset, cfg: Mapping,
                           "enable_progress_bar": cfg["trainer"].get("enable_progress_bar", True)}}
     encoder = load_bi_encoder(dense)
     if separate and encoder.shared:
-        encoder = BiEncoder.separate(encoder.question_encoder, encoder.tokenizer,
-                                     **encoder.settings())
+        encoder = BiEncoder.separate(encoder.models()[0], **encoder.settings())
     return dense_retriever(corpus, encoder, IndexSettings(**index), encode, cache=cache,
                            mmap=mmap)

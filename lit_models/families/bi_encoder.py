@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 
 from datamodules.dpr import BiEncoderDataModule
+from datamodules.init_from import EXPORT_DIR
 from datamodules.squad import vocabulary_corpus
-from lit_models.core.build import EXPORT_DIR
+from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
 from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
@@ -111,13 +112,13 @@ class BiEncoderTraining(TaskFamily):
     def vocabulary_corpus(self, task):
         return vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
         spec = task["bi_encoder"]
         settings = {k: spec[k] for k in ("pooling", "normalize", "max_question_length",
                                          "max_passage_length")}
-        encoder = BiEncoder(net, tokenizer, **settings) if spec["shared"] \
-            else BiEncoder.separate(net, tokenizer, **settings)
+        encoder = BiEncoder(model, **settings) if spec["shared"] \
+            else BiEncoder.separate(model, **settings)
         words = task["passage_words"]
         pairs = ict_pairs if task.get("pairs", "dpr") == "ict" else dpr_triples
         dm = BiEncoderDataModule(task, partial(collate, encoder=encoder),
@@ -128,14 +129,15 @@ class BiEncoderTraining(TaskFamily):
                               task["eval_batch_size"], cfg["optim"], task["metrics"])
         return module, dm
 
-    def export(self, module: LitBiEncoder, tokenizer, run_dir, cfg) -> None:
+    def export(self, module: LitBiEncoder, model: Model, run_dir, cfg) -> None:
         if cfg["save_model"]:
-            save_bi_encoder(module.encoder, tokenizer, run_dir / EXPORT_DIR)
+            save_bi_encoder(module.encoder, run_dir / EXPORT_DIR)
 
 
-def save_bi_encoder(encoder: BiEncoder, tokenizer, directory: Path) -> None:
+def save_bi_encoder(encoder: BiEncoder, directory: Path) -> None:
     """``directory``/question_encoder and passage_encoder (Hugging Face layout) and the pooling
     and lengths they were trained with, as ``task.dense.encoder=ckpt:<run dir>`` reads them."""
-    to_hf(encoder.question_encoder, tokenizer, directory / QUESTION_ENCODER)
-    to_hf(encoder.passage_encoder, tokenizer, directory / PASSAGE_ENCODER)
+    question, passage = encoder.models()
+    to_hf(question, directory / QUESTION_ENCODER)
+    to_hf(passage, directory / PASSAGE_ENCODER)
     (directory / SETTINGS_FILE).write_text(json.dumps(encoder.settings()))

@@ -22,7 +22,7 @@ from torch import nn
 
 from datamodules.candidates import CandidateDataModule
 from datamodules.predictions import write_jsonl
-from lit_models.archs import arch_of_net
+from lit_models.archs import Capabilities, Model
 from lit_models.core.family import NotExported
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.metrics import Metrics, build_metrics
@@ -61,9 +61,9 @@ SCORERS = {"multirc": ("answer_options", score_multirc), "record": ("entities", 
 class LitCandidates(LitClassifier):
     """The two-label classifier over candidates, evaluated by question (``SCORERS``)."""
 
-    def __init__(self, encoder, head, task_format: str, eval_splits: Sequence[str],
-                 optim: Mapping, metrics: Sequence[str]) -> None:
-        super().__init__(encoder, head, 2, (), eval_splits, optim)
+    def __init__(self, encoder, capabilities: Capabilities, head, task_format: str,
+                 eval_splits: Sequence[str], optim: Mapping, metrics: Sequence[str]) -> None:
+        super().__init__(encoder, capabilities, head, 2, (), eval_splits, optim)
         kind, self.score = SCORERS[task_format]
         self.scorer = build_metrics(metrics, kind)
         #: per eval split, (candidate index, p(right)) of the last evaluation
@@ -97,14 +97,14 @@ class CandidateScoring(NotExported, Classification):
     datamodule = CandidateDataModule
     model_name = "candidate-scoring model"
 
-    def head(self, cfg, net) -> nn.Module:
+    def head(self, cfg, model: Model) -> nn.Module:
         """The architecture's classification head with two labels (wrong, right)."""
-        return arch_of_net(net).classification_head(net.config, 2,
-                                                    cfg["task"]["classifier_dropout"])
+        return model.arch.classification_head(model.net.config, 2,
+                                              cfg["task"]["classifier_dropout"])
 
-    def module(self, cfg, net, head, dm) -> LitCandidates:
-        return LitCandidates(net, head, cfg["task"]["format"], dm.eval_split_names,
-                             cfg["optim"], cfg["task"]["metrics"])
+    def module(self, cfg, model: Model, head, dm) -> LitCandidates:
+        return LitCandidates(model.net, model.arch.capabilities, head, cfg["task"]["format"],
+                             dm.eval_split_names, cfg["optim"], cfg["task"]["metrics"])
 
 
     def baseline(self, task) -> None:

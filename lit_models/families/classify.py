@@ -7,7 +7,6 @@ module, GLUE-format prediction files for tasks without a training split, and the
 fine-tuned model with ``save_model``.
 """
 
-import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from torch import nn
 from datamodules import glue
 from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import write_predictions
-from datamodules.tokenization import TextTokenizer
-from lit_models.archs import arch_of_net
-from lit_models.core.build import EXPORT_DIR, checkpoint_dir
+from lit_models.archs import Capabilities, Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import load_head, to_hf
 from lit_models.core.module import PlmModule
@@ -38,6 +36,7 @@ class LitClassifier(PlmModule):
     def __init__(
         self,
         encoder: nn.Module,
+        capabilities: Capabilities,
         head: nn.Module,
         num_labels: int,
         metrics: Sequence[str],
@@ -51,11 +50,10 @@ class LitClassifier(PlmModule):
         self.num_labels = num_labels
         self.eval_splits = list(eval_splits)
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
-        self.global_attention = "global_attention_mask" in inspect.signature(
-            encoder.forward).parameters
+        self.global_attention = capabilities.global_attention
         #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
         #: types of a one-segment vocabulary as extra token embeddings
-        self.segments = hasattr(encoder.config, "type_vocab_size")
+        self.segments = capabilities.token_types
         self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
         #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
         self.register_buffer("class_weights", None if class_weights is None
@@ -132,32 +130,33 @@ class Classification(TaskFamily):
             raise no_training_split(task)
         return self.datamodule.vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
-        self.check_export(cfg, net)
-        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
-        return self.module(cfg, net, self.head(cfg, net), dm), dm
+        check_max_length(task, model.net)
+        self.check_export(cfg, model)
+        dm = self.datamodule(task, model.tokenizer, seed=cfg["seed"])
+        return self.module(cfg, model, self.head(cfg, model), dm), dm
 
-    def check_export(self, cfg, net) -> None:
+    def check_export(self, cfg, model: Model) -> None:
         """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
 
-    def head(self, cfg, net) -> nn.Module:
+    def head(self, cfg, model: Model) -> nn.Module:
         """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
         is one with as many labels."""
-        task = cfg["task"]
-        arch = arch_of_net(net)
+        task, (arch, net, _) = cfg["task"], model
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_head(
-            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
+        init_from = InitFrom.parse(cfg["init_from"])
+        fine_tuned = not init_from.scratch and load_head(head, init_from.directory(),
+                                                         arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         return head
 
-    def module(self, cfg, net, head: nn.Module, dm) -> LitClassifier:
+    def module(self, cfg, model: Model, head: nn.Module, dm) -> LitClassifier:
         task = cfg["task"]
-        return LitClassifier(net, head, task["num_labels"], task["metrics"], dm.eval_split_names,
-                             cfg["optim"], self.class_weights(task))
+        return LitClassifier(model.net, model.arch.capabilities, head, task["num_labels"],
+                             task["metrics"], dm.eval_split_names, cfg["optim"],
+                             self.class_weights(task))
 
     def class_weights(self, task) -> list[float] | None:
         """The cross-entropy's weight of each class; None: all 1."""
@@ -195,7 +194,6 @@ class Classification(TaskFamily):
             metrics[split] = computed.compute()
         return metrics
 
-    def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:
+    def export(self, module, model: Model, run_dir: Path, cfg) -> None:
         if cfg["save_model"]:
-            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.head,
-                  list(cfg["task"]["label_names"]))
+            to_hf(model, run_dir / EXPORT_DIR, module.head, list(cfg["task"]["label_names"]))

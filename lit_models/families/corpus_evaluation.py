@@ -22,9 +22,10 @@ from collections.abc import Mapping
 
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.tokenization import load_tokenizer
 from datamodules.vocabulary_stats import subtokens_per_word, vocabulary, vocabulary_overlap
-from lit_models.core.build import checkpoint_dir
+from lit_models.archs import Model
 from lit_models.core.family import check_max_length
 from lit_models.core.hf import has_pretraining_heads
 from lit_models.families.pretrain import (
@@ -59,22 +60,21 @@ class CorpusEvaluation(Pretraining):
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(corpus_task(task, task["splits"]["eval"][0]))
 
-    def build(self, cfg, net, tokenizer):
-        task = cfg["task"]
+    def build(self, cfg, model: Model):
+        task, tokenizer = cfg["task"], model.tokenizer
         if task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} only evaluates; set its splits.train to null")
-        check_max_length(task, net)
-        objective = build_objective(cfg["objective"], net, tokenizer)
+        check_max_length(task, model.net)
+        objective = build_objective(cfg["objective"], model)
         self.corpora = {name: corpus_task(task, name) for name in task["splits"]["eval"]}
         datamodules = {name: pretraining_datamodule(corpus, tokenizer, objective, cfg["seed"])
                        for name, corpus in self.corpora.items()}
         dm = pretrain.HeldOutCorpora(task, datamodules, objective.collator(tokenizer, cfg["seed"]),
                                      cfg["seed"])
         self.tokenizer = tokenizer
-        init_from = cfg["init_from"]
-        self.scores_heads = init_from == "scratch" or has_pretraining_heads(
-            checkpoint_dir(init_from))
-        return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
+        init_from = InitFrom.parse(cfg["init_from"])
+        self.scores_heads = init_from.scratch or has_pretraining_heads(init_from.directory())
+        return LitPretrain(model.net, objective, cfg["optim"], dm.eval_split_names), dm
 
     def predict(self, trainer, module, dm, run_dir, cfg) -> dict[str, str]:
         if self.scores_heads:
@@ -90,9 +90,11 @@ class CorpusEvaluation(Pretraining):
         module.last_metrics["vocabulary"] = {"size": len(vocabulary(self.tokenizer))}
         reference = cfg["task"].get("vocabulary_reference")
         if reference:
-            other = load_tokenizer(checkpoint_dir(reference))
+            other = load_tokenizer(InitFrom.parse(
+                reference, "task.vocabulary_reference", pretrained=True).directory(
+                "task.vocabulary_reference"))
             module.last_metrics["vocabulary"]["overlap"] = vocabulary_overlap(self.tokenizer, other)
         return {}
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
+    def export(self, module, model, run_dir, cfg) -> None:
         """Nothing was trained: the checkpoint is where it was."""

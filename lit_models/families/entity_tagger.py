@@ -13,7 +13,6 @@ end. ``find_batch`` tags ``batch_size`` texts per forward pass.
 """
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import regex
 import torch
@@ -22,8 +21,8 @@ from torch import nn
 
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.tagging import PAD_VALUES, encode_words
-from lit_models.core.build import checkpoint_dir
 from lit_models.core.hf import TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.tagging import LitTagger
 from lit_models.objectives.salient_span import WORD, Span
@@ -45,17 +44,17 @@ class TaggerEntities:
     tasks' 128)."""
 
     def __init__(self, checkpoint: str, batch_size: int = 64, max_length: int = 128) -> None:
-        kind, _, where = checkpoint.partition(":")
-        if kind not in ("ckpt", "hf") or not Path(where).expanduser().is_dir():
+        init = InitFrom.parse(checkpoint, "entities checkpoint", pretrained=True)
+        if not init.path.is_dir():
             raise PlmbenchError(f"entities checkpoint={checkpoint!r} is no directory; pass "
                                 f"ckpt:<run dir> or hf:<dir> of a tagger ({TRAIN_ONE})")
-        directory = checkpoint_dir(checkpoint)
+        directory = init.directory("entities checkpoint")
         labels = task_labels(directory, "tagger") if (directory / "config.json").is_file() \
             else None
         if not labels:
             raise PlmbenchError(f"entities checkpoint={checkpoint} is not a tagging export (no "
                                 f"*ForTokenClassification in {directory}); {TRAIN_ONE}")
-        encoder, tokenizer = from_hf(directory)
+        _, encoder, tokenizer = from_hf(directory)
         self.tagger = LitTagger(encoder, labels, (), 0.0, {}).eval()
         load_head(nn.ModuleDict({"classifier": self.tagger.classifier}), directory,
                   TAGGER_HEAD_NAMES)

@@ -9,12 +9,10 @@ v2.0 scripts do (``lit_models.metrics.squad``) and writes ``<run dir>/prediction
 ({question id: answer}) and, for v2.0, ``<split>.null_odds.json`` ({question id: null odds}),
 which the official scripts read as they are. ``save_model=true`` exports the reader as the
 architecture's ``*ForQuestionAnswering``, and ``init_from`` of such a checkpoint keeps its span
-head. An encoder whose forward takes a
-``global_attention_mask`` (Longformer, Beltagy et al. 2020, §3.1 and §6.1) gets global attention
-on the question tokens.
+head. An encoder with global attention (Longformer, Beltagy et al. 2020, §3.1 and §6.1: its
+``Capabilities.global_attention``) gets it on the question tokens.
 """
 
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 
@@ -25,8 +23,9 @@ from torch import nn
 from datamodules import squad
 from datamodules.collate import encoder_inputs
 from datamodules.files import atomic_write_text
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import PREDICTIONS_DIR
-from lit_models.core.build import EXPORT_DIR, checkpoint_dir
+from lit_models.archs import Capabilities, Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.core.module import PlmModule
@@ -36,8 +35,9 @@ from lit_models.metrics.squad import abstain
 
 
 class LitExtractiveQA(PlmModule):
-    def __init__(self, encoder: nn.Module, eval_splits: Sequence[str], decoding: Mapping,
-                 version_2: bool, optim: Mapping, metrics: Sequence[str] = ()) -> None:
+    def __init__(self, encoder: nn.Module, capabilities: Capabilities,
+                 eval_splits: Sequence[str], decoding: Mapping, version_2: bool, optim: Mapping,
+                 metrics: Sequence[str] = ()) -> None:
         """``metrics``: the task's, which ``evaluate`` computes (none: a subclass scores
         otherwise)."""
         super().__init__(optim, encoder.config.num_hidden_layers)
@@ -49,8 +49,7 @@ class LitExtractiveQA(PlmModule):
         self.decoding = dict(decoding)
         self.version_2 = version_2
         self.metrics = build_metrics(metrics, "answers_with_null_odds" if version_2 else "answers")
-        self.global_attention = "global_attention_mask" in inspect.signature(
-            encoder.forward).parameters
+        self.global_attention = capabilities.global_attention
         #: per eval split, (window index, [2, length] start/end logits) of the last evaluation
         self.logits: list[list[tuple[int, torch.Tensor]]] = [[] for _ in self.eval_splits]
 
@@ -134,19 +133,21 @@ class ExtractiveQA(TaskFamily):
     def vocabulary_corpus(self, task):
         return squad.vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
-        dm = squad.SquadDataModule(task, tokenizer, seed=cfg["seed"])
+        check_max_length(task, model.net)
+        dm = squad.SquadDataModule(task, model.tokenizer, seed=cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
-        module = LitExtractiveQA(net, dm.eval_split_names, decoding,
-                                 task["version_2_with_negative"], cfg["optim"], task["metrics"])
-        if cfg["init_from"] != "scratch":  # a fine-tuned reader keeps its span head
-            load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}),
-                      checkpoint_dir(cfg["init_from"]), QA_HEAD_NAMES)
+        module = LitExtractiveQA(model.net, model.arch.capabilities, dm.eval_split_names,
+                                 decoding, task["version_2_with_negative"], cfg["optim"],
+                                 task["metrics"])
+        init_from = InitFrom.parse(cfg["init_from"])
+        if not init_from.scratch:  # a fine-tuned reader keeps its span head
+            load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}), init_from.directory(),
+                      QA_HEAD_NAMES)
         return module, dm
 
-    def export(self, module, tokenizer, run_dir, cfg):
+    def export(self, module, model: Model, run_dir, cfg):
         """``save_model=true``: the reader as the architecture's ``*ForQuestionAnswering``."""
         if cfg["save_model"]:
-            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module, task="qa")
+            to_hf(model, run_dir / EXPORT_DIR, module, task="qa")

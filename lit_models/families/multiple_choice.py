@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.multiple_choice import MultipleChoiceDataModule
-from lit_models.archs import arch_of_net
-from lit_models.core.build import EXPORT_DIR, checkpoint_dir
+from lit_models.archs import Model
 from lit_models.core.hf import has_task_head, load_head, task_class, task_head_names, to_hf
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.nets.heads import PooledClassifier
@@ -38,10 +38,10 @@ class LitMultipleChoice(LitClassifier):
         return super().forward(batch).view(-1, self.num_labels)
 
 
-def multiple_choice_head(net: nn.Module, dropout: float) -> nn.Module:
-    """The architecture's multiple-choice head (one score per sequence) over ``net``, which gets
-    a pooler if the head reads one and ``net`` was saved without it."""
-    arch = arch_of_net(net)
+def multiple_choice_head(model: Model, dropout: float) -> nn.Module:
+    """The architecture's multiple-choice head (one score per sequence) over ``model.net``, which
+    gets a pooler if the head reads one and the net was saved without it."""
+    arch, net, _ = model
     build = arch.multiple_choice_head or arch.classification_head
     head = build(net.config, 1, dropout)
     if isinstance(head, PooledClassifier):
@@ -55,28 +55,29 @@ class MultipleChoice(Classification):
     kinds = ("encoder",)
     datamodule = MultipleChoiceDataModule
 
-    def check_export(self, cfg, net) -> None:
-        layout = arch_of_net(net).hf
+    def check_export(self, cfg, model: Model) -> None:
+        layout = model.arch.hf
         if cfg["save_model"] and task_class(layout, TASK) is None:
             raise PlmbenchError(f"transformers has no multiple-choice model of "
                                 f"{layout.model_type}, so save_model=true cannot export one; "
                                 "run without it")
 
-    def head(self, cfg, net) -> nn.Module:
+    def head(self, cfg, model: Model) -> nn.Module:
         """The multiple-choice head; a fine-tuned multiple-choice checkpoint's (``init_from``)."""
-        head = multiple_choice_head(net, cfg["task"]["classifier_dropout"])
-        if cfg["init_from"] != "scratch":
-            directory = checkpoint_dir(cfg["init_from"])
+        head = multiple_choice_head(model, cfg["task"]["classifier_dropout"])
+        init_from = InitFrom.parse(cfg["init_from"])
+        if not init_from.scratch:
+            directory = init_from.directory()
             if has_task_head(directory, TASK):
-                load_head(head, directory, task_head_names(arch_of_net(net).hf, TASK))
+                load_head(head, directory, task_head_names(model.arch.hf, TASK))
         return head
 
-    def module(self, cfg, net, head, dm) -> LitMultipleChoice:
+    def module(self, cfg, model: Model, head, dm) -> LitMultipleChoice:
         task = cfg["task"]
-        return LitMultipleChoice(net, head, task["num_labels"], task["metrics"],
-                                 dm.eval_split_names, cfg["optim"])
+        return LitMultipleChoice(model.net, model.arch.capabilities, head, task["num_labels"],
+                                 task["metrics"], dm.eval_split_names, cfg["optim"])
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
+    def export(self, module, model: Model, run_dir, cfg) -> None:
         """``save_model=true``: the architecture's ``*ForMultipleChoice``."""
         if cfg["save_model"]:
-            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.head, task=TASK)
+            to_hf(model, run_dir / EXPORT_DIR, module.head, task=TASK)

@@ -17,10 +17,11 @@ from torchmetrics import MeanMetric
 
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import EXPORT_DIR
 from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.archs.spec import KINDS
-from lit_models.core.build import EXPORT_DIR
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import export_problem, to_hf
 from lit_models.core.module import PlmModule
@@ -84,8 +85,9 @@ def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
     )
 
 
-def build_objective(config: Mapping, net, tokenizer: TextTokenizer) -> PretrainingObjective:
-    """The objective a ``conf/objective`` YAML names, checked against the net and tokenizer."""
+def build_objective(config: Mapping, model: Model) -> PretrainingObjective:
+    """The objective a ``conf/objective`` YAML names, checked against the model's architecture
+    and tokenizer."""
     try:
         objective = hydra.utils.instantiate(config)
     except Exception as err:
@@ -96,7 +98,7 @@ def build_objective(config: Mapping, net, tokenizer: TextTokenizer) -> Pretraini
             f"objective {config.get('name')}: cannot be built ({cause}); check "
             "its YAML's _target_ and fields"
         ) from None
-    objective.check(net, tokenizer)
+    objective.check(model)
     return objective
 
 
@@ -109,16 +111,16 @@ class Pretraining(TaskFamily):
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
-        objective = build_objective(cfg["objective"], net, tokenizer)
-        dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
-        return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
+        check_max_length(task, model.net)
+        objective = build_objective(cfg["objective"], model)
+        dm = pretraining_datamodule(task, model.tokenizer, objective, cfg["seed"])
+        return LitPretrain(model.net, objective, cfg["optim"], dm.eval_split_names), dm
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
-        reason = export_problem(module.net)
+    def export(self, module, model: Model, run_dir, cfg) -> None:
+        reason = export_problem(model.arch, model.net)
         if reason:  # the run's metrics stand; only the export has no layout to go to
             log.warning("%s: pretrained net not exported: %s", run_dir, reason)
             return
-        to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
+        to_hf(model, run_dir / EXPORT_DIR)

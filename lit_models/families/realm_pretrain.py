@@ -54,9 +54,10 @@ from datamodules.collate import (
     pad_collate,
 )
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import EXPORT_DIR
 from datamodules.realm_pretrain import MaskedSentencesDataModule
 from datamodules.tokenization import TextTokenizer
-from lit_models.core.build import EXPORT_DIR
+from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
@@ -256,10 +257,10 @@ class RealmPretraining(TaskFamily):
         corpus = build_corpus_of(task)
         return json.dumps(["realm", corpus_fingerprint(corpus)]), iter(corpus["text"])
 
-    def build(self, cfg, net, tokenizer):
-        task = cfg["task"]
+    def build(self, cfg, model: Model):
+        task, (_, net, tokenizer) = cfg["task"], model
         check_max_length(task, net)
-        objective = build_objective(cfg["objective"], net, tokenizer)
+        objective = build_objective(cfg["objective"], model)
         if not isinstance(objective, SalientSpanMasking) or objective.fallback != "drop":
             raise PlmbenchError(f"task {task['name']} masks one salient span per sentence "
                                 "(REALM §3.4); add objective=ssm (with objective.fallback=drop)")
@@ -287,9 +288,8 @@ class RealmPretraining(TaskFamily):
                                   dm.eval_split_names)
         return module, dm
 
-    def export(self, module: LitRealmPretrain, tokenizer, run_dir, cfg) -> None:
+    def export(self, module: LitRealmPretrain, model: Model, run_dir, cfg) -> None:
         """The knowledge-augmented encoder as ``<run dir>/model`` and the retriever's question
         and passage encoders beside it (``lit_models.core.retrievers``' layout)."""
-        to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
-        encoder = module.bi_encoder
-        save_bi_encoder(encoder, encoder.tokenizer, run_dir / EXPORT_DIR)
+        to_hf(model, run_dir / EXPORT_DIR)
+        save_bi_encoder(module.bi_encoder, run_dir / EXPORT_DIR)

@@ -27,9 +27,9 @@ from torchmetrics import MeanMetric
 from datamodules import summarization
 from datamodules.collate import at_positions, label_positions
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import EXPORT_DIR
 from datamodules.predictions import write_jsonl
-from datamodules.tokenization import TextTokenizer
-from lit_models.core.build import EXPORT_DIR
+from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.core.hf import to_hf
@@ -54,11 +54,12 @@ class LitSeq2Seq(PlmModule):
     """``scorer(split)`` makes the metrics of an eval split (``lit_models.metrics.Metrics``):
     ``update(references, texts=generations)``, ``compute()`` -> {name: value}."""
 
-    def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
-                 eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
-                 optim: Mapping, scorer: Callable[[str], nn.Module]) -> None:
-        super().__init__(optim, net.config.num_hidden_layers)
-        self.net, self.tokenizer, self.generation = net, tokenizer, generation
+    def __init__(self, model: Model, generation: GenerationConfig, eval_splits: Sequence[str],
+                 texts: Mapping[str, Mapping[str, list[str]]], optim: Mapping,
+                 scorer: Callable[[str], nn.Module]) -> None:
+        super().__init__(optim, model.net.config.num_hidden_layers)
+        self.arch, self.net, self.tokenizer = model
+        self.generation = generation
         self.eval_splits = list(eval_splits)
         self.texts = texts  # the DataModule's raw id / source / reference per eval split
         # scored at the epoch's end from every process's generations: no sync of their own
@@ -89,8 +90,8 @@ class LitSeq2Seq(PlmModule):
         """(generated ids, their decoded texts) of a batch; a decoder-only model continues its
         left-padded sources (prompts)."""
         prompt = batch.get("prompt_ids", batch["input_ids"])
-        ids = generate(self.net, prompt, batch.get("prompt_mask", batch.get("attention_mask")),
-                       self.generation)
+        mask = batch.get("prompt_mask", batch.get("attention_mask"))
+        ids = generate(self.arch, self.net, prompt, mask, self.generation)
         texts = self.tokenizer.backend.decode_batch(ids.tolist(), skip_special_tokens=True)
         return ids, [text.strip() for text in texts]
 
@@ -152,14 +153,14 @@ class Seq2Seq(TaskFamily):
                                 "(splits.train)")
         return summarization.vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
         generation = GenerationConfig(**task["generation"])
-        check_lengths(task, net, generation)
+        check_lengths(task, model, generation)
         dm = summarization.SummarizationDataModule(
-            task, tokenizer, decoder_start(net), cfg["seed"])
-        module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"], lambda split: build_metrics(task["metrics"], "texts"))
+            task, model.tokenizer, decoder_start(model), cfg["seed"])
+        module = LitSeq2Seq(model, generation, dm.eval_split_names, dm.texts, cfg["optim"],
+                            lambda split: build_metrics(task["metrics"], "texts"))
         return module, dm
 
     def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:
@@ -167,21 +168,21 @@ class Seq2Seq(TaskFamily):
                            .relative_to(run_dir))
                 for split in module.eval_splits if module.generations.get(split)}
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
+    def export(self, module, model: Model, run_dir, cfg) -> None:
         if cfg["save_model"]:
-            to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)
+            to_hf(model, run_dir / EXPORT_DIR)
 
 
-def decoder_start(net: nn.Module) -> int | None:
+def decoder_start(model: Model) -> int | None:
     """An encoder-decoder's decoder start token; None for a decoder-only model."""
-    return net.config.decoder_start_token_id if hasattr(net, "encode") else None
+    return model.net.config.decoder_start_token_id if model.arch.encoder_decoder else None
 
 
-def check_lengths(task: Mapping, net: nn.Module, generation: GenerationConfig) -> None:
+def check_lengths(task: Mapping, model: Model, generation: GenerationConfig) -> None:
     """Sources and targets fit the model's positions (a decoder-only model's, one after the
     other, the generated tokens after the longest source)."""
-    limit = net.config.max_length
-    if decoder_start(net) is None:
+    limit = model.net.config.max_length
+    if not model.arch.encoder_decoder:
         total = task["source_max_length"] + max(task["target_max_length"],
                                                 generation.max_new_tokens)
         if total > limit:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import torch
 
 from datamodules.spans import SpanPairDataModule
+from lit_models.archs import Model
 from lit_models.core.family import NotExported
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.nets.heads import SpanPairClassifier
@@ -30,12 +31,12 @@ class SpanClassification(NotExported, Classification):
     datamodule = SpanPairDataModule
     model_name = "span-pair classifier"
 
-    def head(self, cfg, net) -> SpanPairClassifier:
+    def head(self, cfg, model: Model) -> SpanPairClassifier:
         task = cfg["task"]
-        return SpanPairClassifier(net.config, task["num_labels"], task["classifier_dropout"],
-                                  task["with_pooled"])
+        return SpanPairClassifier(model.net.config, task["num_labels"],
+                                  task["classifier_dropout"], task["with_pooled"])
 
-    def module(self, cfg, net, head, dm) -> LitSpanClassifier:
+    def module(self, cfg, model: Model, head, dm) -> LitSpanClassifier:
         task = cfg["task"]
-        return LitSpanClassifier(net, head, task["num_labels"], task["metrics"],
-                                 dm.eval_split_names, cfg["optim"])
+        return LitSpanClassifier(model.net, model.arch.capabilities, head, task["num_labels"],
+                                 task["metrics"], dm.eval_split_names, cfg["optim"])

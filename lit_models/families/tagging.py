@@ -21,8 +21,9 @@ from torch import nn
 
 from datamodules import tagging
 from datamodules.collate import IGNORE_INDEX, encoder_inputs
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import write_jsonl
-from lit_models.core.build import EXPORT_DIR, checkpoint_dir
+from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
 from lit_models.core.module import PlmModule
@@ -103,21 +104,21 @@ class Tagging(TaskFamily):
     def vocabulary_corpus(self, task):
         return tagging.vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
-        dm = tagging.TaggingDataModule(task, tokenizer, seed=cfg["seed"])
-        module = LitTagger(net, task["label_names"], dm.eval_split_names,
+        check_max_length(task, model.net)
+        dm = tagging.TaggingDataModule(task, model.tokenizer, seed=cfg["seed"])
+        module = LitTagger(model.net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"], task["metrics"])
-        if cfg["init_from"] != "scratch":  # a tagger of the same tags keeps its head
-            directory = checkpoint_dir(cfg["init_from"])
+        init_from = InitFrom.parse(cfg["init_from"])
+        if not init_from.scratch:  # a tagger of the same tags keeps its head
+            directory = init_from.directory()
             if task_labels(directory, "tagger") == module.label_names:
                 load_head(nn.ModuleDict({"classifier": module.classifier}), directory,
                           TAGGER_HEAD_NAMES)
         return module, dm
 
-    def export(self, module, tokenizer, run_dir, cfg):
+    def export(self, module, model: Model, run_dir, cfg):
         """``save_model=true``: the tagger as the architecture's ``*ForTokenClassification``."""
         if cfg["save_model"]:
-            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module, module.label_names,
-                  task="tagger")
+            to_hf(model, run_dir / EXPORT_DIR, module, module.label_names, task="tagger")

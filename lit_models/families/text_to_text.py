@@ -23,7 +23,6 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from torch import nn
 from torchmetrics import MeanMetric, Metric
 
 from datamodules import glue_text
@@ -32,6 +31,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.mixture import MixtureDataModule
 from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
@@ -114,14 +114,14 @@ class TextToText(Seq2Seq):
                                 "dir> of an MNLI run saved with save_model=true)")
         return glue_text.vocabulary_corpus(task)
 
-    def build(self, cfg, net: nn.Module, tokenizer: TextTokenizer):
-        task = text_task(cfg["task"], tokenizer)
+    def build(self, cfg, model: Model):
+        task = text_task(cfg["task"], model.tokenizer)
         generation = GenerationConfig(max_new_tokens=task["target_max_length"])  # greedy
-        check_lengths(task, net, generation)
-        dm = glue_text.GlueTextDataModule(task, tokenizer, decoder_start(net),
+        check_lengths(task, model, generation)
+        dm = glue_text.GlueTextDataModule(task, model.tokenizer, decoder_start(model),
                                           cfg["seed"])
-        module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"], lambda split: label_scorer(task))
+        module = LitSeq2Seq(model, generation, dm.eval_split_names, dm.texts, cfg["optim"],
+                            lambda split: label_scorer(task))
         return module, dm
 
     def predict(self, trainer: L.Trainer, module: LitSeq2Seq, dm, run_dir: Path, cfg
@@ -172,20 +172,20 @@ class Mixture(TextToText):
         corpora = [glue_text.vocabulary_corpus(m) for m in self.members(task).values()]
         return json.dumps([key for key, _ in corpora]), chain(*(texts for _, texts in corpora))
 
-    def build(self, cfg, net: nn.Module, tokenizer: TextTokenizer):
+    def build(self, cfg, model: Model):
         task = task_config(cfg["task"], ("members", "mixing", "splits", "batch_size"))
-        members = {name: text_task(member, tokenizer)
+        members = {name: text_task(member, model.tokenizer)
                    for name, member in self.members(task).items()}
         generation = GenerationConfig(  # greedy, as long as the longest label text
             max_new_tokens=max(m["target_max_length"] for m in members.values()))
         for member in members.values():
-            check_lengths(member, net, generation)
+            check_lengths(member, model, generation)
         dm = MixtureDataModule(task, {
-            name: glue_text.GlueTextDataModule(member, tokenizer, decoder_start(net),
+            name: glue_text.GlueTextDataModule(member, model.tokenizer, decoder_start(model),
                                                cfg["seed"])
             for name, member in members.items()}, task["mixing"], cfg["seed"])
-        module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"], lambda split: label_scorer(members[split.split(":")[0]]))
+        module = LitSeq2Seq(model, generation, dm.eval_split_names, dm.texts, cfg["optim"],
+                            lambda split: label_scorer(members[split.split(":")[0]]))
         return module, dm
 
     def baseline(self, task):

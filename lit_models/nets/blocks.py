@@ -210,7 +210,8 @@ class TransformerEncoder(nn.Module):
         caches: Sequence[LayerCache] | None = None,
         unpadding: Unpadding | None = None,
     ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
-        """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``).
+        """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``; with
+        a ``final_norm``, the last entry is the normalised output, as transformers records it).
         Every layer gets the same ``mask``, ``bias`` (T5 shares its relative position bias
         across layers), ``causal`` and ``memory``; ``caches`` holds one ``LayerCache`` per
         entry of ``layers``. With ``unpadding`` the layers run on the real tokens only (the
@@ -236,6 +237,8 @@ class TransformerEncoder(nn.Module):
                 hidden_states.append(x if unpadding is None else unpadding.restore(x))
         if self.final_norm is not None:
             x = self.final_norm(x)
+            if hidden_states is not None:
+                hidden_states[-1] = x if unpadding is None else unpadding.restore(x)
         return (x if unpadding is None else unpadding.restore(x),
                 None if hidden_states is None else tuple(hidden_states))
 

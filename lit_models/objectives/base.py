@@ -13,7 +13,10 @@ from collections.abc import Callable, Mapping
 from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
+from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model, archs_with
+from lit_models.archs.spec import HEADS
 from lit_models.objectives.flops import EncoderShape
 
 #: documents -> sentences -> token ids (no special tokens), what example builders take
@@ -22,6 +25,10 @@ Documents = list[list[list[int]]]
 
 class PretrainingObjective:
     """Base class; ``LitPretrain`` calls ``losses`` to train and ``evaluate`` per eval batch."""
+
+    name: str
+    #: the architecture kinds (``lit_models.archs.spec.KINDS``) it pretrains
+    kinds: tuple[str, ...] = ("encoder",)
 
     #: the eval metrics ``evaluate`` returns, accumulated as weighted means per eval split
     eval_metrics: tuple[str, ...] = ()
@@ -36,8 +43,28 @@ class PretrainingObjective:
     #: (salient span masking finds its spans in the text)
     reads_text: bool = False
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        """Raise ``PlmbenchError`` if ``net`` lacks a head or ``tokenizer`` a token it needs."""
+    def heads(self) -> frozenset[str]:
+        """The pretraining heads (``lit_models.archs.spec.HEADS``) its losses train."""
+        return frozenset()
+
+    def check(self, model: Model) -> None:
+        """Refuse, in one line, a model whose architecture is not of ``kinds`` or lacks one of
+        the ``heads``, as its registration declares them; a subclass checks its tokens after
+        this."""
+        arch, heads = model.arch, self.heads()
+        if arch.kind in self.kinds and heads <= arch.capabilities.heads:
+            return
+        fitting = archs_with(lambda a: a.kind in self.kinds and heads <= a.capabilities.heads)
+        has = sorted(arch.capabilities.heads)
+        raise PlmbenchError(
+            f"objective {self.name} pretrains {' or '.join(self.kinds)} models"
+            + (f" with a {' and '.join(HEADS[h] for h in sorted(heads))} head" if heads else "")
+            + f", and {arch.name} ({arch.kind}) has "
+            + (f"{' and '.join(HEADS[h] for h in has)} head{'s' * (len(has) > 1)}" if has
+               else "no pretraining heads")
+            + f"; pick {' or '.join(f'model={a}-*' for a in fitting) or 'another model'}, or "
+            "leave objective= out (the preset's own objective)"
+        )
 
     def make_examples(self, max_length: int, tokenizer: TextTokenizer
                       ) -> Callable[..., list[dict]]:

@@ -27,6 +27,7 @@ from datamodules.collate import (
 )
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.base import PretrainingObjective, perplexity
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops
 from lit_models.objectives.nsp import make_segment_pairs
@@ -69,10 +70,14 @@ class CausalLM(PretrainingObjective):
     def __init__(self, name: str = "causal_lm") -> None:
         self.name = name
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not hasattr(net, "logits") or hasattr(net, "encode"):
-            raise PlmbenchError(f"{type(net).__name__} is no decoder-only language model; "
-                                "causal_lm pretrains GPT-style models (model=gpt2-*)")
+    kinds = ("decoder",)
+
+    def heads(self) -> frozenset[str]:
+        return frozenset({"lm"})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        tokenizer = model.tokenizer
         if tokenizer.special.cls is None or tokenizer.special.sep is None:
             raise PlmbenchError("causal_lm packs text between the tokenizer's bos and eos "
                                 "tokens; name them in its tokenizer_config.json")

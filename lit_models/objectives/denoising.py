@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.base import (
     Documents,
     ExampleRandomness,
@@ -146,11 +147,14 @@ class Denoising(PretrainingObjective):
         self.name = name
         self.noise = NoiseConfig(**noise)
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not (hasattr(net, "encode") and hasattr(net, "logits")):
-            raise PlmbenchError(f"{type(net).__name__} is no encoder-decoder with a language-"
-                                "modelling head; denoising pretrains BART-style models")
-        special = tokenizer.special
+    kinds = ("encoder-decoder",)
+
+    def heads(self) -> frozenset[str]:
+        return frozenset({"lm"})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        special = model.tokenizer.special
         if None in (special.cls, special.sep, special.mask):
             raise PlmbenchError("denoising needs the tokenizer's bos, eos and mask tokens; name "
                                 "them in its tokenizer_config.json")

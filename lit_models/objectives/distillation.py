@@ -13,7 +13,8 @@ over those positions; L_cos is 1 - cos(h_s, h_t) of the last hidden states, aver
 non-padding tokens; the inputs are MLM's, dynamically masked, without NSP (§3).
 
 The teacher (the YAML's ``teacher.checkpoint``: ``ckpt:<run dir>`` or ``hf:<dir>``; by default
-the run's own ``init_from``) is loaded by the run and passed in as (net with heads, tokenizer),
+the run's own ``init_from``) is loaded by the run and passed in as a ``Model`` (its
+architecture, net with heads, tokenizer),
 frozen and kept in eval mode; it is no part of the trained module (its parameters are neither
 counted nor optimised) and follows the batches to their device.
 """
@@ -32,7 +33,7 @@ from datamodules.collate import (
     token_mask,
 )
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
 from lit_models.objectives.mlm import MaskedLM, masked_lm_loss
 
@@ -61,7 +62,7 @@ class Distillation(MaskedLM):
 
     eval_metrics = ("mlm_loss", "distillation_loss", "cosine_loss")
 
-    def __init__(self, teacher: tuple[nn.Module, TextTokenizer], name: str = "distillation",
+    def __init__(self, teacher: Model, name: str = "distillation",
                  temperature: float = 2.0, alpha_ce: float = 5.0, alpha_mlm: float = 2.0,
                  alpha_cos: float = 1.0, **masking) -> None:
         super().__init__(name=name, **masking)
@@ -70,19 +71,21 @@ class Distillation(MaskedLM):
         self.temperature = temperature
         self.alphas = {"distillation_loss": alpha_ce, "mlm_loss": alpha_mlm,
                        "cosine_loss": alpha_cos}
-        self.teacher, self.teacher_tokenizer = teacher
+        self.teacher_arch, self.teacher, self.teacher_tokenizer = teacher
         self.teacher.eval().requires_grad_(False)
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        """The teacher must read the student's vocabulary and have its width and an MLM head."""
-        super().check(net, tokenizer)
-        if self.teacher_tokenizer.backend.get_vocab() != tokenizer.backend.get_vocab():
+    def check(self, model: Model) -> None:
+        """The teacher must read the student's vocabulary and have its width and an MLM head
+        (its architecture's, or it is the architecture's masked-LM net)."""
+        super().check(model)
+        net, arch = model.net, self.teacher_arch
+        if self.teacher_tokenizer.backend.get_vocab() != model.tokenizer.backend.get_vocab():
             raise PlmbenchError(
                 "the teacher (objective.teacher) and the student have different vocabularies; "
                 "start the student from the teacher (init_from=<the teacher>)"
             )
-        if self.teacher.config.hidden_size != net.config.hidden_size or not hasattr(
-                self.teacher, "mlm_head"):
+        masked_lm = "mlm" in arch.capabilities.heads or type(self.teacher) is arch.masked_lm
+        if self.teacher.config.hidden_size != net.config.hidden_size or not masked_lm:
             raise PlmbenchError(
                 "the teacher (objective.teacher) needs a masked-LM head and the student's hidden "
                 f"size {net.config.hidden_size} (it has {self.teacher.config.hidden_size}) for "

@@ -35,6 +35,7 @@ from datamodules.collate import (
 from datamodules.errors import PlmbenchError
 from datamodules.packing import PackingConfig, collate_packed
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.base import PretrainingObjective, perplexity
 from lit_models.objectives.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.ngram import ngram_starts
@@ -266,15 +267,12 @@ class MaskedLM(PretrainingObjective):
         self.copies = self.masking.dupe_factor if self.masking.static else 1
         self.seeded = self.masking.static
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        pair_head = self.pair_task and not hasattr(net, f"{self.pair_task}_head")
-        if not hasattr(net, "mlm_head") or pair_head:
-            head = self.PAIR_TASKS[self.pair_task] if hasattr(net, "mlm_head") else "masked-LM"
-            raise PlmbenchError(
-                f"{type(net).__name__} has no {head} head; pick an objective it supports "
-                "(objective=mlm for RoBERTa and DistilBERT)"
-            )
-        special = tokenizer.special
+    def heads(self) -> frozenset[str]:
+        return frozenset({"mlm", *([self.pair_task] if self.pair_task else [])})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        special = model.tokenizer.special
         if special.cls is None or special.sep is None:
             raise PlmbenchError("pretraining inputs need the tokenizer's cls/bos and sep/eos "
                                 "tokens; name them in its tokenizer_config.json")

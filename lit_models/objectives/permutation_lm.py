@@ -27,7 +27,6 @@ here: each block is predicted without a memory.
 
 from collections.abc import Mapping
 from functools import partial
-from inspect import signature
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +35,7 @@ from torch import Tensor, nn
 from datamodules.collate import IGNORE_INDEX, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.base import ExampleRandomness, PretrainingObjective, perplexity
 from lit_models.objectives.denoising import sentence_blocks
 
@@ -130,10 +130,12 @@ class PermutationLM(PretrainingObjective):
                                 "predict every token); XLNet uses 6 or 7")
         self.name, self.k = name, partial_prediction_k
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not (hasattr(net, "logits") and "target_mapping" in signature(net.forward).parameters):
-            raise PlmbenchError(f"{type(net).__name__} has no two-stream attention; permutation "
-                                "LM pretrains XLNet (model=xlnet-*)")
+    def heads(self) -> frozenset[str]:
+        return frozenset({"plm"})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        tokenizer = model.tokenizer
         if tokenizer.special.sep is None or tokenizer.special.cls is None:
             raise PlmbenchError("permutation LM inputs end with the tokenizer's sep and cls "
                                 "tokens; name them in its tokenizer_config.json")

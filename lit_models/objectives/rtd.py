@@ -28,7 +28,7 @@ from datamodules.collate import (
     token_mask,
 )
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.objectives.base import perplexity
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
 from lit_models.objectives.mlm import MaskedLM
@@ -81,14 +81,12 @@ class ReplacedTokenDetection(MaskedLM):
         self.rtd_weight = rtd_weight
         self.generator_shape: EncoderShape | None = None
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not (hasattr(net, "generator") and hasattr(net, "rtd_head")):
-            raise PlmbenchError(
-                f"{type(net).__name__} has no generator and discriminator head; replaced-token "
-                "detection pretrains ELECTRA (model=electra-*)"
-            )
-        super().check(net.generator, tokenizer)
-        self.generator_shape = EncoderShape.of(net.generator.config)
+    def heads(self) -> frozenset[str]:
+        return frozenset({"rtd"})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        self.generator_shape = EncoderShape.of(model.net.generator.config)
 
     def _forward(self, net: nn.Module, batch: Mapping[str, Tensor],
                  sampler: torch.Generator | None = None) -> dict[str, Tensor]:

@@ -181,11 +181,10 @@ class SpanBoundaryObjective(MaskedLM):
         self.seeded = self.masking.static
         self.sbo = sbo
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        super().check(net, tokenizer)
-        if self.sbo and not hasattr(net, "sbo_head"):
-            raise PlmbenchError(f"{type(net).__name__} has no span boundary head; pretrain a "
-                                "SpanBERT (model=spanbert-*) or set objective.sbo=false")
+    def heads(self) -> frozenset[str]:
+        """The masked-LM head, and the span boundary head unless ``sbo=false`` (a SpanBERT's
+        only; any masked LM trains span masking alone)."""
+        return super().heads() | ({"sbo"} if self.sbo else set())
 
     def collator(self, tokenizer: TextTokenizer, seed: int) -> SpanMaskingCollator:
         return SpanMaskingCollator(tokenizer, self.masking, seed)

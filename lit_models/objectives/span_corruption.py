@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.nets.outputs import shift_right
 from lit_models.objectives.base import (
     Documents,
@@ -154,11 +155,14 @@ class SpanCorruption(PretrainingObjective):
         self.name = name
         self.spans = SpanConfig(**spans)
 
-    def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not (hasattr(net, "encode") and hasattr(net, "logits")):
-            raise PlmbenchError(f"{type(net).__name__} is no encoder-decoder with a language-"
-                                "modelling head; span_corruption pretrains T5-style models")
-        if tokenizer.special.sep is None:
+    kinds = ("encoder-decoder",)
+
+    def heads(self) -> frozenset[str]:
+        return frozenset({"lm"})
+
+    def check(self, model: Model) -> None:
+        super().check(model)
+        if model.tokenizer.special.sep is None:
             raise PlmbenchError("span corruption ends inputs and targets with the tokenizer's "
                                 "eos token; name it in its tokenizer_config.json")
 

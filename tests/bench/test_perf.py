@@ -143,7 +143,7 @@ def test_parity_holds_with_random_biases_and_layer_norms(name):
         for param in ours.net.parameters():
             param.copy_(0.5 * torch.randn(param.shape, generator=generator))
         theirs = workload.implementations["transformers sdpa"]
-        theirs.net.load_state_dict(hf_state_dict(ours.net), strict=False)
+        theirs.net.load_state_dict(hf_state_dict(arch, ours.net), strict=False)
         our_loss = ours.net.eval() and ours.run().item()
         their_loss = theirs.net.eval() and theirs.run().item()
     uniform = torch.log(torch.tensor(float(config.vocab_size))).item()

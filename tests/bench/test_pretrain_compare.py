@@ -64,7 +64,7 @@ def test_both_boards_have_a_row_per_architecture_with_its_cost(study):
         assert glue[label]["pretraining"]["runs"] == [source["run_dir"]]
         assert row.compute == source["throughput"]["train_flops"]  # the HTML board's x axis
         # the backbone fine-tuned: the pretrained export's encoder (ELECTRA: the discriminator)
-        encoder, _ = from_hf(f"{source['run_dir']}/model", with_heads=False)
+        _, encoder, _ = from_hf(f"{source['run_dir']}/model", with_heads=False)
         assert row.cells["parameters"].mean == sum(p.numel() for p in encoder.parameters())
         # the GLUE score of one task is that task's accuracy x 100
         accuracy = glue[label]["metrics"]["validation"]["accuracy"]

@@ -10,7 +10,6 @@ in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
 
 from __future__ import annotations
 
-import inspect
 import random
 from pathlib import Path
 
@@ -252,7 +251,7 @@ def assert_reader_export_scores_as_transformers(export: Path) -> None:
     start and end logits our encoder and span head (loaded back from it) give, on a padded pair
     batch."""
     transformers = require("transformers")
-    encoder, tokenizer = from_hf(export)
+    arch, encoder, tokenizer = from_hf(export)
     head = torch.nn.ModuleDict({"qa_outputs": torch.nn.Linear(encoder.config.hidden_size, 2)})
     assert load_head(head, export, QA_HEAD_NAMES)
     pairs = [("Who sat on the mat?", "The cat sat on the mat."), ("Was it lazy?", "It was.")]
@@ -262,7 +261,7 @@ def assert_reader_export_scores_as_transformers(export: Path) -> None:
     if getattr(encoder.config, "type_vocab_size", 0) < 2:  # no segment B embedding
         batch.pop("token_type_ids")
     extra = {}
-    if "global_attention_mask" in inspect.signature(encoder.forward).parameters:
+    if arch.capabilities.global_attention:
         # Longformer: global attention before the first separator, as transformers sets it
         first_sep = (batch["input_ids"] == tokenizer.special.sep).int().argmax(1, keepdim=True)
         extra["global_attention_mask"] = torch.arange(batch["input_ids"].shape[1]) < first_sep
@@ -280,7 +279,7 @@ def assert_tagger_export_scores_as_transformers(export: Path) -> None:
     """The exported tagger, loaded by transformers' AutoModelForTokenClassification, gives the
     tag logits our encoder and token head (loaded back from it) give, on a padded batch."""
     transformers = require("transformers")
-    encoder, tokenizer = from_hf(export)
+    arch, encoder, tokenizer = from_hf(export)
     labels = task_labels(export, "tagger")
     ours = LitTagger(encoder, labels, (), 0.0, {}).eval()
     assert load_head(torch.nn.ModuleDict({"classifier": ours.classifier}), export,
@@ -290,7 +289,7 @@ def assert_tagger_export_scores_as_transformers(export: Path) -> None:
     batch = pad_collate(encode_words(tokenizer.truncating(64), sentences), tokenizer.special.pad,
                         PAD_VALUES)
     batch.pop("word_ids")
-    if not hasattr(encoder.config, "type_vocab_size"):  # DistilBERT, XLNet: no segment ids
+    if not arch.capabilities.token_types:  # DistilBERT: no segment ids
         batch.pop("token_type_ids")
     theirs = transformers.AutoModelForTokenClassification.from_pretrained(export).eval()
     assert theirs.config.id2label == dict(enumerate(labels))

@@ -15,7 +15,7 @@ from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.pretrain import split_documents, vocabulary_corpus
 from datamodules.sources import mirror_path
-from datamodules.tokenization import BERT, load_tokenizer, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, load_tokenizer, train_tokenizer
 from lit_models.families.pretrain import pretraining_datamodule
 from lit_models.objectives.mlm import IGNORE_INDEX, MaskedLM, MaskingConfig
 
@@ -203,7 +203,7 @@ def test_vocabulary_corpus_trains_a_scratch_vocabulary(mirror) -> None:
     assert len(texts) == sum(len(d) for d in corpus_datamodule(
         WIKITEXT, load_tokenizer_of(texts), MaskingConfig(), nsp=False).documents("validation"))
     assert vocabulary_corpus({**task, "max_train_samples": 5})[0] != key
-    scratch = train_tokenizer(BERT, texts, vocab_size=2000, lowercase=True)
+    scratch = train_tokenizer(VOCAB_TXT, texts, vocab_size=2000, lowercase=True)
     assert (~scratch.word_start_mask()).any()
     dm = corpus_datamodule(WIKITEXT, scratch, MaskingConfig(whole_word=True), nsp=True)
     dm.setup("fit")
@@ -212,7 +212,7 @@ def test_vocabulary_corpus_trains_a_scratch_vocabulary(mirror) -> None:
 
 
 def load_tokenizer_of(texts: list[str]):
-    return train_tokenizer(BERT, texts, vocab_size=500, lowercase=True)
+    return train_tokenizer(VOCAB_TXT, texts, vocab_size=500, lowercase=True)
 
 
 def test_too_few_documents_for_the_held_out_split_is_one_line(mirror, tokenizer) -> None:

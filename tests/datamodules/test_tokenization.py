@@ -12,8 +12,8 @@ from tokenizers import Tokenizer, processors
 from datamodules.errors import PlmbenchError
 from datamodules.sources import load_split
 from datamodules.tokenization import (
-    BERT,
-    ROBERTA,
+    VOCAB_JSON,
+    VOCAB_TXT,
     SpecialTokens,
     TextTokenizer,
     TokenizerSpec,
@@ -64,10 +64,10 @@ def _assert_encodes_like_transformers(ours: TextTokenizer, directory: Path, text
 
 
 def test_train_wordpiece_vocab_template_and_round_trip() -> None:
-    tokenizer = train_tokenizer(BERT, CORPUS, vocab_size=80, lowercase=True, min_frequency=1)
+    tokenizer = train_tokenizer(VOCAB_TXT, CORPUS, vocab_size=80, lowercase=True, min_frequency=1)
     vocab = tokenizer.backend.get_vocab()
     assert tokenizer.vocab_size == len(vocab) <= 80
-    assert [vocab[token] for _, token in BERT.tokens] == [0, 1, 2, 3, 4]  # [PAD] = 0
+    assert [vocab[token] for _, token in VOCAB_TXT.tokens] == [0, 1, 2, 3, 4]  # [PAD] = 0
     assert tokenizer.special == SpecialTokens(pad=0, unk=1, cls=2, sep=3, mask=4)
     assert tokenizer.special.ids == frozenset(range(5))
     assert tokenizer.family == "wordpiece" and tokenizer.lowercase
@@ -87,13 +87,13 @@ def test_train_wordpiece_vocab_template_and_round_trip() -> None:
 
 
 def test_train_wordpiece_keeps_case_when_asked() -> None:
-    tokenizer = train_tokenizer(BERT, CORPUS, vocab_size=120, lowercase=False, min_frequency=1)
+    tokenizer = train_tokenizer(VOCAB_TXT, CORPUS, vocab_size=120, lowercase=False, min_frequency=1)
     assert "The" in tokenizer.backend.get_vocab() and not tokenizer.lowercase
     assert tokenizer.backend.decode(tokenizer.backend.encode("The fox").ids) == "The fox"
 
 
 def test_roberta_pair_template_and_mask_eats_its_space() -> None:
-    tokenizer = train_tokenizer(ROBERTA, CORPUS, vocab_size=300, lowercase=False,
+    tokenizer = train_tokenizer(VOCAB_JSON, CORPUS, vocab_size=300, lowercase=False,
                                 min_frequency=1)
     assert tokenizer.special == SpecialTokens(pad=1, unk=3, cls=0, sep=2, mask=4)
     a, b = ("quick fox", "lazy dog")
@@ -111,13 +111,13 @@ def test_template_naming_a_role_the_spec_lacks() -> None:
     with pytest.raises(PlmbenchError, match=r"names role 'cls'.*add \('cls', <token>\)"):
         train_tokenizer(replace(T5, single="cls $A sep"), CORPUS, 60, lowercase=True)
     with pytest.raises(PlmbenchError, match="need an unknown token"):
-        train_tokenizer(replace(BERT, tokens=BERT.tokens[:1] + BERT.tokens[2:]), CORPUS, 60,
-                        lowercase=True)
+        no_unk = VOCAB_TXT.tokens[:1] + VOCAB_TXT.tokens[2:]
+        train_tokenizer(replace(VOCAB_TXT, tokens=no_unk), CORPUS, 60, lowercase=True)
 
 
 @pytest.mark.parametrize(
     ("spec", "lowercase"),
-    [(BERT, True), (BERT, False), (ROBERTA, False), (ROBERTA, True), (T5, True)],
+    [(VOCAB_TXT, True), (VOCAB_TXT, False), (VOCAB_JSON, False), (VOCAB_JSON, True), (T5, True)],
     ids=["wordpiece-uncased", "wordpiece-cased", "bpe-cased", "bpe-uncased", "unigram"],
 )
 def test_family_trains_on_real_text_and_round_trips(mirror, tmp_path, spec, lowercase) -> None:
@@ -142,7 +142,7 @@ def test_family_trains_on_real_text_and_round_trips(mirror, tmp_path, spec, lowe
 
 
 def test_training_is_reproducible_and_fingerprinted() -> None:
-    for spec, size in ((BERT, 80), (ROBERTA, 300)):  # byte-level BPE starts from 256 bytes
+    for spec, size in ((VOCAB_TXT, 80), (VOCAB_JSON, 300)):  # byte-level BPE starts from 256 bytes
         first, same = (train_tokenizer(spec, CORPUS, size, True, min_frequency=1) for _ in "ab")
         assert first.backend.get_vocab() == same.backend.get_vocab()  # ids run to run
         assert tokenizer_fingerprint(first) == first.fingerprint == same.fingerprint
@@ -161,7 +161,7 @@ def test_training_is_reproducible_and_fingerprinted() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "starts", "continues"),
-    [(BERT, ["the", "a"], ["##s", "##e"]), (ROBERTA, ["Ġ", "Ġthe"], ["s", "the"]),
+    [(VOCAB_TXT, ["the", "a"], ["##s", "##e"]), (VOCAB_JSON, ["Ġ", "Ġthe"], ["s", "the"]),
      (T5, ["▁", "▁the"], ["s", "e"])],
     ids=["wordpiece", "bpe", "unigram"],
 )
@@ -179,7 +179,7 @@ def test_word_start_mask(mirror, spec, starts, continues) -> None:
 
 def test_roles_come_from_the_config_files(tmp_path) -> None:
     saved = tmp_path / "roberta"
-    tokenizer = train_tokenizer(ROBERTA, CORPUS, vocab_size=300, lowercase=False)
+    tokenizer = train_tokenizer(VOCAB_JSON, CORPUS, vocab_size=300, lowercase=False)
     save_tokenizer(tokenizer, saved, max_length=64)
     config = json.loads((saved / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "RobertaTokenizerFast" and config["model_max_length"] == 64
@@ -208,7 +208,7 @@ def test_roles_come_from_the_config_files(tmp_path) -> None:
 
 
 def test_roles_from_tokenizer_json_alone(tmp_path) -> None:
-    for spec, lowercase in ((BERT, True), (ROBERTA, False), (T5, False)):
+    for spec, lowercase in ((VOCAB_TXT, True), (VOCAB_JSON, False), (T5, False)):
         tokenizer = train_tokenizer(spec, CORPUS, vocab_size=300, lowercase=lowercase)
         directory = tmp_path / spec.family
         save_tokenizer(tokenizer, directory, max_length=64)
@@ -245,17 +245,17 @@ def test_scratch_tokenizer_is_cached_by_key(monkeypatch, tmp_path) -> None:
     def no_corpus():
         raise AssertionError("a cache hit must not read the corpus")
 
-    first = scratch_tokenizer(ROBERTA, corpus, vocab_size=300, lowercase=False, corpus_key="toy")
-    again = scratch_tokenizer(ROBERTA, no_corpus, 300, lowercase=False, corpus_key="toy")
+    first = scratch_tokenizer(VOCAB_JSON, corpus, vocab_size=300, lowercase=False, corpus_key="toy")
+    again = scratch_tokenizer(VOCAB_JSON, no_corpus, 300, lowercase=False, corpus_key="toy")
     assert len(calls) == 1
     assert again.backend.get_vocab() == first.backend.get_vocab()
     assert again.fingerprint == first.fingerprint and again.special == first.special
     [entry] = (tmp_path / "cache" / "tokenizers").iterdir()  # no partial directories left
     assert (entry / "tokenizer.json").is_file()
 
-    scratch_tokenizer(ROBERTA, corpus, vocab_size=280, lowercase=False, corpus_key="toy")
-    scratch_tokenizer(ROBERTA, corpus, vocab_size=300, lowercase=False, corpus_key="other")
-    scratch_tokenizer(BERT, corpus, vocab_size=300, lowercase=False, corpus_key="toy")
+    scratch_tokenizer(VOCAB_JSON, corpus, vocab_size=280, lowercase=False, corpus_key="toy")
+    scratch_tokenizer(VOCAB_JSON, corpus, vocab_size=300, lowercase=False, corpus_key="other")
+    scratch_tokenizer(VOCAB_TXT, corpus, vocab_size=300, lowercase=False, corpus_key="toy")
     assert len(calls) == 4
     assert len(list((tmp_path / "cache" / "tokenizers").iterdir())) == 4
 
@@ -310,7 +310,7 @@ def test_load_tokenizer_missing_names_the_path(tmp_path) -> None:
 
 
 def test_load_byte_level_bpe_from_vocab_and_merges(tmp_path) -> None:
-    tokenizer = train_tokenizer(ROBERTA, CORPUS, vocab_size=300, lowercase=False)
+    tokenizer = train_tokenizer(VOCAB_JSON, CORPUS, vocab_size=300, lowercase=False)
     save_tokenizer(tokenizer, tmp_path, max_length=64)
     (tmp_path / "tokenizer.json").unlink()  # as older RoBERTa / GPT-2 checkpoints ship
     legacy = load_tokenizer(tmp_path)

@@ -12,7 +12,7 @@ import pytest
 
 from datamodules.errors import PlmbenchError
 from datamodules.sources import mirror_path
-from datamodules.tokenization import BERT, load_tokenizer, save_tokenizer, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, load_tokenizer, save_tokenizer, train_tokenizer
 from datamodules.vocabulary_stats import subtokens_per_word, vocabulary_overlap
 
 SPECIAL = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
@@ -77,7 +77,7 @@ def vocabularies(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_overlap_and_subtokens_per_word_match_an_independent_count(mirror, vocabularies):
     general_dir, domain_dir = vocabularies
-    save_tokenizer(train_tokenizer(BERT, abstracts(0, 600), 4000, lowercase=True), domain_dir)
+    save_tokenizer(train_tokenizer(VOCAB_TXT, abstracts(0, 600), 4000, lowercase=True), domain_dir)
     general, domain = load_tokenizer(general_dir), load_tokenizer(domain_dir)
 
     base, pub = set(vocab_file(general_dir)) - SPECIAL, set(vocab_file(domain_dir)) - SPECIAL

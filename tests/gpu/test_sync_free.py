@@ -11,6 +11,7 @@ import torch
 
 from datamodules.collate import pad_collate
 from datamodules.packing import collate_packed, pack_examples
+from lit_models.archs import get_arch
 from lit_models.core.throughput import Throughput
 from lit_models.families.classify import LitClassifier
 from lit_models.families.pretrain import LitPretrain
@@ -125,7 +126,8 @@ def test_span_boundary_steps():
 
 def test_classification_steps():
     config = BertConfig(**SIZES)
-    module = LitClassifier(BertModel(config), PooledClassifier(config, 2, 0.1), 2, [], [], {})
+    module = LitClassifier(BertModel(config), get_arch("bert").capabilities,
+                           PooledClassifier(config, 2, 0.1), 2, [], [], {})
     rows = examples(24)
     batches = []
     for i in range(0, 24, 8):

@@ -10,7 +10,7 @@ import torch
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.hf import hf_state_dict
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel
@@ -54,7 +54,7 @@ def test_examples_pack_documents_and_the_loss_is_transformers(tokenizer):
     net = randomize_(GPTLMHeadModel(config))
     reference = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         vocab_size=tokenizer.vocab_size, n_embd=16, n_layer=2, n_head=2, n_positions=96)).eval()
-    reference.load_state_dict(hf_state_dict(net), strict=False)
+    reference.load_state_dict(hf_state_dict(get_arch("gpt2"), net), strict=False)
     hf_labels = batch["input_ids"].masked_fill(mask == 0, IGNORE)
     with torch.no_grad():
         ours = objective.losses(net, batch)["lm_loss"]
@@ -72,5 +72,5 @@ def test_non_decoders_are_refused(tokenizer):
                                                    decoder_layers=1, encoder_attention_heads=1,
                                                    decoder_attention_heads=1, encoder_ffn_dim=8,
                                                    decoder_ffn_dim=8))
-    with pytest.raises(PlmbenchError, match="no decoder-only language model"):
-        CausalLM().check(bart, tokenizer)
+    with pytest.raises(PlmbenchError, match="pretrains decoder models .* bart"):
+        CausalLM().check(Model(get_arch("bart"), bart, tokenizer))

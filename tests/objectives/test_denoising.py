@@ -10,7 +10,7 @@ import pytest
 
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.objectives.denoising import (
     Denoising,
@@ -73,7 +73,7 @@ def test_denoising_refuses_an_encoder():
     net = BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=8,
                                         num_hidden_layers=1, num_attention_heads=2,
                                         intermediate_size=8))
-    with pytest.raises(PlmbenchError, match="no encoder-decoder"):
-        Denoising().check(net, tokenizer)
+    with pytest.raises(PlmbenchError, match="pretrains encoder-decoder models"):
+        Denoising().check(Model(get_arch("bert"), net, tokenizer))
     with pytest.raises(PlmbenchError, match="mask_ratio"):
         Denoising(mask_ratio=1.5)

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import BERT, train_tokenizer
-from lit_models.archs import get_arch
+from datamodules.tokenization import VOCAB_TXT, train_tokenizer
+from lit_models.archs import Model, get_arch
 from lit_models.core.build import pretrained_net
 from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining
@@ -46,7 +46,7 @@ def test_cosine_loss_ignores_padding() -> None:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return train_tokenizer(BERT, SENTENCES * 5, vocab_size=200, lowercase=True)
+    return train_tokenizer(VOCAB_TXT, SENTENCES * 5, vocab_size=200, lowercase=True)
 
 
 def teacher_dir(tokenizer, tmp_path):
@@ -54,7 +54,7 @@ def teacher_dir(tokenizer, tmp_path):
     teacher = BertForPreTraining(BertConfig(
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
-    return to_hf(teacher, tokenizer, tmp_path / "teacher")
+    return to_hf(Model(get_arch("bert"), teacher, tokenizer), tmp_path / "teacher")
 
 
 def documents(tokenizer) -> list:
@@ -84,9 +84,9 @@ def test_distillation_trains_the_student_with_a_frozen_teacher(tokenizer, tmp_pa
     directory = teacher_dir(tokenizer, tmp_path)
     objective = Distillation(teacher=pretrained_net(f"hf:{directory}"), alpha_ce=5.0,
                              alpha_mlm=2.0, alpha_cos=1.0)
-    teacher_net, _ = from_hf(directory, with_heads=True)
+    _, teacher_net, _ = from_hf(directory, with_heads=True)
     student = get_arch("distilbert").init_from_arch["bert"](teacher_net, True)
-    objective.check(student, tokenizer)
+    objective.check(Model(get_arch("distilbert"), student, tokenizer))
     teacher = objective.teacher
     before = [p.clone() for p in teacher.parameters()]
     history = train(objective, student, tokenizer)
@@ -103,14 +103,15 @@ def test_distillation_trains_the_student_with_a_frozen_teacher(tokenizer, tmp_pa
 
 def test_a_student_must_read_the_teachers_vocabulary(tokenizer, tmp_path):
     directory = teacher_dir(tokenizer, tmp_path)
-    other = train_tokenizer(BERT, SENTENCES[:3] * 5, vocab_size=100, lowercase=True)
+    other = train_tokenizer(VOCAB_TXT, SENTENCES[:3] * 5, vocab_size=100, lowercase=True)
     torch.manual_seed(0)
     student = student_of_bert(BertForPreTraining(BertConfig(
         vocab_size=other.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64)))
     with pytest.raises(PlmbenchError, match="different vocabularies"):
-        Distillation(teacher=pretrained_net(f"hf:{directory}")).check(student, other)
-    with pytest.raises(PlmbenchError, match="needs a pretrained net"):
+        Distillation(teacher=pretrained_net(f"hf:{directory}")).check(
+            Model(get_arch("distilbert"), student, other))
+    with pytest.raises(PlmbenchError, match="use ckpt:<run dir> or hf:<dir>"):
         pretrained_net("scratch")
 
 
@@ -122,6 +123,6 @@ def test_albert_pretrains_with_sop_and_ngram_masking():
         vocab_size=tokenizer.vocab_size, hidden_size=32, embedding_size=16, num_hidden_layers=3,
         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
     objective = MaskedLM(sop=True, max_ngram=3)
-    objective.check(net, tokenizer)
+    objective.check(Model(get_arch("albert"), net, tokenizer))
     history = train(objective, net, tokenizer)
     assert sum(history[-5:]) < sum(history[:5])

@@ -8,7 +8,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import BERT, SpecialTokens, TextTokenizer, load_tokenizer
+from datamodules.tokenization import VOCAB_TXT, SpecialTokens, TextTokenizer, load_tokenizer
 from lit_models.objectives.mlm import (
     IGNORE_INDEX,
     MaskingConfig,
@@ -114,7 +114,7 @@ def toy_tokenizer(tmp_path_factory) -> TextTokenizer:
     """BERT's five specials at ids 0..4 (as IDS), then 95 words: a vocabulary of 100."""
     directory = tmp_path_factory.mktemp("vocab")
     words = [f"w{i}" for i in range(N_SPECIAL, 100)]
-    (directory / "vocab.txt").write_text("".join(f"{t}\n" for _, t in BERT.tokens)
+    (directory / "vocab.txt").write_text("".join(f"{t}\n" for _, t in VOCAB_TXT.tokens)
                                          + "".join(f"{w}\n" for w in words))
     tokenizer = load_tokenizer(directory)
     assert tokenizer.special == IDS and tokenizer.vocab_size == 100

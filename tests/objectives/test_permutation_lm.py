@@ -12,7 +12,7 @@ import torch
 from datamodules.collate import IGNORE_INDEX
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.xlnet import XLNetConfig, XLNetLMHeadModel
 from lit_models.objectives.permutation_lm import (
@@ -154,7 +154,7 @@ def test_tiny_pretraining_loss_falls(tokenizer):
     torch.manual_seed(0)
     net = XLNetLMHeadModel(XLNetConfig(vocab_size=tokenizer.vocab_size, **SIZES))
     objective = PermutationLM(partial_prediction_k=4)
-    objective.check(net, tokenizer)
+    objective.check(Model(get_arch("xlnet"), net, tokenizer))
     collate = objective.collator(tokenizer, seed=0)
     examples = blocks(tokenizer, TEXT[:4])
     eval_batch = collate([{**e, "mask_seed": i} for i, e in enumerate(examples)])
@@ -178,8 +178,8 @@ def test_tiny_pretraining_loss_falls(tokenizer):
 
 def test_refuses_nets_without_two_streams(tokenizer):
     with pytest.raises(PlmbenchError, match="two-stream"):
-        PermutationLM().check(BertForPreTraining(BertConfig(
+        PermutationLM().check(Model(get_arch("bert"), BertForPreTraining(BertConfig(
             vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=8)), tokenizer)
+            intermediate_size=8)), tokenizer))
     with pytest.raises(PlmbenchError, match="partial_prediction_k"):
         PermutationLM(partial_prediction_k=0.5)

@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import BERT, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, train_tokenizer
+from lit_models.archs import Model, get_arch
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.electra import ElectraConfig, ElectraForPreTraining
 from lit_models.objectives.mlm import IGNORE_INDEX, mask_tokens, masked_lm_loss
@@ -72,7 +73,7 @@ def test_labels_mark_replaced_only_where_the_sample_differs():
 def tokenizer():
     rng = random.Random(0)
     text = [" ".join(rng.choice(WORDS) for _ in range(12)) + "." for _ in range(200)]
-    return train_tokenizer(BERT, text, vocab_size=120, lowercase=True)
+    return train_tokenizer(VOCAB_TXT, text, vocab_size=120, lowercase=True)
 
 
 def tiny_electra(tokenizer, **sizes) -> ElectraForPreTraining:
@@ -93,7 +94,7 @@ def examples(tokenizer, rows: int, seed: int) -> list[dict]:
 def test_loss_is_generator_mlm_plus_lambda_bce_and_sampling_passes_no_gradient(tokenizer):
     net = tiny_electra(tokenizer).eval()  # no dropout: two passes see the same network
     rtd = objective(rtd_weight=50.0)
-    rtd.check(net, tokenizer)
+    rtd.check(Model(get_arch("electra"), net, tokenizer))
     batch = rtd.collator(tokenizer, seed=0)(examples(tokenizer, 16, 0))
     assert (batch["attention_mask"] == 0).any()
     torch.manual_seed(3)
@@ -120,7 +121,7 @@ def test_loss_is_generator_mlm_plus_lambda_bce_and_sampling_passes_no_gradient(t
 def test_eval_reports_rates_and_is_repeatable(tokenizer):
     net = tiny_electra(tokenizer).eval()
     rtd = objective()
-    rtd.check(net, tokenizer)
+    rtd.check(Model(get_arch("electra"), net, tokenizer))
     batch = rtd.collator(tokenizer, seed=0)(examples(tokenizer, 32, 1))
     first, second = rtd.evaluate(net, batch), rtd.evaluate(net, batch)
     assert set(first) == set(rtd.eval_metrics)
@@ -137,7 +138,7 @@ def test_only_electra_nets_train_with_it(tokenizer):
                                          num_hidden_layers=1, num_attention_heads=2,
                                          intermediate_size=8))
     with pytest.raises(PlmbenchError, match="model=electra"):
-        objective().check(bert, tokenizer)
+        objective().check(Model(get_arch("bert"), bert, tokenizer))
     with pytest.raises(PlmbenchError, match="rtd_weight"):
         objective(rtd_weight=-1)
 
@@ -145,7 +146,7 @@ def test_only_electra_nets_train_with_it(tokenizer):
 def test_tiny_pretraining_run_lowers_both_losses(tokenizer):
     net = tiny_electra(tokenizer).train()
     rtd = objective()
-    rtd.check(net, tokenizer)
+    rtd.check(Model(get_arch("electra"), net, tokenizer))
     collate = rtd.collator(tokenizer, seed=0)
     optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3)
     history = []

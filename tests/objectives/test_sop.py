@@ -6,6 +6,7 @@ import random
 import pytest
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import Model, get_arch
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.objectives.mlm import MaskedLM
 from lit_models.objectives.nsp import IN_ORDER, SWAPPED, make_segment_pairs
@@ -35,7 +36,7 @@ def test_sop_pairs_are_consecutive_segments_swapped_half_the_time() -> None:
 def test_sop_objective_needs_a_sentence_order_head() -> None:
     with pytest.raises(PlmbenchError, match="set one of them"):
         MaskedLM(nsp=True, sop=True)
-    with pytest.raises(PlmbenchError, match="BertForPreTraining has no sentence-order"):
+    with pytest.raises(PlmbenchError, match="sentence-order-prediction head, and bert"):
         bert = BertForPreTraining(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1,
                                              num_attention_heads=2, intermediate_size=8))
-        MaskedLM(sop=True).check(bert, tokenizer=None)
+        MaskedLM(sop=True).check(Model(get_arch("bert"), bert, None))

@@ -9,7 +9,8 @@ from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import BERT, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, train_tokenizer
+from lit_models.archs import Model, get_arch
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining
 from lit_models.objectives.mlm import IGNORE_INDEX
@@ -112,7 +113,7 @@ def test_spans_are_whole_words():
 def tokenizer():
     rng = random.Random(0)
     text = [" ".join(rng.choice(WORDS) for _ in range(12)) + "." for _ in range(200)]
-    return train_tokenizer(BERT, text, vocab_size=120, lowercase=True)
+    return train_tokenizer(VOCAB_TXT, text, vocab_size=120, lowercase=True)
 
 
 def examples(tokenizer, rows: int, seed: int) -> list[dict]:
@@ -157,8 +158,8 @@ def test_checks_the_heads(tokenizer):
                                          num_hidden_layers=1, num_attention_heads=2,
                                          intermediate_size=8))
     with pytest.raises(PlmbenchError, match="span boundary head"):
-        SpanBoundaryObjective(**SBO).check(bert, tokenizer)
-    SpanBoundaryObjective(**{**SBO, "sbo": False}).check(bert, tokenizer)  # the ablation
+        SpanBoundaryObjective(**SBO).check(Model(get_arch("bert"), bert, tokenizer))
+    SpanBoundaryObjective(**{**SBO, "sbo": False}).check(Model(get_arch("bert"), bert, tokenizer))
     with pytest.raises(PlmbenchError, match="geometric_p"):
         SpanBoundaryObjective(**{**SBO, "geometric_p": 0.0})
 
@@ -169,7 +170,7 @@ def test_tiny_pretraining_run_lowers_both_losses(tokenizer):
         vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
         num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
     objective = SpanBoundaryObjective(**SBO)
-    objective.check(net, tokenizer)
+    objective.check(Model(get_arch("spanbert"), net, tokenizer))
     collate = objective.collator(tokenizer, seed=0)
     optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3)
     history = []

@@ -15,7 +15,7 @@ import torch
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.hf import to_hf
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from lit_models.objectives.span_corruption import (
@@ -115,7 +115,7 @@ def test_collated_batches_rebuild_the_text_and_match_transformers_loss(tokenizer
                       num_layers=1, num_heads=2, dropout_rate=0.0)
     net = T5ForConditionalGeneration(config).eval()
     reference = transformers.AutoModelForSeq2SeqLM.from_pretrained(
-        to_hf(net, tokenizer, tmp_path / "export")).eval()
+        to_hf(Model(get_arch("t5"), net, tokenizer), tmp_path / "export")).eval()
     with torch.no_grad():
         ours = objective.losses(net, batch)["span_corruption_loss"]
         theirs = reference(input_ids=batch["input_ids"], attention_mask=token_mask(batch).long(),

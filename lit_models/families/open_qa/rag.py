@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from datamodules.collate import pad_collate, token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.retrieval_augmented import QuestionsDataModule
-from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.core.generation import (
     GenerationConfig,
     Seq2SeqDecoding,
@@ -135,10 +135,11 @@ def fast_marginals(doc_logp: Tensor, own_scores: Tensor, hypotheses: Tensor) -> 
 
 
 class LitRag(RetrievalAugmented, PlmModule):
-    def __init__(self, net: nn.Module, tokenizer: TextTokenizer, retriever, task: Mapping,
-                 marginalisation: str, optim: Mapping, eval_splits: Sequence[str]) -> None:
-        PlmModule.__init__(self, optim, net.config.num_hidden_layers)
-        self.net, self.tokenizer, self.eval_splits = net, tokenizer, list(eval_splits)
+    def __init__(self, model: Model, retriever, task: Mapping, marginalisation: str,
+                 optim: Mapping, eval_splits: Sequence[str]) -> None:
+        PlmModule.__init__(self, optim, model.net.config.num_hidden_layers)
+        self.arch, self.net, self.tokenizer = model
+        self.eval_splits = list(eval_splits)
         rag = task["rag"]
         if rag["decoding"] not in DECODINGS:
             raise PlmbenchError(f"task.rag.decoding={rag['decoding']!r}: use one of {DECODINGS}")
@@ -146,9 +147,9 @@ class LitRag(RetrievalAugmented, PlmModule):
         self.attach(retriever, rag["top_k"], task["retrieve_top_k"], False, 0,
                     open_qa_scorer(task))
         self.generation = GenerationConfig(**task["generation"])
-        self.sources = tokenizer.truncating(rag["max_length"])
-        self.targets = tokenizer.truncating(task["target_max_length"])
-        self.pad = net.config.pad_token_id
+        self.sources = self.tokenizer.truncating(rag["max_length"])
+        self.targets = self.tokenizer.truncating(task["target_max_length"])
+        self.pad = self.net.config.pad_token_id
         self.collate = partial(pad_collate, pad_id=self.pad)
 
     def generator_inputs(self, questions: Sequence[str], rows) -> dict[str, Tensor]:
@@ -195,7 +196,8 @@ class LitRag(RetrievalAugmented, PlmModule):
     def rag_sequence(self, inputs: Mapping[str, Tensor], doc_logp: Tensor) -> Tensor:
         """The hypothesis of highest p(y|x), thorough or fast (module docstring) -> [B, T]."""
         B, k = doc_logp.shape
-        ids = generate(self.net, inputs["input_ids"], inputs["attention_mask"], self.generation)
+        ids = generate(self.arch, self.net, inputs["input_ids"], inputs["attention_mask"],
+                       self.generation)
         hypotheses = ids.view(B, k, -1)
         if self.decoding == "thorough":
             marginals = thorough_marginals(doc_logp, hypothesis_scores(
@@ -220,8 +222,8 @@ class RagReader(Reader):
     def __init__(self, marginalisation: str) -> None:
         self.marginalisation = marginalisation
 
-    def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer):
-        task = cfg["task"]
+    def build(self, cfg: Mapping, model: Model):
+        task, net = cfg["task"], model.net
         for key, value in (("rag.max_length", task["rag"]["max_length"]),
                            ("target_max_length", task["target_max_length"])):
             if value > net.config.max_length:
@@ -232,6 +234,6 @@ class RagReader(Reader):
         retriever = build_retriever({**task, "retriever": "dense"}, corpus, cfg, separate=True)
         dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,
                                  cfg["seed"])
-        module = LitRag(net, tokenizer, retriever, task, self.marginalisation, cfg["optim"],
+        module = LitRag(model, retriever, task, self.marginalisation, cfg["optim"],
                         dm.eval_split_names)
         return module, dm

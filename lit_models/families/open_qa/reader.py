@@ -2,18 +2,18 @@
 
 from collections.abc import Mapping
 
-from torch import nn
+from lit_models.archs import Model
 
 
 class Reader:
     """An open-QA reader, named by ``_target_`` under the task YAML's ``readers`` and picked by
     ``task.reader``: the architecture kinds it reads with, whether it reads retrieved passages,
     whether the net is built with its pretraining heads (a generator's LM head), and ``build``
-    (the family, the composed config, the net, its tokenizer) -> (LightningModule, DataModule)."""
+    (the composed config, the run's ``Model``) -> (LightningModule, DataModule)."""
 
     kinds: tuple[str, ...] = ("encoder",)
     retrieves: bool = True
     with_heads: bool = False
 
-    def build(self, cfg: Mapping, net: nn.Module, tokenizer) -> tuple:
+    def build(self, cfg: Mapping, model: Model) -> tuple:
         raise NotImplementedError

@@ -28,12 +28,13 @@ from functools import partial
 import regex
 import torch
 from tokenizers import Tokenizer
-from torch import Tensor, nn
+from torch import Tensor
 
 from datamodules.collate import pad_collate
+from datamodules.init_from import InitFrom
 from datamodules.retrieval_augmented import QuestionsDataModule
 from datamodules.tokenization import TextTokenizer
-from lit_models.core.build import checkpoint_dir
+from lit_models.archs import Model
 from lit_models.core.family import check_max_length
 from lit_models.core.generation import NEVER
 from lit_models.core.retrievers import QUESTION_ENCODER, build_corpus_of, build_retriever
@@ -114,15 +115,16 @@ class LitRealm(RetrievalAugmented, LitExtractiveQA):
     """The knowledge-augmented encoder (the run's encoder + a span head) and the retriever's
     question encoder, trained on -log p(y|x)."""
 
-    def __init__(self, encoder: nn.Module, tokenizer: TextTokenizer, retriever, task: Mapping,
-                 optim: Mapping, eval_splits: Sequence[str]) -> None:
+    def __init__(self, model: Model, retriever, task: Mapping, optim: Mapping,
+                 eval_splits: Sequence[str]) -> None:
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
-        LitExtractiveQA.__init__(self, encoder, eval_splits, decoding, False, optim)
+        LitExtractiveQA.__init__(self, model.net, model.arch.capabilities, eval_splits, decoding,
+                                 False, optim)
         realm = task["realm"]
         self.attach(retriever, task["read_top_k"], task["retrieve_top_k"],
                     realm["update_documents"], realm["refresh_every"], open_qa_scorer(task))
         self.train_k = min(realm["top_k"], len(retriever.corpus))
-        self.inputs = ReaderInputs(tokenizer, task["max_length"])
+        self.inputs = ReaderInputs(model.tokenizer, task["max_length"])
 
     def spans(self, questions: Sequence[str], rows, answers=None) -> tuple[Tensor, dict]:
         """Span scores [B * k, T, T] of each question with each of its passages ``rows``."""
@@ -173,17 +175,18 @@ class RealmReader(Reader):
     apart from the document encoder). ``init_from=ckpt:<REALM pre-training run>`` gives both the
     reader's encoder and the retriever's two encoders (REALM fine-tunes from both, §3.4)."""
 
-    def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer):
+    def build(self, cfg: Mapping, model: Model):
         task = cfg["task"]
-        check_max_length(task, net)
+        check_max_length(task, model.net)
         corpus = build_corpus_of(task)
         dense = task["dense"]
-        init = str(cfg.get("init_from", ""))
-        if init.startswith("ckpt:") and (checkpoint_dir(init) / QUESTION_ENCODER).is_dir():
-            dense = {**dense, "encoder": init}  # a REALM pre-training run: its retriever too (§3.4)
+        init = InitFrom.parse(cfg["init_from"])
+        if init.kind == "ckpt" and (init.directory() / QUESTION_ENCODER).is_dir():
+            # a REALM pre-training run: its retriever too (§3.4)
+            dense = {**dense, "encoder": str(init)}
         retriever = build_retriever({**task, "retriever": "dense", "dense": dense}, corpus, cfg,
                                     separate=True)
         dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,
                                  cfg["seed"])
-        module = LitRealm(net, tokenizer, retriever, task, cfg["optim"], dm.eval_split_names)
+        module = LitRealm(model, retriever, task, cfg["optim"], dm.eval_split_names)
         return module, dm

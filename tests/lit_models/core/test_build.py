@@ -8,13 +8,17 @@ from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
-from lit_models.archs import get_arch
+from datamodules.init_from import InitFrom
+from lit_models.archs import Model, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.hf import from_hf, to_hf
 from tests.conftest import require
 from tests.nets.parity import TEXT
 
 transformers = require("transformers")
+
+
+SCRATCH = InitFrom.parse("scratch")
 
 
 def tiny(arch: str, **overrides) -> dict:
@@ -28,25 +32,28 @@ def tiny(arch: str, **overrides) -> dict:
 ])
 def test_another_family_keeps_the_arch_tokens_and_exports_loadably(arch, family, tmp_path):
     preset = tiny(arch, vocabulary_family=family, lowercase=True)
-    net, tokenizer = build_net(preset, "scratch", False, lambda: (f"test-{family}", TEXT))
+    _, net, tokenizer = build_net(get_arch(arch), preset, SCRATCH, False,
+                                  lambda: (f"test-{family}", TEXT))
     own = get_arch(arch).tokenizer
     assert own.family != family and tokenizer.family == family
     assert tokenizer.roles == dict(own.tokens)  # the arch's special tokens, by role
     pair = tokenizer.backend.encode("The cat sat.", "It was a DOG!")
     first, last = (dict(own.tokens)[role] for role in own.single.split()[::2])
     assert pair.tokens[0] == first and pair.tokens[-1] == last  # the arch's template
-    to_hf(net, tokenizer, tmp_path / "export")
+    to_hf(Model(get_arch(arch), net, tokenizer), tmp_path / "export")
     hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
     assert hf_tokenizer("The cat sat.", "It was a DOG!")["input_ids"] == pair.ids
-    _, reloaded = from_hf(tmp_path / "export")
+    _, _, reloaded = from_hf(tmp_path / "export")
     assert reloaded.family == family
     assert reloaded.backend.encode("The cat sat.", "It was a DOG!").ids == pair.ids
 
 
 def test_the_own_family_is_the_default_and_a_bad_one_is_named():
-    _, tokenizer = build_net(tiny("albert"), "scratch", False, lambda: ("test-own", TEXT))
+    albert = get_arch("albert")
+    tokenizer = build_net(albert, tiny("albert"), SCRATCH, False, lambda: ("test-own", TEXT)
+                          ).tokenizer
     assert tokenizer.family == "unigram"
-    assert tokenizer.roles == dict(get_arch("albert").tokenizer.tokens)
+    assert tokenizer.roles == dict(albert.tokenizer.tokens)
     with pytest.raises(PlmbenchError, match="vocabulary_family='sentencepiece'"):
-        build_net(tiny("albert", vocabulary_family="sentencepiece"), "scratch", False,
+        build_net(albert, tiny("albert", vocabulary_family="sentencepiece"), SCRATCH, False,
                   lambda: ("test-bad", TEXT))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import Model, get_arch
 from lit_models.core.generation import (
     GenerationConfig,
     Seq2SeqDecoding,
@@ -20,6 +21,8 @@ from tests.conftest import require
 from tests.nets.parity import TEXT
 from tests.nets.test_bart import inputs
 from tests.nets.test_bart import tokenizer as tokenizer  # noqa: F401 (fixture)
+
+BART = get_arch("bart")
 
 transformers = require("transformers")
 
@@ -48,7 +51,7 @@ def models(tokenizer, tmp_path_factory):  # noqa: F811
     torch.manual_seed(0)
     config = BartConfig(vocab_size=tokenizer.vocab_size, init_std=0.2, eos_token_id=EOS, **SIZES)
     net = BartForConditionalGeneration(config).eval()
-    directory = to_hf(net, tokenizer, tmp_path_factory.mktemp("bart") / "export")
+    directory = to_hf(Model(BART, net, tokenizer), tmp_path_factory.mktemp("bart") / "export")
     reference = transformers.AutoModelForSeq2SeqLM.from_pretrained(directory)
     return reference.eval(), net
 
@@ -70,7 +73,8 @@ def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
         input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], do_sample=False,
         decoder_start_token_id=special.sep, eos_token_id=EOS, pad_token_id=special.pad,
         forced_bos_token_id=None, forced_eos_token_id=None, num_return_sequences=1, **settings)
-    ours = generate(net, batch["input_ids"], batch["attention_mask"], GenerationConfig(**settings))
+    ours = generate(BART, net, batch["input_ids"], batch["attention_mask"],
+                    GenerationConfig(**settings))
     assert strip(ours, EOS, special.pad) == strip(theirs[:, 1:], EOS, special.pad)
     assert ours.shape[1] == max(len(row) for row in strip(ours, EOS, special.pad))
 
@@ -94,8 +98,8 @@ def test_cached_and_uncached_decoding_agree(num_beams, models, tokenizer):  # no
     batch = inputs(tokenizer, TEXT[1:4], TEXT[1:4])
     args = batch["input_ids"], batch["attention_mask"]
     cfg = dict(num_beams=num_beams, max_new_tokens=10, no_repeat_ngram_size=2)
-    cached = generate(net, *args, GenerationConfig(**cfg, use_cache=True))
-    uncached = generate(net, *args, GenerationConfig(**cfg, use_cache=False))
+    cached = generate(BART, net, *args, GenerationConfig(**cfg, use_cache=True))
+    uncached = generate(BART, net, *args, GenerationConfig(**cfg, use_cache=False))
     assert torch.equal(cached, uncached)
     with torch.no_grad():  # and the logits of every step agree
         fast, slow = (Seq2SeqDecoding(net, *args, 1, use) for use in (True, False))
@@ -131,7 +135,7 @@ def test_the_test_model_ends_hypotheses_at_different_lengths(models, tokenizer):
     batch = inputs(tokenizer, TEXT[:3], TEXT[:3])
     lengths = set()
     for settings in SETTINGS:
-        ids = generate(net, batch["input_ids"], batch["attention_mask"],
+        ids = generate(BART, net, batch["input_ids"], batch["attention_mask"],
                        GenerationConfig(**settings))
         lengths |= {(len(row), row[-1] == EOS) for row in strip(ids, EOS, 1)}
     assert len({n for n, ended in lengths if ended}) >= 2 and any(not e for _, e in lengths)

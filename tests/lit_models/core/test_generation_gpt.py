@@ -6,6 +6,7 @@ steps give the same logits."""
 import pytest
 import torch
 
+from lit_models.archs import Model, get_arch
 from lit_models.core.generation import (
     CausalDecoding,
     GenerationConfig,
@@ -19,6 +20,8 @@ from tests.conftest import require
 from tests.lit_models.core.test_generation import SETTINGS, strip
 from tests.nets.parity import TEXT
 from tests.nets.test_gpt import tokenizer as tokenizer  # noqa: F401 (fixture)
+
+GPT2 = get_arch("gpt2")
 
 transformers = require("transformers")
 
@@ -34,7 +37,7 @@ def models(tokenizer, tmp_path_factory):  # noqa: F811
     config = GPTConfig(vocab_size=tokenizer.vocab_size, initializer_range=0.2, eos_token_id=EOS,
                        pad_token_id=tokenizer.special.pad, **SIZES)
     net = GPTLMHeadModel(config).eval()
-    directory = to_hf(net, tokenizer, tmp_path_factory.mktemp("gpt2") / "export")
+    directory = to_hf(Model(GPT2, net, tokenizer), tmp_path_factory.mktemp("gpt2") / "export")
     reference = transformers.AutoModelForCausalLM.from_pretrained(directory)
     return reference.eval(), net
 
@@ -58,7 +61,7 @@ def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
                                 **settings)
     expected = strip(theirs[:, ids.shape[1]:], EOS, pad)
     for use_cache in (True, False):
-        ours = generate(net, ids, mask, GenerationConfig(**settings, use_cache=use_cache))
+        ours = generate(GPT2, net, ids, mask, GenerationConfig(**settings, use_cache=use_cache))
         assert strip(ours, EOS, pad) == expected
 
 
@@ -67,7 +70,7 @@ def test_the_test_model_ends_hypotheses_at_different_lengths(models, tokenizer):
     ids, mask = prompts(tokenizer)
     lengths = set()
     for settings in SETTINGS:
-        out = generate(net, ids, mask, GenerationConfig(**settings))
+        out = generate(GPT2, net, ids, mask, GenerationConfig(**settings))
         lengths |= {(len(row), row[-1] == EOS) for row in strip(out, EOS, 1)}
     assert len({n for n, ended in lengths if ended}) >= 2 and any(not e for _, e in lengths)
 
@@ -92,4 +95,4 @@ def test_right_padded_prompts_are_refused(models, tokenizer):  # noqa: F811
     _, net = models
     ids, mask = prompts(tokenizer)
     with pytest.raises(ValueError, match="left-padded"):
-        generate(net, ids.flip(1), mask.flip(1), GenerationConfig())
+        generate(GPT2, net, ids.flip(1), mask.flip(1), GenerationConfig())

@@ -6,6 +6,7 @@ bias follows the cached positions); beam size 1 is greedy."""
 import pytest
 import torch
 
+from lit_models.archs import Model, get_arch
 from lit_models.core.generation import (
     GenerationConfig,
     Seq2SeqDecoding,
@@ -21,6 +22,8 @@ from tests.nets.parity import TEXT
 from tests.nets.test_t5 import inputs
 from tests.nets.test_t5 import tokenizer as tokenizer  # noqa: F401 (fixture)
 
+T5 = get_arch("t5")
+
 transformers = require("transformers")
 
 SIZES = dict(d_model=24, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=2, num_heads=3,
@@ -31,7 +34,7 @@ SIZES = dict(d_model=24, d_kv=8, d_ff=40, num_layers=2, num_decoder_layers=2, nu
 def end_token(net, batch) -> int:
     """A token the random net emits third in one row and nowhere before, and never in another
     row: used as the end token, hypotheses finish at different lengths or not at all."""
-    ids = generate(net, batch["input_ids"], batch["attention_mask"],
+    ids = generate(T5, net, batch["input_ids"], batch["attention_mask"],
                    GenerationConfig(max_new_tokens=15))
     for row in ids.tolist():
         token = row[2]
@@ -49,7 +52,7 @@ def models(request, tokenizer, tmp_path_factory):  # noqa: F811
                       tie_word_embeddings=not gated, **SIZES)
     net = T5ForConditionalGeneration(config).eval()
     net.config.eos_token_id = end_token(net, inputs(tokenizer, TEXT[:3], TEXT[:3]))
-    directory = to_hf(net, tokenizer, tmp_path_factory.mktemp("t5") / "export")
+    directory = to_hf(Model(T5, net, tokenizer), tmp_path_factory.mktemp("t5") / "export")
     reference = transformers.AutoModelForSeq2SeqLM.from_pretrained(directory)
     return reference.eval(), net, net.config.eos_token_id
 
@@ -64,7 +67,7 @@ def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
         decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad,
         num_return_sequences=1, **settings)
     for use_cache in (True, False):
-        ours = generate(net, batch["input_ids"], batch["attention_mask"],
+        ours = generate(T5, net, batch["input_ids"], batch["attention_mask"],
                         GenerationConfig(**settings, use_cache=use_cache))
         assert strip(ours, eos, pad) == strip(theirs[:, 1:], eos, pad)
 

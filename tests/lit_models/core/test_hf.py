@@ -9,22 +9,24 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
-from datamodules.tokenization import BERT, TextTokenizer, load_tokenizer, save_tokenizer
+from datamodules.tokenization import VOCAB_TXT, TextTokenizer, load_tokenizer, save_tokenizer
+from lit_models.archs import Model, get_arch
 from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from tests.conftest import require
+from tests.nets.parity import randomize_
 
 transformers = require("transformers")
+BERT_ARCH = get_arch("bert")
 
 TOLERANCE = 1e-5
 #: a toy uncased WordPiece vocabulary: words, continuation pieces and punctuation
 WORDS = "the a cat dog sat on mat quick brown fox jump over lazy hello world it was and play"
 PIECES = "##s ##ed ##ing . , !"
-SPECIAL_TOKENS = [token for _, token in BERT.tokens]
+SPECIAL_TOKENS = [token for _, token in VOCAB_TXT.tokens]
 VOCAB = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *WORDS.split(), *PIECES.split()])}
 SENTENCES = [
     "The quick brown fox jumped over the lazy dog.",
@@ -58,14 +60,6 @@ def encode(tokenizer: TextTokenizer, sentences: list[str]) -> dict[str, torch.Te
     return pad_collate(examples, pad_id=tokenizer.special.pad)
 
 
-def randomize_(model: torch.nn.Module) -> torch.nn.Module:
-    """Every weight N(0, 0.3) (biases and LayerNorms too, unlike a fresh init)."""
-    torch.manual_seed(0)
-    n = sum(p.numel() for p in model.parameters())
-    vector_to_parameters(0.3 * torch.randn(n), model.parameters())
-    return model.eval()
-
-
 def hf_checkpoint(cls_name: str, directory: Path, tokenizer: TextTokenizer) -> torch.nn.Module:
     """A random transformers model saved with ``save_pretrained`` plus our tokenizer files."""
     model = randomize_(getattr(transformers, cls_name)(transformers.BertConfig(**TINY)))
@@ -88,8 +82,8 @@ def test_from_hf_matches_transformers(tmp_path: Path, tokenizer: TextTokenizer, 
     encoder_hf = hf if cls_name == "BertModel" else hf.bert
     batch = encode(tokenizer, SENTENCES)
     mask = batch["attention_mask"]
-    encoder, loaded_tokenizer = from_hf(tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)
+    _, encoder, loaded_tokenizer = from_hf(tmp_path)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
     assert type(encoder) is BertModel and type(net) is BertForPreTraining
     with torch.no_grad():
         theirs = encoder_hf(**batch)
@@ -127,7 +121,7 @@ def test_from_hf_reads_torch_bin_tf_names_tied_copies_and_vocab_txt(
     (tmp_path / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCAB))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
 
-    net, cased = from_hf(tmp_path, with_heads=True)
+    _, net, cased = from_hf(tmp_path, with_heads=True)
     batch = encode(tokenizer, SENTENCES)
     with torch.no_grad():
         theirs = hf(**batch)
@@ -141,7 +135,7 @@ def test_from_hf_reads_torch_bin_tf_names_tied_copies_and_vocab_txt(
 
 def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: TextTokenizer):
     ours = randomize_(BertForPreTraining(BertConfig(**TINY)))
-    path = to_hf(ours, tokenizer, tmp_path / "export")
+    path = to_hf(Model(BERT_ARCH, ours, tokenizer), tmp_path / "export")
     hf = transformers.BertForPreTraining.from_pretrained(path).eval()
     auto = transformers.AutoModel.from_pretrained(path).eval()
     assert type(auto) is transformers.BertModel
@@ -162,14 +156,15 @@ def test_to_hf_loads_in_transformers(tmp_path: Path, tokenizer: TextTokenizer):
     assert encoded["input_ids"] == expected.ids and VOCAB["[UNK]"] not in expected.ids
     assert encoded["token_type_ids"] == expected.type_ids and 1 in expected.type_ids
 
-    back, _ = from_hf(path, with_heads=True)
+    _, back, _ = from_hf(path, with_heads=True)
     for (name, a), (_, b) in zip(ours.state_dict().items(), back.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
 
 
 def test_to_hf_encoder_without_pooler(tmp_path: Path, tokenizer: TextTokenizer):
     ours = randomize_(BertModel(BertConfig(**TINY), add_pooling_layer=False))
-    auto = transformers.AutoModel.from_pretrained(to_hf(ours, tokenizer, tmp_path / "e")).eval()
+    export = to_hf(Model(BERT_ARCH, ours, tokenizer), tmp_path / "e")
+    auto = transformers.AutoModel.from_pretrained(export).eval()
     batch = encode(tokenizer, SENTENCES)
     with torch.no_grad():
         assert_close(
@@ -180,7 +175,7 @@ def test_to_hf_encoder_without_pooler(tmp_path: Path, tokenizer: TextTokenizer):
 
 
 def test_all_minilm_l6_v2_matches_transformers(minilm_path: Path):
-    net, tokenizer = from_hf(minilm_path)
+    _, net, tokenizer = from_hf(minilm_path)
     hf = transformers.AutoModel.from_pretrained(minilm_path).eval()
     sentences = [
         "A man is playing a guitar.",
@@ -204,16 +199,16 @@ def test_all_minilm_l6_v2_matches_transformers(minilm_path: Path):
 
 
 def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: TextTokenizer):
-    first = to_hf(BertModel(BertConfig(**TINY)), tokenizer, tmp_path / "export")
+    first = to_hf(Model(BERT_ARCH, BertModel(BertConfig(**TINY)), tokenizer), tmp_path / "export")
     second_net = randomize_(BertModel(BertConfig(**TINY)))
-    to_hf(second_net, tokenizer, first)
+    to_hf(Model(BERT_ARCH, second_net, tokenizer), first)
     assert [p.name for p in tmp_path.iterdir()] == ["export"]  # no temp dirs left behind
     assert torch.equal(
         load_file(first / "model.safetensors")["pooler.dense.bias"], second_net.pooler.bias.detach()
     )
     pre_norm = BertModel(BertConfig(**TINY, pre_norm=True))
     with pytest.raises(PlmbenchError, match="pre_norm"):
-        to_hf(pre_norm, tokenizer, first)
+        to_hf(Model(BERT_ARCH, pre_norm, tokenizer), first)
     assert [p.name for p in tmp_path.iterdir()] == ["export"]
     from_hf(first)  # the previous export is intact
 
@@ -249,7 +244,7 @@ def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: TextTokenize
     with pytest.raises(PlmbenchError, match="model_type 'gpt_neo'; plmbench imports"):
         from_hf(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    assert type(from_hf(tmp_path)[0]).__name__ == "RobertaModel"  # model_type picks the net
+    assert type(from_hf(tmp_path).net).__name__ == "RobertaModel"  # model_type picks the net
     (tmp_path / "config.json").write_text(json.dumps(config))
     weights.write_bytes(b"not a safetensors file")
     with pytest.raises(PlmbenchError, match="cannot read .*model.safetensors"):
@@ -275,7 +270,7 @@ def test_from_hf_loads_the_encoder_of_fine_tuned_checkpoints(
     hf.save_pretrained(tmp_path)
     save_tokenizer(tokenizer, tmp_path)
     batch = encode(tokenizer, SENTENCES)
-    encoder, _ = from_hf(tmp_path)
+    _, encoder, _ = from_hf(tmp_path)
     with torch.no_grad():
         theirs = hf.bert(**batch).last_hidden_state
         ours = encoder.eval()(**batch).last_hidden_state

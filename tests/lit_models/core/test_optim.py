@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import get_arch
 from lit_models.core.optim import configure_optimizer, lr_multiplier, param_groups
 from lit_models.families.classify import LitClassifier
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
@@ -50,8 +51,9 @@ def pretraining_net() -> BertForPreTraining:
 def classifier() -> LitClassifier:
     torch.manual_seed(0)
     config = BertConfig(**TINY)
-    return LitClassifier(BertModel(config), PooledClassifier(config, 3, 0.1), 3, ["accuracy"],
-                         ["validation"], optim_cfg())
+    return LitClassifier(BertModel(config), get_arch("bert").capabilities,
+                         PooledClassifier(config, 3, 0.1), 3, ["accuracy"], ["validation"],
+                         optim_cfg())
 
 
 def no_decay_params(module: nn.Module) -> set[int]:

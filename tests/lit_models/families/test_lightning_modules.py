@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
+from lit_models.archs import get_arch
 from lit_models.families.classify import LitClassifier
 from lit_models.families.pretrain import LitPretrain
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
@@ -68,8 +69,8 @@ def classifier(num_labels: int = 2, metrics=("accuracy", "f1"), splits=("validat
     torch.manual_seed(0)
     config = BertConfig(**CONFIG, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     head = PooledClassifier(config, num_labels, dropout)
-    return LitClassifier(BertModel(config), head, num_labels, list(metrics), list(splits),
-                         dict(OPTIM, lr=lr))
+    return LitClassifier(BertModel(config), get_arch("bert").capabilities, head, num_labels,
+                         list(metrics), list(splits), dict(OPTIM, lr=lr))
 
 
 def separable(n: int, seed: int) -> list[dict]:

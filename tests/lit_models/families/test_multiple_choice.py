@@ -14,7 +14,7 @@ from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.multiple_choice import choices_collate, copa, race, swag
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import ARCHS, get_arch
+from lit_models.archs import ARCHS, Model, get_arch
 from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, has_task_head, load_head, task_head_names, to_hf
 from lit_models.families.multiple_choice import LitMultipleChoice, multiple_choice_head
@@ -32,7 +32,7 @@ def tiny_model(arch_name: str):
     tokenizer = train_tokenizer(arch.tokenizer, TEXT, vocab_size=200, lowercase=False)
     config = net_config(arch, preset, tokenizer.vocab_size, tokenizer.special.pad)
     net = arch.encoder(config)
-    return net, multiple_choice_head(net, 0.1), tokenizer
+    return net, multiple_choice_head(Model(arch, net, tokenizer), 0.1), tokenizer
 
 
 def choice_batch(tokenizer, padded: bool) -> dict[str, torch.Tensor]:
@@ -53,13 +53,14 @@ def choice_batch(tokenizer, padded: bool) -> dict[str, torch.Tensor]:
 def test_export_loads_in_transformers_and_scores_as_ours(arch_name, tmp_path: Path):
     transformers = require("transformers")
     net, head, tokenizer = tiny_model(arch_name)
-    module = LitMultipleChoice(net, head, C, ["accuracy"], [], {})
+    module = LitMultipleChoice(net, get_arch(arch_name).capabilities, head, C, ["accuracy"], [],
+                               {})
     randomize_(module)
     padded = arch_name != "xlnet"  # transformers' XLNet summarises position -1, a pad when padded
     batch = choice_batch(tokenizer, padded)
-    if not hasattr(net.config, "type_vocab_size") or net.config.type_vocab_size < 2:
-        batch["token_type_ids"].zero_()  # one segment (RoBERTa), or none (DistilBERT, XLNet)
-    to_hf(net, tokenizer, tmp_path, head, task="multiple_choice")
+    if getattr(net.config, "type_vocab_size", 0) < 2:
+        batch["token_type_ids"].zero_()  # one segment (RoBERTa), or no embeddings of them
+    to_hf(Model(get_arch(arch_name), net, tokenizer), tmp_path, head, task="multiple_choice")
     theirs, info = transformers.AutoModelForMultipleChoice.from_pretrained(
         tmp_path, output_loading_info=True)
     assert type(theirs).__name__ == ARCHS[arch_name].hf.classes["multiple_choice"]
@@ -82,10 +83,9 @@ def test_export_loads_in_transformers_and_scores_as_ours(arch_name, tmp_path: Pa
 def test_the_head_round_trips_and_is_kept_by_init_from(tmp_path: Path):
     net, head, tokenizer = tiny_model("roberta")
     randomize_(torch.nn.ModuleList([net, head]))
-    to_hf(net, tokenizer, tmp_path, head, task="multiple_choice")
+    to_hf(Model(get_arch("roberta"), net, tokenizer), tmp_path, head, task="multiple_choice")
     assert has_task_head(tmp_path, "multiple_choice")
-    encoder, _ = from_hf(tmp_path)
-    again = multiple_choice_head(encoder, 0.1)
+    again = multiple_choice_head(from_hf(tmp_path), 0.1)
     assert load_head(again, tmp_path, task_head_names(get_arch("roberta").hf, "multiple_choice"))
     assert torch.equal(again.out.weight, head.out.weight)
 
@@ -95,14 +95,15 @@ def test_a_pooled_head_gives_a_pooler_to_an_encoder_saved_without_one():
     net, _, _ = tiny_model("roberta")
     bare = arch.encoder(net.config, add_pooling_layer=False)
     assert bare.pooler is None
-    multiple_choice_head(bare, 0.1)
+    multiple_choice_head(Model(arch, bare, None), 0.1)
     assert bare.pooler is not None
 
 
 def test_deberta_has_no_transformers_multiple_choice_model(tmp_path: Path):
     net, head, tokenizer = tiny_model("deberta")
     with pytest.raises(PlmbenchError, match="no multiple_choice model of deberta"):
-        to_hf(net, tokenizer, tmp_path / "model", head, task="multiple_choice")
+        to_hf(Model(get_arch("deberta"), net, tokenizer), tmp_path / "model", head,
+              task="multiple_choice")
     assert not (tmp_path / "model").exists()
 
 

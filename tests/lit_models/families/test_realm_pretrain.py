@@ -13,7 +13,7 @@ import torch
 
 from datamodules.collate import IGNORE_INDEX
 from datamodules.tokenization import load_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.hf import to_hf
 from lit_models.families.realm_pretrain import LitRealmPretrain, collate, masked_sentences
 from lit_models.objectives.base import ExampleRandomness
@@ -48,8 +48,8 @@ def tiny(tokenizer, heads: bool, seed: int):
 
 
 def module(tokenizer, update_documents: bool, null_document: bool = True) -> LitRealmPretrain:
-    encoder = BiEncoder(tiny(tokenizer, False, 1), tokenizer, tiny(tokenizer, False, 2),
-                        max_passage_length=32)
+    encoder = BiEncoder(Model(get_arch("bert"), tiny(tokenizer, False, 1), tokenizer),
+                        tiny(tokenizer, False, 2), max_passage_length=32)
     retriever = DenseRetriever.build(CORPUS, encoder, IndexSettings("Flat"), {
         "batch_size": 8, "trainer": {"enable_progress_bar": False}})
     task = {"max_length": 64, "realm": {"top_k": 3, "null_document": null_document,
@@ -141,7 +141,7 @@ def test_gradients_and_index_refresh(tokenizer, update_documents):
 
 def test_tiny_realm_pretraining_run_then_open_qa_fine_tuning(mirror, tmp_path, tokenizer):
     retriever = tmp_path / "tiny_retriever"
-    to_hf(tiny(tokenizer, False, 1), tokenizer, retriever)
+    to_hf(Model(get_arch("bert"), tiny(tokenizer, False, 1), tokenizer), retriever)
     args = ["model=bert-tiny", "task=pretrain/realm_wikipedia", "objective=ssm",
             f"task.dense.encoder=hf:{retriever}", "task.corpus.max_documents=10",
             "task.eval_documents=2", "task.max_eval_samples=16", "task.batch_size=8",

@@ -11,7 +11,7 @@ from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.seq2seq import LitSeq2Seq, check_lengths
 from lit_models.metrics import build_metrics
@@ -58,8 +58,10 @@ def test_the_trained_loss_is_the_targets_next_token_loss(data):
     config = GPTConfig(vocab_size=tokenizer.vocab_size, n_embd=16, n_layer=1, n_head=2,
                        n_positions=64, pad_token_id=tokenizer.special.pad)
     net = GPTLMHeadModel(config).eval()
-    module = LitSeq2Seq(net, tokenizer, GenerationConfig(max_new_tokens=4), ["validation"],
-                        dm.texts, {"lr": 1e-3}, lambda split: build_metrics(["rouge1"], "texts"))
+    model = Model(get_arch("gpt2"), net, tokenizer)
+    module = LitSeq2Seq(model, GenerationConfig(max_new_tokens=4), ["validation"], dm.texts,
+                        {"lr": 1e-3},
+                        lambda split: build_metrics(["rouge1"], "texts"))
     batch = dm.val_dataloader()[0].collate_fn([dm.eval_data[0][i] for i in range(3)])
     with torch.no_grad():
         nll, rows = module.token_nll(batch)
@@ -74,4 +76,4 @@ def test_the_trained_loss_is_the_targets_next_token_loss(data):
     assert rows.tolist() == sorted(rows.tolist()) and set(rows.tolist()) == {0, 1, 2}
     task.source_max_length = 60
     with pytest.raises(PlmbenchError, match="one sequence"):
-        check_lengths(task, net, GenerationConfig(max_new_tokens=9))
+        check_lengths(task, model, GenerationConfig(max_new_tokens=9))

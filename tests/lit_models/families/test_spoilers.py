@@ -19,7 +19,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.goodreads import DATASET, convert
 from datamodules.sources import FileSource, load_split, mirror_dataset
 from datamodules.spoilers import SpoilerDataModule
-from datamodules.tokenization import BERT, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, train_tokenizer
 from lit_models.families.spoilers import TFIDF_ROW, SpoilerDetection
 from tests import hub_fixtures
 from tests.bench.invoke import plmbench
@@ -125,7 +125,7 @@ def test_imbalance_weights_and_undersampling(mirror, monkeypatch):
     weights = SpoilerDetection().class_weights(SpoilerDataModule.checked(task()))
     assert weights == pytest.approx([n / (2 * (n - spoilers)), n / (2 * spoilers)])
     assert SpoilerDetection().class_weights(task(imbalance={"method": "none"})) is None
-    tokenizer = train_tokenizer(BERT, ["a b c"] * 10, vocab_size=50, lowercase=True)
+    tokenizer = train_tokenizer(VOCAB_TXT, ["a b c"] * 10, vocab_size=50, lowercase=True)
     dm = SpoilerDataModule(task(imbalance={"method": "undersample", "ratio": 1.0}), tokenizer,
                            seed=3)
     dm.setup("fit")

@@ -10,7 +10,7 @@ import torch
 
 from datamodules.candidates import CandidateDataModule, multirc, record
 from datamodules.spans import SpanPairDataModule, token_span, word_span
-from datamodules.tokenization import BERT, train_tokenizer
+from datamodules.tokenization import VOCAB_TXT, train_tokenizer
 from lit_models.families.candidates import score_multirc, score_record
 from lit_models.metrics import build_metrics
 from lit_models.metrics.superglue import multirc_scores, record_scores
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("datasets_cache")
 @pytest.fixture(scope="module")
 def tokenizer():
     texts = [hub_fixtures.sentence(random.Random(i)) for i in range(200)]
-    return train_tokenizer(BERT, texts + hub_fixtures.ENTITIES * 5, vocab_size=300,
+    return train_tokenizer(VOCAB_TXT, texts + hub_fixtures.ENTITIES * 5, vocab_size=300,
                            lowercase=True)
 
 

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from lit_models.archs import get_arch
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.families.open_qa.rag import (
     fast_marginals,
@@ -22,6 +23,8 @@ from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from tests.nets.parity import TEXT
 from tests.nets.test_bart import inputs
 from tests.nets.test_bart import tokenizer as tokenizer  # noqa: F401 (fixture)
+
+BART = get_arch("bart")
 
 SIZES = dict(d_model=24, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
              decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=36,
@@ -98,13 +101,13 @@ def test_rag_token_beam_search_reorders_every_documents_cache(net, documents):
     assert torch.equal(cached, recomputed)
     one = generate_rag_token(net, ids[:2], mask[:2], torch.zeros(2, 1),
                              GenerationConfig(**settings))
-    assert torch.equal(one, generate(net, ids[:2], mask[:2], GenerationConfig(**settings)))
+    assert torch.equal(one, generate(BART, net, ids[:2], mask[:2], GenerationConfig(**settings)))
 
 
 def test_thorough_is_the_exact_marginal_and_fast_a_lower_bound(net, documents, tokenizer):  # noqa: F811
     ids, mask, doc_logp = documents
     pad = tokenizer.special.pad
-    generated = generate(net, ids, mask, GenerationConfig(max_new_tokens=5))
+    generated = generate(BART, net, ids, mask, GenerationConfig(max_new_tokens=5))
     hypotheses = generated.view(2, 3, -1)
     hypotheses[1, 2] = hypotheses[1, 0]  # one hypothesis produced by two documents
     scores = hypothesis_scores(net, ids, mask, hypotheses, 3, pad)

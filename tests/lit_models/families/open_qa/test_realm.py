@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from datamodules.retrieval_augmented import collate_items
+from lit_models.archs import Model
 from lit_models.core.hf import from_hf
 from lit_models.families.open_qa.realm import (
     LitRealm,
@@ -61,8 +62,7 @@ def minilm():
 
 
 def test_gold_spans_are_the_answers_tokens(minilm):
-    _, tokenizer = minilm
-    inputs = ReaderInputs(tokenizer, max_length=40)
+    inputs = ReaderInputs(minilm.tokenizer, max_length=40)
     passages = ["The Broncos beat the Panthers 24-10 in Super Bowl 50, held in 2016.",
                 "Denver's defense, the Broncos said, won it. Nothing else.",
                 "No answer here at all."]
@@ -85,14 +85,17 @@ CORPUS = datasets.Dataset.from_dict({
              "Bread is baked from flour."]})
 
 
+def copied(model: Model) -> Model:
+    return model._replace(net=copy.deepcopy(model.net))
+
+
 def realm(minilm, update_documents: bool) -> LitRealm:
-    net, tokenizer = minilm
-    encoder = BiEncoder.separate(copy.deepcopy(net), tokenizer, max_passage_length=32)
+    encoder = BiEncoder.separate(copied(minilm), max_passage_length=32)
     retriever = DenseRetriever.build(CORPUS, encoder, IndexSettings("Flat"), {
         "batch_size": 8, "trainer": {"enable_progress_bar": False}})
     task = {**TASK, "realm": {"top_k": 3, "refresh_every": 1,
                               "update_documents": update_documents}}
-    return LitRealm(copy.deepcopy(net), tokenizer, retriever, task, {"lr": 1e-4}, ["validation"])
+    return LitRealm(copied(minilm), retriever, task, {"lr": 1e-4}, ["validation"])
 
 
 @pytest.mark.parametrize("update_documents", [False, True])
