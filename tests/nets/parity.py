@@ -8,6 +8,7 @@ from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer
+from lit_models.archs import Model
 from lit_models.archs.spec import Arch
 from lit_models.core.hf import from_hf, load_head, to_hf
 
@@ -60,7 +61,7 @@ def assert_classifier_round_trips(arch: Arch, reference: torch.nn.Module, direct
     same; a head of another label count is not loaded."""
     import transformers
 
-    encoder, _ = from_hf(directory)
+    _, encoder, _ = from_hf(directory)
     head = arch.classification_head(encoder.config, 3, dropout=0.1)
     assert load_head(head, directory, arch.hf.classifier_names)
     assert not load_head(arch.classification_head(encoder.config, 2, 0.1), directory,
@@ -68,7 +69,7 @@ def assert_classifier_round_trips(arch: Arch, reference: torch.nn.Module, direct
     with torch.no_grad():
         ours = head.eval()(encoder.eval()(**inputs))
         assert (ours - reference(**inputs).logits).abs().max() <= TOLERANCE
-    to_hf(encoder, tokenizer, tmp_path / "export", head, ["a", "b", "c"])
+    to_hf(Model(arch, encoder, tokenizer), tmp_path / "export", head, ["a", "b", "c"])
     again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "export")
     assert again.config.id2label == {0: "a", 1: "b", 2: "c"}
     with torch.no_grad():

@@ -5,14 +5,15 @@ import math
 
 import pytest
 import torch
-from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
+from lit_models.archs import get_arch
 from lit_models.core.hf import load_hf_state_dict
 from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
 from tests.conftest import require
+from tests.nets.parity import randomize_
 
 transformers = require("transformers")
 
@@ -40,20 +41,13 @@ CONFIGS = {
         pad_token_id=1,
     ),
 }
+LAYOUT = get_arch("bert").hf
 LENGTHS = (11, 4, 7, 1)  # mixed lengths: every row but the first is padded
 
 
-def randomize_(model: torch.nn.Module) -> torch.nn.Module:
-    """Make every weight (biases and LayerNorms included) N(0, 0.3), so a weight mapped to the
-    wrong place cannot hide behind an initialisation of zeros or ones."""
-    n = sum(p.numel() for p in model.parameters())
-    vector_to_parameters(0.3 * torch.randn(n), model.parameters())
-    return model
-
-
 def hf_model(cls: type, kwargs: dict, attn: str) -> torch.nn.Module:
-    torch.manual_seed(0)
-    return randomize_(cls(transformers.BertConfig(**kwargs, attn_implementation=attn)).eval())
+    """A transformers BERT of ``cls`` with every weight random (``randomize_``)."""
+    return randomize_(cls(transformers.BertConfig(**kwargs, attn_implementation=attn)))
 
 
 def padded_batch(config: BertConfig) -> dict[str, torch.Tensor]:
@@ -79,7 +73,7 @@ def max_diff(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None = None)
 def test_bert_model_matches_transformers(name: str, attn: str):
     hf = hf_model(transformers.BertModel, CONFIGS[name], attn)
     ours = BertModel(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict())
+    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)
     batch = padded_batch(ours.config)
     with torch.no_grad():
         theirs = hf(**batch, output_hidden_states=True)
@@ -98,7 +92,7 @@ def test_bert_model_matches_transformers(name: str, attn: str):
 def test_masked_lm_matches_transformers(name: str):
     hf = hf_model(transformers.BertForMaskedLM, CONFIGS[name], "sdpa")
     ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict())  # no pooler / NSP weights: they stay fresh
+    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)  # no pooler / NSP weights: they stay fresh
     batch = padded_batch(ours.config)
     with torch.no_grad():
         logits = ours.mlm_head(ours(**batch).last_hidden_state)  # all positions, for comparison
@@ -111,7 +105,7 @@ def test_masked_lm_matches_transformers(name: str):
 def test_pretraining_heads_match_transformers(name: str):
     hf = hf_model(transformers.BertForPreTraining, CONFIGS[name], "sdpa")
     ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict())
+    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)
     batch = padded_batch(ours.config)
     with torch.no_grad():
         out = ours(**batch)

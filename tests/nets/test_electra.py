@@ -1,14 +1,14 @@
 """ELECTRA against transformers: random transformers checkpoints imported with ``from_hf`` give the
 same ``last_hidden_state`` (ElectraModel), discriminator logits (ElectraForPreTraining) and
-generator logits (ElectraForMaskedLM) to 1e-5 in float32 on padded batches; our nets exported with
-``to_hf`` load back into transformers equal; the pretraining pair shares its embeddings and
-round-trips its generator; a fine-tuned ElectraForSequenceClassification keeps its head."""
+generator logits (ElectraForMaskedLM) to 1e-5 in float32 on padded batches; the pretraining pair
+shares its embeddings and round-trips its generator (the other exports and contracts:
+``tests/contracts``)."""
 
 import pytest
 import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.electra import (
     ElectraConfig,
@@ -20,7 +20,6 @@ from lit_models.nets.electra import (
 from tests.conftest import require
 from tests.nets.parity import (
     TEXT,
-    assert_classifier_round_trips,
     batch,
     max_diff,
     randomize_,
@@ -66,7 +65,7 @@ PAIRS = [(TEXT[0], TEXT[1]), (TEXT[2], "Birds sing."), ("Dogs jump.", TEXT[3])]
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_electra_model(sizes, tokenizer, tmp_path):
     reference = checkpoint("ElectraModel", sizes, tokenizer, tmp_path)
-    net, loaded = from_hf(tmp_path)
+    _, net, loaded = from_hf(tmp_path)
     assert isinstance(net, ElectraModel) and net.pooler is None
     assert (net.embeddings_project is None) == (sizes["embedding_size"] == sizes["hidden_size"])
     assert loaded.special == tokenizer.special
@@ -81,7 +80,7 @@ def test_from_hf_matches_electra_model(sizes, tokenizer, tmp_path):
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_discriminator(sizes, tokenizer, tmp_path):
     reference = checkpoint("ElectraForPreTraining", sizes, tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
     assert isinstance(net, ElectraForPreTraining)
     inputs = segments(tokenizer, PAIRS)
     with torch.no_grad():
@@ -93,7 +92,7 @@ def test_from_hf_matches_discriminator(sizes, tokenizer, tmp_path):
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_generator(sizes, tokenizer, tmp_path):
     reference = checkpoint("ElectraForMaskedLM", sizes, tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)  # a masked-LM checkpoint loads as the generator
+    _, net, _ = from_hf(tmp_path, with_heads=True)  # a masked-LM checkpoint loads as the generator
     assert isinstance(net, ElectraForMaskedLM)
     inputs = batch(tokenizer, TEXT[4:8])
     with torch.no_grad():
@@ -122,7 +121,7 @@ def test_to_hf_round_trips_discriminator_and_generator(tokenizer, tmp_path):
     config = ElectraConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
                            generator_size=1 / 3, **CONFIGS[0])
     ours = randomize_(ElectraForPreTraining(config))
-    to_hf(ours, tokenizer, tmp_path / "pair")
+    to_hf(Model(ELECTRA, ours, tokenizer), tmp_path / "pair")
     theirs = transformers.AutoModelForPreTraining.from_pretrained(tmp_path / "pair").eval()
     assert type(theirs).__name__ == "ElectraForPreTraining"
     inputs = segments(tokenizer, PAIRS)
@@ -130,21 +129,13 @@ def test_to_hf_round_trips_discriminator_and_generator(tokenizer, tmp_path):
         logits = ours.rtd_head(ours(**inputs).last_hidden_state)
         assert max_diff(logits, theirs(**inputs).logits, inputs["attention_mask"]) <= TOLERANCE
         # our own import restores the generator too, to continue pretraining
-        again, _ = from_hf(tmp_path / "pair", with_heads=True)
+        _, again, _ = from_hf(tmp_path / "pair", with_heads=True)
         state, restored = ours.state_dict(), again.state_dict()
         assert all(torch.equal(state[k], restored[k]) for k in state)
 
-        to_hf(ours.generator, tokenizer, tmp_path / "generator")
+        to_hf(Model(ELECTRA, ours.generator, tokenizer), tmp_path / "generator")
         generator = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "generator")
         assert type(generator).__name__ == "ElectraForMaskedLM"
         logits = ours.generator.mlm_head(ours.generator(**inputs).last_hidden_state)
         assert max_diff(logits, generator.eval()(**inputs).logits,
                         inputs["attention_mask"]) <= TOLERANCE
-
-
-def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
-    """ElectraForSequenceClassification's head (first token, dense, GELU, out_proj)."""
-    reference = checkpoint("ElectraForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
-                           num_labels=3)
-    inputs = segments(tokenizer, PAIRS)
-    assert_classifier_round_trips(ELECTRA, reference, tmp_path, tokenizer, inputs, tmp_path)

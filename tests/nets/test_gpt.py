@@ -1,8 +1,7 @@
 """GPT-2 against transformers: random transformers checkpoints imported with ``from_hf`` give the
 same ``last_hidden_state`` (GPT2Model) and LM logits (GPT2LMHeadModel) to 1e-5 in float32 on
-right- and left-padded batches; our nets exported with ``to_hf`` load back into transformers
-equal; a fine-tuned GPT2ForSequenceClassification keeps its head (last non-pad token); cached
-incremental decoding gives the logits of one causal pass."""
+right- and left-padded batches (exports, the classification head, cached decoding and the other
+contracts: ``tests/contracts``)."""
 
 from pathlib import Path
 
@@ -11,13 +10,12 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf, to_hf
-from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel, GPTModel
+from lit_models.core.hf import from_hf
+from lit_models.nets.gpt import GPTLMHeadModel, GPTModel
 from tests.conftest import require
 from tests.nets.parity import (
     TEXT,
     TOLERANCE,
-    assert_classifier_round_trips,
     assert_close,
     batch,
     randomize_,
@@ -66,7 +64,7 @@ def left_padded(inputs: dict, pad: int) -> dict:
 @pytest.mark.parametrize("padding", ["right", "left"])
 def test_from_hf_matches_gpt2_model(sizes, padding, tokenizer, tmp_path):
     reference = checkpoint("GPT2Model", sizes, tokenizer, tmp_path)
-    net, loaded = from_hf(tmp_path)
+    _, net, loaded = from_hf(tmp_path)
     assert isinstance(net, GPTModel) and loaded.special == tokenizer.special
     inputs = batch(tokenizer, TEXT[:4])
     if padding == "left":
@@ -81,7 +79,7 @@ def test_from_hf_matches_gpt2_model(sizes, padding, tokenizer, tmp_path):
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_gpt2_lm_head_model(sizes, tokenizer, tmp_path):
     reference = checkpoint("GPT2LMHeadModel", sizes, tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
     assert isinstance(net, GPTLMHeadModel)
     inputs = batch(tokenizer, TEXT[3:7])
     left = left_padded(inputs, tokenizer.special.pad)
@@ -97,51 +95,6 @@ def test_from_hf_matches_gpt2_lm_head_model(sizes, tokenizer, tmp_path):
     right = net.logits(net(**inputs).last_hidden_state)[inputs["attention_mask"].bool()]
     moved = net.logits(net(**left, position_ids=positions).last_hidden_state)
     assert (right - moved[left["attention_mask"].bool()]).abs().max() <= TOLERANCE
-
-
-def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
-    special = tokenizer.special
-    config = GPTConfig(vocab_size=tokenizer.vocab_size, pad_token_id=special.pad, **CONFIGS[0])
-    ours = randomize_(GPTLMHeadModel(config))
-    to_hf(ours, tokenizer, tmp_path / "export")
-    theirs = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "export").eval()
-    assert type(theirs).__name__ == "GPT2LMHeadModel"
-    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
-    pair = hf_tokenizer("The cat sat.", "It was a dog!")["input_ids"]
-    assert pair == tokenizer.backend.encode("The cat sat.", "It was a dog!").ids
-    inputs = batch(tokenizer, TEXT[:3])
-    with torch.no_grad():
-        logits = ours.logits(ours(**inputs).last_hidden_state)
-        assert_close(logits, theirs(**inputs).logits, inputs["attention_mask"])
-    again, _ = from_hf(tmp_path / "export", with_heads=True)
-    for (name, mine), theirs_param in zip(ours.named_parameters(), again.parameters(),
-                                          strict=True):
-        assert torch.equal(mine, theirs_param), name
-
-
-def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
-    """GPT2ForSequenceClassification's score layer reads the last non-pad token."""
-    reference = checkpoint("GPT2ForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
-                           num_labels=3)
-    inputs = batch(tokenizer, TEXT[:4])
-    assert_classifier_round_trips(GPT2, reference, tmp_path, tokenizer, inputs, tmp_path)
-
-
-def test_cached_decoding_gives_the_full_pass_logits(tokenizer):
-    """Feeding a left-padded batch one token at a time through the caches equals one pass."""
-    config = GPTConfig(vocab_size=tokenizer.vocab_size, **CONFIGS[0])
-    net = randomize_(GPTLMHeadModel(config))
-    inputs = left_padded(batch(tokenizer, TEXT[:3]), tokenizer.special.pad)
-    ids, mask = inputs["input_ids"], inputs["attention_mask"]
-    with torch.no_grad():
-        full = net.logits(net(ids, mask).last_hidden_state)
-        caches = net.new_caches()
-        steps = [net.logits(net(ids[:, t:t + 1], mask[:, :t + 1], caches=caches)
-                            .last_hidden_state) for t in range(ids.shape[1])]
-    assert_close(torch.cat(steps, 1), full, mask)
-    assert caches[0].self_attention.length == ids.shape[1]
-    with pytest.raises(ValueError, match="n_positions"):
-        net(torch.ones(1, 68, dtype=torch.long))
 
 
 def test_gpt2_small_has_the_papers_size():

@@ -1,8 +1,8 @@
 """Longformer against transformers: random ``LongformerModel`` / ``LongformerForMaskedLM``
 checkpoints imported with ``from_hf`` give the same outputs to 1e-5 in float32 on padded batches
-(lengths that are no multiple of the window, with and without global attention); our nets
-exported with ``to_hf`` load back equal; the blocked sliding window equals dense attention under
-the band mask."""
+(lengths that are no multiple of the window, with and without global attention); the blocked
+sliding window equals dense attention under the band mask (exports and the other contracts:
+``tests/contracts``)."""
 
 import pytest
 import torch
@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf, to_hf
-from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
+from lit_models.core.hf import from_hf
+from lit_models.nets.longformer import LongformerForMaskedLM, LongformerModel
 from lit_models.nets.sliding_attention import sliding_window_attention
 from tests.conftest import require
 from tests.nets.parity import TEXT, batch, randomize_
@@ -54,7 +54,7 @@ def global_mask(inputs: dict, positions: list[list[int]]) -> torch.Tensor:
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_longformer_model(sizes, tokenizer, tmp_path):
     reference = checkpoint("LongformerModel", sizes, tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path)
+    _, net, _ = from_hf(tmp_path)
     assert isinstance(net, LongformerModel)
     inputs = batch(tokenizer, TEXT[:4])
     assert (inputs["attention_mask"] == 0).any(), "the batch must be padded"
@@ -69,7 +69,7 @@ def test_from_hf_matches_longformer_model(sizes, tokenizer, tmp_path):
 
 def test_from_hf_matches_longformer_for_masked_lm(tokenizer, tmp_path):
     reference = checkpoint("LongformerForMaskedLM", CONFIGS[0], tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
     assert isinstance(net, LongformerForMaskedLM)
     inputs = batch(tokenizer, TEXT[4:8])
     glob = global_mask(inputs, [[0]] * 4)
@@ -78,21 +78,6 @@ def test_from_hf_matches_longformer_for_masked_lm(tokenizer, tmp_path):
         theirs = reference(**inputs, global_attention_mask=glob).logits
     keep = inputs["attention_mask"].bool()
     assert (ours[keep] - theirs[keep]).abs().max() <= TOLERANCE
-
-
-def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
-    config = LongformerConfig(vocab_size=tokenizer.vocab_size,
-                              pad_token_id=tokenizer.special.pad, **CONFIGS[1])
-    ours = randomize_(LongformerModel(config))
-    to_hf(ours, tokenizer, tmp_path / "export")
-    theirs = transformers.AutoModel.from_pretrained(tmp_path / "export").eval()
-    assert type(theirs).__name__ == "LongformerModel"
-    inputs = batch(tokenizer, TEXT[:3])
-    glob = global_mask(inputs, [[0, 1], [0], [2]])
-    with torch.no_grad():
-        a = ours(**inputs, global_attention_mask=glob).last_hidden_state
-        b = theirs(**inputs, global_attention_mask=glob).last_hidden_state
-    assert (a - b).abs().max() <= TOLERANCE
 
 
 def test_blocked_sliding_window_equals_dense_banded_attention():

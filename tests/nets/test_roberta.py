@@ -1,7 +1,7 @@
 """RoBERTa against transformers: random transformers checkpoints imported with ``from_hf`` give the
 same ``last_hidden_state`` (RobertaModel) and masked-LM logits (RobertaForMaskedLM) to 1e-5 in
-float32 on padded batches; our nets exported with ``to_hf`` load back into transformers equal; a
-fine-tuned RobertaForSequenceClassification keeps its head (dense, tanh, out_proj)."""
+float32 on padded batches (exports, the classification head and the other contracts:
+``tests/contracts``)."""
 
 from pathlib import Path
 
@@ -10,13 +10,12 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.core.hf import from_hf
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tests.conftest import require
 from tests.nets.parity import (
     TEXT,
     TOLERANCE,
-    assert_classifier_round_trips,
     assert_close,
     batch,
     randomize_,
@@ -62,7 +61,7 @@ def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory: 
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_roberta_model(sizes, tokenizer, tmp_path):
     reference = checkpoint("RobertaModel", sizes, tokenizer, tmp_path)
-    net, loaded_tokenizer = from_hf(tmp_path)
+    _, net, loaded_tokenizer = from_hf(tmp_path)
     assert isinstance(net, RobertaModel) and net.pooler is not None
     assert loaded_tokenizer.special == tokenizer.special
     inputs = batch(tokenizer, TEXT[:4])
@@ -79,7 +78,7 @@ def test_from_hf_matches_roberta_model(sizes, tokenizer, tmp_path):
 @pytest.mark.parametrize("sizes", CONFIGS)
 def test_from_hf_matches_roberta_for_masked_lm(sizes, tokenizer, tmp_path):
     reference = checkpoint("RobertaForMaskedLM", sizes, tokenizer, tmp_path)
-    net, _ = from_hf(tmp_path, with_heads=True)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
     assert isinstance(net, RobertaForMaskedLM) and not hasattr(net, "nsp_head")
     inputs = batch(tokenizer, TEXT[4:8])
     with torch.no_grad():
@@ -104,28 +103,3 @@ def test_position_ids_start_past_the_padding_index(tokenizer):
     assert config.max_length == 10
     with pytest.raises(ValueError, match="exceeds"):
         net(torch.full((1, 11), 5))
-
-
-def test_to_hf_round_trips_through_transformers(tokenizer, tmp_path):
-    config = RobertaConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
-                           **CONFIGS[0])
-    ours = randomize_(RobertaForMaskedLM(config))
-    to_hf(ours, tokenizer, tmp_path / "export")
-    theirs = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "export").eval()
-    assert type(theirs).__name__ == "RobertaForMaskedLM"
-    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
-    pair = hf_tokenizer("The cat sat.", "It was a dog!")["input_ids"]
-    assert pair == tokenizer.backend.encode("The cat sat.", "It was a dog!").ids
-    inputs = batch(tokenizer, TEXT[:3])
-    with torch.no_grad():
-        logits = ours.mlm_head(ours(**inputs).last_hidden_state)
-        assert_close(logits, theirs(**inputs).logits, inputs["attention_mask"])
-
-
-def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
-    """RobertaForSequenceClassification's head (dense, tanh, out_proj) is imported, applied and
-    exported as transformers does it."""
-    reference = checkpoint("RobertaForSequenceClassification", CONFIGS[1], tokenizer, tmp_path,
-                           num_labels=3)
-    inputs = batch(tokenizer, TEXT[:4])
-    assert_classifier_round_trips(ROBERTA, reference, tmp_path, tokenizer, inputs, tmp_path)

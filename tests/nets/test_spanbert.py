@@ -5,7 +5,7 @@ that transformers loads equal, and reads back with its span boundary head."""
 
 import torch
 
-from lit_models.archs import get_arch
+from lit_models.archs import Model, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining, SpanBertModel
@@ -22,6 +22,7 @@ PAIRS = [(TEXT[0], TEXT[1]), (TEXT[2], "Birds sing."), ("Dogs jump.", TEXT[3])]
 
 
 def test_bert_checkpoint_imports_as_spanbert(tmp_path):
+    from datamodules.init_from import InitFrom
     from datamodules.tokenization import save_tokenizer, train_tokenizer
 
     tokenizer = train_tokenizer(SPANBERT.tokenizer, TEXT, vocab_size=300, lowercase=False)
@@ -30,9 +31,10 @@ def test_bert_checkpoint_imports_as_spanbert(tmp_path):
     reference.save_pretrained(tmp_path / "hf")
     save_tokenizer(tokenizer, tmp_path / "hf", SIZES["max_position_embeddings"])
     preset = {"name": "spanbert-test", "arch": "spanbert"}
-    net, _ = build_net(preset, f"hf:{tmp_path / 'hf'}", True, lambda: None)
+    checkpoint = InitFrom("hf", str(tmp_path / "hf"))
+    net = build_net(SPANBERT, preset, checkpoint, True, lambda: None).net
     assert isinstance(net, SpanBertForPreTraining)
-    encoder, _ = build_net(preset, f"hf:{tmp_path / 'hf'}", False, lambda: None)
+    encoder = build_net(SPANBERT, preset, checkpoint, False, lambda: None).net
     assert isinstance(encoder, SpanBertModel)
     inputs = segments(tokenizer, PAIRS)
     with torch.no_grad():
@@ -45,12 +47,12 @@ def test_bert_checkpoint_imports_as_spanbert(tmp_path):
         # the pretraining net exports as BertForMaskedLM, its SBO head beside it (cls.sbo.)
         ours = randomize_(SpanBertForPreTraining(SpanBertConfig(
             vocab_size=tokenizer.vocab_size, span_positions=7, **SIZES)))
-        to_hf(ours, tokenizer, tmp_path / "export")
+        to_hf(Model(SPANBERT, ours, tokenizer), tmp_path / "export")
         again = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "export").eval()
         assert type(again).__name__ == "BertForMaskedLM"
         logits = ours.mlm_head(ours(**inputs).last_hidden_state)
         assert max_diff(logits, again(**inputs).logits, inputs["attention_mask"]) <= TOLERANCE
-        restored, _ = from_hf(tmp_path / "export", with_heads=True, arch=SPANBERT)
+        _, restored, _ = from_hf(tmp_path / "export", with_heads=True, arch=SPANBERT)
         assert isinstance(restored, SpanBertForPreTraining)
         state = restored.state_dict()
         assert all(torch.equal(v, state[k]) for k, v in ours.state_dict().items())
