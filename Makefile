@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart test lint perf clean
+.PHONY: install quickstart test test-fast lint perf clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,14 @@ quickstart: $(STAMP)
 # the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# the edit-test loop (about 2 minutes on 2 cores): the unit tests of the nets, objectives, data,
+# metrics and shared machinery, the layering, and every architecture's contract; the end-to-end
+# runs of the task families and the CLI (tests/bench, tests/lit_models/families) are left to `test`
+FAST := tests/contracts tests/nets tests/objectives tests/datamodules tests/lit_models/core \
+	tests/lit_models/metrics tests/test_layering.py
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 $(FAST)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
