@@ -128,24 +128,26 @@ class GlueDataModule(PlmDataModule):
         raw = _load(task, split, cap)
         # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
-               raw._fingerprint]
+               raw._fingerprint, "index"]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
         label_type = "float32" if self.is_regression else "int64"
         features = datasets.Features(
             input_ids=datasets.Sequence(datasets.Value("int32")),
             token_type_ids=datasets.Sequence(datasets.Value("int8")),
             labels=datasets.Value(label_type),
+            index=datasets.Value("int64"),
         )
         return raw.map(
             self._encode,
             batched=True,
+            with_indices=True,
             remove_columns=raw.column_names,
             features=features,
             new_fingerprint=fingerprint,
             desc=f"tokenizing {task['name']} {split}",
         )
 
-    def _encode(self, batch: dict[str, list]) -> dict[str, list]:
+    def _encode(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
         texts = [batch[field] for field in self.task["text_fields"]]
         inputs = texts[0] if len(texts) == 1 else list(zip(*texts, strict=True))
         encodings = self.encoder.encode_batch(inputs)
@@ -153,6 +155,7 @@ class GlueDataModule(PlmDataModule):
             "input_ids": [e.ids for e in encodings],
             "token_type_ids": [e.type_ids for e in encodings],
             "labels": label_ids(self.task, batch[self.task["label_field"]]),
+            "index": indices,  # the row in the split: GLUE's idx, the predictions files' index
         }
 
     @property

@@ -3,8 +3,9 @@
 The architecture's classification head (``lit_models/nets/heads.py``) maps the encoder's output
 to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
 score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
-module, GLUE-format prediction files for tasks without a training split, and the export of the
-fine-tuned model with ``save_model``.
+module, GLUE-format prediction files of every evaluated split (with the gold labels, for
+``plmbench significance``; ``datamodules/predictions.py``) and of tasks without a training split,
+and the export of the fine-tuned model with ``save_model``.
 """
 
 import inspect
@@ -19,7 +20,7 @@ from torch import nn
 from datamodules import glue
 from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
-from datamodules.predictions import write_predictions
+from datamodules.predictions import submission_vocabulary, write_predictions
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.build import EXPORT_DIR, checkpoint_dir
@@ -51,6 +52,9 @@ class LitClassifier(PlmModule):
         #: types of a one-segment vocabulary as extra token embeddings
         self.segments = hasattr(encoder.config, "type_vocab_size")
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        #: split -> (example index, (prediction, gold label)) of the last evaluation, in order
+        self.outputs: dict[str, list[tuple[int, tuple]]] = {}
+        self._collected: list[list[torch.Tensor]] = []
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         extra = {}
@@ -82,12 +86,30 @@ class LitClassifier(PlmModule):
         self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
         predictions = scores.float() if self.num_labels == 1 else scores.argmax(-1)
         self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
+        if "index" in batch:  # kept on the device: read once, at the epoch's end
+            self._collected[dataloader_idx].append(
+                torch.stack([batch["index"].to(predictions.dtype), predictions,
+                             batch["labels"].to(predictions.dtype)], 1))
+
+    def on_validation_epoch_start(self) -> None:
+        self._collected = [[] for _ in self.eval_splits]
 
     def on_validation_epoch_end(self) -> None:
-        for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
+        for i, (split, metrics) in enumerate(zip(self.eval_splits, self.split_metrics,
+                                                 strict=True)):
             if not self.trainer.sanity_checking:
                 self.record_metrics(split, metrics.compute())
+                self.outputs[split] = self.gather_indexed(self._example_outputs(i))
             metrics.reset()
+
+    def _example_outputs(self, split_index: int) -> list[tuple[int, tuple]]:
+        """This process's (example index, (prediction, gold)) pairs of one eval split."""
+        rows = self._collected[split_index]
+        if not rows:
+            return []
+        convert = float if self.num_labels == 1 else int
+        return [(int(index), (convert(prediction), convert(gold)))
+                for index, prediction, gold in torch.cat(rows).tolist()]
 
     def predict_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
         scores = self(batch)
@@ -128,17 +150,29 @@ class Classification(TaskFamily):
         return module, dm
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
-        """GLUE-format prediction files of every eval split."""
+        """GLUE submission files of every eval split (unlabelled: no gold column)."""
         dm.setup("predict")
         loaders = dm.val_dataloader()
         outputs = trainer.predict(module, dataloaders=loaders)
         per_split = outputs if len(loaders) > 1 else [outputs]
-        label_names = cfg["task"]["label_names"]
-        return {
-            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
-                       .relative_to(run_dir))
-            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
-        }
+        vocabulary = submission_vocabulary(cfg["task"])
+        files = {}
+        for split, batches in zip(dm.eval_split_names, per_split, strict=True):
+            predicted = torch.cat(batches).tolist()
+            path = write_predictions(run_dir, split, range(len(predicted)), predicted, vocabulary)
+            files[split] = str(path.relative_to(run_dir))
+        return files
+
+    def evaluation_outputs(self, module: LitClassifier, run_dir: Path, cfg) -> dict[str, str]:
+        """The last evaluation's predictions of every labelled eval split, with gold labels."""
+        vocabulary = submission_vocabulary(cfg["task"])
+        files = {}
+        for split, rows in module.outputs.items():
+            indices = [index for index, _ in rows]
+            predicted, gold = zip(*(pair for _, pair in rows), strict=True) if rows else ((), ())
+            path = write_predictions(run_dir, split, indices, predicted, vocabulary, gold)
+            files[split] = str(path.relative_to(run_dir))
+        return files
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
