@@ -7,7 +7,9 @@
     plmbench study experiment=NAME [...]   the runs of a study, in order (e.g. experiment=domain)
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
-                         [--compare DIR_A DIR_B]
+                         [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
+    plmbench significance ROW_A ROW_B [RESULTS_DIR] [--board glue] [--resamples 1000]
+                                           is B's score different from A's? (bootstrap, ASO)
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
@@ -115,14 +117,47 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
     from bench.baselines import baseline_records
     from bench.leaderboard import build_table
     from bench.records import iter_records
+    from bench.references import load_references
     from bench.selection import best_on_dev
 
     records = list(iter_records(results_dir))
-    if args.select == "best-on-dev":
+    if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
-    if args.baselines:
+    if getattr(args, "baselines", True):
         records += baseline_records(records, board.name)
-    return build_table(records, board, args.stat)
+    table = build_table(records, board, getattr(args, "stat", "mean"))
+    if getattr(args, "references", False):
+        if not board.references:
+            raise PlmbenchError(f"board {board.name!r} names no published references "
+                                "(references: in its YAML); leave out --references")
+        table.references = load_references(board.references)
+    return table
+
+
+def cmd_significance(args: argparse.Namespace) -> int:
+    """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
+    from bench.board_config import get_board
+    from bench.significance import compare, find_row, render
+
+    board = get_board(args.board).with_aggregate(args.aggregate)
+    if board.aggregate == "none":
+        raise PlmbenchError(f"board {board.name!r} has no score to compare rows by; use a "
+                            "board with an aggregate (glue, squad, tagging, ...)")
+    table = board_table(args.results_dir, board, args)
+    rows = [find_row(table, label) for label in (args.row_a, args.row_b)]
+    lines = compare(*rows, table.columns, board, args.resamples, args.seed, args.aso_iterations)
+    text = render(lines, args.row_a, args.row_b, f"{board.title}, {board.score_label}",
+                  args.resamples, table.score_higher_is_better)
+    return _emit(text, args.out)
+
+
+def _emit(text: str, out: str | None) -> int:
+    if out:
+        write_atomically(Path(out), text)
+        print(f"wrote {out}")
+    else:
+        print(text)
+    return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -131,22 +166,17 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from bench.board_html import render_html
     from bench.board_text import render_csv, render_json, render_markdown
 
-    board = get_board(args.board)
+    board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
         a, b = (board_table(where, board, args) for where in args.compare)
-        text = render_comparison(a, b, *args.compare)
+        text = render_comparison(a, b, *args.compare, resamples=args.resamples)
     else:
         table = board_table(args.results_dir, board, args)
         renderers = {"md": lambda: render_markdown(table, args.results_dir),
                      "csv": lambda: render_csv(table), "json": lambda: render_json(table),
                      "html": lambda: render_html(table)}
         text = renderers[args.format]()
-    if args.out:
-        write_atomically(Path(args.out), text)
-        print(f"wrote {args.out}")
-    else:
-        print(text)
-    return 0
+    return _emit(text, args.out)
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -200,12 +230,39 @@ def parser() -> argparse.ArgumentParser:
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
     lb.add_argument("--stat", choices=["mean", "median"], default="mean",
-                    help="the statistic over seeds in cells and scores: mean ± std, or median "
+                    help="the statistic over seeds in cells and scores: mean ± its 95% "
+                         "interval, or median "
                          "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
-                    help="the difference of two results directories, cell by cell (Markdown)")
+                    help="the difference of two results directories, cell by cell, each row "
+                         "tested per task and on the score (Markdown)")
+    lb.add_argument("--aggregate", help="the score: the board's own (glue: the GLUE "
+                    "leaderboard's), or another it names (glue: bert_table1, BERT's Table 1 "
+                    "average)")
+    lb.add_argument("--references", action="store_true",
+                    help="show the board's published reference rows (glue: dev results of "
+                         "BERT-base, DistilBERT, ELECTRA-Small, RoBERTa-base, DeBERTa-v3-base, "
+                         "ModernBERT-base), apart from the measured rows")
+    lb.add_argument("--resamples", type=int, default=1000,
+                    help="paired bootstrap replicates of --compare (default: 1000)")
+    sig = sub.add_parser("significance", help="B - A per task and on the score: paired "
+                         "bootstrap over examples and seeds, almost stochastic order")
+    sig.add_argument("row_a", help="a row label of the board (A)")
+    sig.add_argument("row_b", help="another row label (B)")
+    sig.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
+                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
+    sig.add_argument("--board", default="glue", help="the board whose rows are compared")
+    sig.add_argument("--aggregate", help="the score to compare (default: the board's own)")
+    sig.add_argument("--select", choices=["all", "best-on-dev"], default="all",
+                     help="best-on-dev: per model and task, the grid point best on dev")
+    sig.add_argument("--resamples", type=int, default=1000,
+                     help="paired bootstrap replicates (default: 1000)")
+    sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    sig.add_argument("--aso-iterations", type=int, default=1000,
+                     help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
+    sig.add_argument("--out", help="write to this file instead of stdout")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
     data = sub.add_parser("data", help="the local data mirror")
@@ -233,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.cmd == "rerun":
             return cmd_rerun(args.record)
+        if args.cmd == "significance":
+            return cmd_significance(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
