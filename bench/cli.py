@@ -169,7 +169,8 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
         a, b = (board_table(where, board, args) for where in args.compare)
-        text = render_comparison(a, b, *args.compare, resamples=args.resamples)
+        text = render_comparison(a, b, *args.compare, resamples=args.resamples,
+                                 aso_iterations=args.aso_iterations)
     else:
         table = board_table(args.results_dir, board, args)
         renderers = {"md": lambda: render_markdown(table, args.results_dir),
@@ -247,6 +248,8 @@ def parser() -> argparse.ArgumentParser:
                          "ModernBERT-base), apart from the measured rows")
     lb.add_argument("--resamples", type=int, default=1000,
                     help="paired bootstrap replicates of --compare (default: 1000)")
+    lb.add_argument("--aso-iterations", type=int, default=1000,
+                    help="ASO's bootstrap iterations in --compare (deepsig; 0: skip the test)")
     sig = sub.add_parser("significance", help="B - A per task and on the score: paired "
                          "bootstrap over examples and seeds, almost stochastic order")
     sig.add_argument("row_a", help="a row label of the board (A)")

@@ -82,14 +82,14 @@ def _counts(predicted: np.ndarray, gold: np.ndarray, rows: np.ndarray, label: in
     return ((predicted[rows] == label).sum(1), (gold[rows] == label).sum(1))
 
 
-def _matthews(data: Mapping[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+def _matthews(data: Mapping[str, np.ndarray], rows: np.ndarray, num_labels: int) -> np.ndarray:
     """Multi-class MCC (Gorodkin 2004) from each resample's confusion counts; 0 where a
     denominator is 0 (scikit-learn's convention, e.g. a constant prediction)."""
     predicted, gold = data["prediction"], data["label"]
     n = rows.shape[1]
     correct = (predicted[rows] == gold[rows]).sum(1).astype(float)
     cov_pp = cov_gg = cov_pg = 0.0
-    for label in range(int(data["num_labels"][0])):
+    for label in range(num_labels):
         p, g = (c.astype(float) for c in _counts(predicted, gold, rows, label))
         cov_pp, cov_gg, cov_pg = cov_pp + p * p, cov_gg + g * g, cov_pg + p * g
     numerator = correct * n - cov_pg
@@ -108,11 +108,15 @@ def _spearman(data: Mapping[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
                     rankdata(data["label"][rows], axis=1))
 
 
-CLASSIFICATION: dict[str, Metric] = {
-    "accuracy": lambda data, rows: (data["prediction"][rows] == data["label"][rows]).mean(1),
-    "f1": _binary_f1,
-    "matthews": _matthews,
-}
+def classification(num_labels: int) -> dict[str, Metric]:
+    """The metrics of class ids in ``prediction`` and ``label`` (F1: of class 1, as binary)."""
+    return {
+        "accuracy": lambda data, rows: (data["prediction"][rows] == data["label"][rows]).mean(1),
+        "f1": _binary_f1,
+        "matthews": lambda data, rows: _matthews(data, rows, num_labels),
+    }
+
+
 REGRESSION: dict[str, Metric] = {
     "pearson": lambda data, rows: _pearson(data["prediction"][rows], data["label"][rows]),
     "spearman": _spearman,
@@ -142,9 +146,7 @@ def read_tsv(path: Path, task: Mapping) -> Outputs:
     gold = np.array([index[row["label"]] for row in rows])
     predicted = np.array([index.get(row["prediction"], -1) for row in rows])
     predicted = np.where(predicted < 0, (gold + 1) % len(vocabulary), predicted)
-    data = {"prediction": predicted, "label": gold,
-            "num_labels": np.array([len(vocabulary)])}
-    return Outputs(ids, data, dict(CLASSIFICATION))
+    return Outputs(ids, {"prediction": predicted, "label": gold}, classification(len(vocabulary)))
 
 
 def _read_jsonl(path: Path) -> list[dict]:

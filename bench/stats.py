@@ -110,10 +110,14 @@ def aso(scores_a: Sequence[float], scores_b: Sequence[float], seed: int = 0,
     ``deepsig``: the violation of "B stochastically dominates A", 0 (B dominates) .. 1 (A does);
     below ``ASO_THRESHOLD`` B is almost stochastically better. None where a side has fewer
     than two scores."""
+    import warnings
+
     from deepsig import aso as deepsig_aso  # imports pandas: only when a test asks for it
 
     if min(len(scores_a), len(scores_b)) < 2:
         return None
-    return float(deepsig_aso(list(scores_b), list(scores_a), confidence_level=LEVEL,
-                             num_bootstrap_iterations=iterations, seed=seed, show_progress=False,
-                             num_jobs=1))
+    with warnings.catch_warnings():  # identical samples: a 0/0 deepsig warns of, eps_min 1
+        warnings.simplefilter("ignore", UserWarning)
+        return float(deepsig_aso(list(scores_b), list(scores_a), confidence_level=LEVEL,
+                                 num_bootstrap_iterations=iterations, seed=seed,
+                                 show_progress=False, num_jobs=1))
