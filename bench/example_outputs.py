@@ -14,7 +14,9 @@ resample of the rows (a [B, n] matrix of row indices gives B values at once):
 - generation JSONL (prediction, reference): the ROUGE F-measures, means of per-example scores
   (``lit_models/rouge.py``);
 - SQuAD JSON ({id: answer}, gold answers read from the task's data): exact match and F1, means
-  of per-question scores x 100 (``lit_models/squad_metrics.py``).
+  of per-question scores x 100 (``lit_models/squad_metrics.py``);
+- open-domain QA JSONL (prediction, references): exact match x 100 under the task's match rule
+  (SQuAD-normalised strings or regexes, ``lit_models/open_qa.py``).
 
 Every metric these recompute equals the one the run recorded (tested), so a bootstrap
 resamples exactly the number on the board. A file of another kind is a PlmbenchError naming it.
@@ -191,6 +193,17 @@ def read_generations(rows: list[dict]) -> Outputs:
     return Outputs(ids, scores, {key: _mean(key) for key in KEYS})
 
 
+def read_open_qa(rows: list[dict], task: Mapping) -> Outputs:
+    """Per question: whether the answer matches a reference, as the run scored it."""
+    from lit_models.open_qa import exact_match
+
+    match = (task.get("questions") or {}).get("match", "string")
+    hits = np.array([float(exact_match(row["prediction"], row["references"], match))
+                     for row in rows])
+    ids = np.array([str(row["id"]) for row in rows])
+    return Outputs(ids, {"exact_match": hits}, {"exact_match": _mean("exact_match", 100.0)})
+
+
 def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
     """Per question of the predictions JSON: exact match and F1 against the task's gold answers
     (the data the run read, capped as it was)."""
@@ -235,5 +248,7 @@ def read_outputs(record: Mapping, split: str) -> Outputs:
         return read_tagging(rows)
     if rows and {"prediction", "reference"} <= set(rows[0]):
         return read_generations(rows)
+    if rows and {"prediction", "references"} <= set(rows[0]):
+        return read_open_qa(rows, task)
     raise PlmbenchError(f"{path}: predictions of this kind cannot be resampled per example "
-                        "(known: GLUE TSV, tagging and generation JSONL, SQuAD JSON)")
+                        "(known: GLUE TSV, tagging, generation and open-QA JSONL, SQuAD JSON)")
