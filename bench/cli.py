@@ -18,12 +18,12 @@ Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 """
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from bench import records
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
 
 DEFAULT_RESULTS = "results"
 
@@ -39,19 +39,6 @@ def results_dir_of(overrides: list[str]) -> Path:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=relevant)
     return Path(cfg.results_dir)
-
-
-def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as err:
-        raise PlmbenchError(
-            f"results directory {directory} is not writable ({err.strerror}): "
-            "choose another with results_dir=DIR"
-        ) from None
 
 
 def composed_hash(overrides: list[str]) -> str:
@@ -94,7 +81,7 @@ def cmd_run(args: list[str]) -> int:
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
     if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
-        check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
+        records.check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -103,13 +90,6 @@ def cmd_run(args: list[str]) -> int:
     if not run.FAILURES:
         return 0
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
 
 
 def board_table(results_dir: str, board, args: argparse.Namespace):
@@ -153,7 +133,7 @@ def cmd_significance(args: argparse.Namespace) -> int:
 
 def _emit(text: str, out: str | None) -> int:
     if out:
-        write_atomically(Path(out), text)
+        atomic_write_text(Path(out), text)
         print(f"wrote {out}")
     else:
         print(text)

@@ -8,15 +8,15 @@ resample of the rows (a [B, n] matrix of row indices gives B values at once):
 - GLUE-style TSV (``index, prediction, label``, ``datamodules/predictions.py``): accuracy, F1 of
   class 1, Matthews' correlation (from the confusion counts of each resample) and, for scores,
   Pearson and Spearman; a text-to-text generation outside the label set counts as a wrong label
-  (STS-B: the score -1), as ``lit_models/text_to_text.py`` scores it;
+  (STS-B: the score -1), as ``lit_models/families/text_to_text.py`` scores it;
 - tagging JSONL (tokens, gold, predicted tags): entity precision, recall and F1 micro-averaged
   from each sentence's counts of correct, predicted and gold entities (seqeval's entities);
 - generation JSONL (prediction, reference): the ROUGE F-measures, means of per-example scores
-  (``lit_models/rouge.py``);
+  (``lit_models/metrics/rouge.py``);
 - SQuAD JSON ({id: answer}, gold answers read from the task's data): exact match and F1, means
-  of per-question scores x 100 (``lit_models/squad_metrics.py``);
+  of per-question scores x 100 (``lit_models/metrics/squad.py``);
 - open-domain QA JSONL (prediction, references): exact match x 100 under the task's match rule
-  (SQuAD-normalised strings or regexes, ``lit_models/open_qa.py``).
+  (SQuAD-normalised strings or regexes, ``lit_models/metrics/exact_match.py``).
 
 Every metric these recompute equals the one the run recorded (tested), so a bootstrap
 resamples exactly the number on the board. A file of another kind is a PlmbenchError naming it.
@@ -181,7 +181,7 @@ def read_tagging(rows: list[dict]) -> Outputs:
 
 def read_generations(rows: list[dict]) -> Outputs:
     """Per example: its ROUGE-1/2/L/Lsum F-measures (the run's scores are their means)."""
-    from lit_models.rouge import KEYS, Rouge
+    from lit_models.metrics.rouge import KEYS, Rouge
 
     scores = {key: np.zeros(len(rows)) for key in KEYS}
     for i, row in enumerate(rows):
@@ -195,7 +195,7 @@ def read_generations(rows: list[dict]) -> Outputs:
 
 def read_open_qa(rows: list[dict], task: Mapping) -> Outputs:
     """Per question: whether the answer matches a reference, as the run scored it."""
-    from lit_models.open_qa import exact_match
+    from lit_models.metrics.exact_match import exact_match
 
     match = (task.get("questions") or {}).get("match", "string")
     hits = np.array([float(exact_match(row["prediction"], row["references"], match))
@@ -208,7 +208,7 @@ def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
     """Per question of the predictions JSON: exact match and F1 against the task's gold answers
     (the data the run read, capped as it was)."""
     from datamodules.squad import load_examples
-    from lit_models.squad_metrics import question_scores, v2_references
+    from lit_models.metrics.squad import question_scores, v2_references
 
     answers = json.loads(path.read_text(encoding="utf-8"))
     examples = load_examples(task, split, task.get("max_eval_samples"), train=False)

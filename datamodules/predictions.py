@@ -24,12 +24,12 @@ glue`` collects the test-split files into the GLUE server's zip. Generation task
 
 import csv
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from datamodules.files import atomic_write
 
 PREDICTIONS_DIR = "predictions"
 #: the TSV columns, in order (``label`` only where the split has gold labels)
@@ -53,17 +53,14 @@ def write_predictions(run_dir: Path, split: str, indices: Sequence[int],
     """``<run dir>/predictions/<split>.tsv`` of one split (the module docstring's schema),
     written atomically; returns its path. ``vocabulary``: the submission labels of the class
     ids (None for regression); ``gold``: the split's labels, None for an unlabelled split."""
-    directory = run_dir / PREDICTIONS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
     columns = COLUMNS if gold is not None else COLUMNS[:2]
     rows = zip(indices, predictions, *([gold] if gold is not None else []), strict=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, newline="") as tmp:
-        writer = csv.writer(tmp, delimiter="\t", lineterminator="\n")
+    path = run_dir / PREDICTIONS_DIR / f"{split}.tsv"
+    with atomic_write(path, newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(columns)
         for index, *labels in rows:
             writer.writerow([int(index), *(label_text(v, vocabulary) for v in labels)])
-    path = directory / f"{split}.tsv"
-    os.replace(tmp.name, path)
     return path
 
 
@@ -77,11 +74,8 @@ def submission_vocabulary(task) -> list[str] | None:
 
 def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:
     """``<run dir>/predictions/<split>.jsonl``, one JSON object a line, written atomically."""
-    directory = run_dir / PREDICTIONS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8") as tmp:
+    path = run_dir / PREDICTIONS_DIR / f"{split}.jsonl"
+    with atomic_write(path) as handle:
         for row in rows:
-            tmp.write(json.dumps(row, ensure_ascii=False) + "\n")
-    path = directory / f"{split}.jsonl"
-    os.replace(tmp.name, path)
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path

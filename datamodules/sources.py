@@ -18,6 +18,7 @@ import datasets
 import pyarrow.parquet as pq
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_path
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 CONNECT_TIMEOUT_S = 2.0
@@ -180,12 +181,7 @@ def mirror_dataset(
     written = []
     for split, data in splits.items():
         path = root / dataset / (config or data.info.config_name or "default") / f"{split}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        try:
+        with atomic_path(path) as partial:  # readers never see a half-written file
             data.to_parquet(str(partial))
-            os.replace(partial, path)  # atomic: readers never see a half-written file
-        finally:
-            partial.unlink(missing_ok=True)
         written.append(path)
     return written

@@ -351,6 +351,7 @@ def pretrain_task(name="pretrain/wikipedia", split="heldout") -> dict:
             format=",.0f"),
         col("wall time (s)", "wall_time_s", higher_is_better=False, score=False, format=",.0f"),
         col("parameters", "parameters", score=False, format="#.3g", varies=False),
+        col("recipe", "recipe.text", text="column"),
     ], metrics=[], splits=[split], board="pretrain")
 
 

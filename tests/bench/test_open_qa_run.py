@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench.example_outputs import read_outputs
-from lit_models.retrievers import build_corpus_of
+from lit_models.core.retrievers import build_corpus_of
 from tests.bench.invoke import plmbench, read, run_dir
 
 TINY = ["task=open_qa/squad_open", "model=bert-tiny", "task.max_train_samples=16",
