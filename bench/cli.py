@@ -5,6 +5,7 @@
     plmbench run --rerun-failed -m ...     only the points of a sweep whose record failed
     plmbench rerun RECORD.json             exactly the configuration a record holds, again
     plmbench study experiment=NAME [...]   the runs of a study, in order (e.g. experiment=domain)
+    plmbench claims experiment=claims_small [...]   the literature's claims, run and reported
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
                          [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
@@ -197,6 +198,8 @@ def parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
+    sub.add_parser("claims", help="the literature's claims: their arms run, claims.md and "
+                   "claims.html written (experiment=claims_small|claims_tiny)", add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
@@ -260,6 +263,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv and argv[0] == "claims":
+            from bench.claims import cmd_claims
+
+            return cmd_claims(argv[1:])
         if argv and argv[0] in ("run", "perf", "study"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])

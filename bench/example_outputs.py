@@ -110,13 +110,33 @@ def _spearman(data: Mapping[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
                     rankdata(data["label"][rows], axis=1))
 
 
+def _macro_f1(data: Mapping[str, np.ndarray], rows: np.ndarray, num_labels: int) -> np.ndarray:
+    """The mean of the per-class F1s over the classes a resample predicts or holds (torchmetrics'
+    macro average, which leaves out classes with no true positive, false positive or negative)."""
+    predicted, gold = data["prediction"][rows], data["label"][rows]
+    total, classes = np.zeros(len(rows)), np.zeros(len(rows))
+    for label in range(num_labels):
+        p, g = predicted == label, gold == label
+        tp = (p & g).sum(1)
+        seen = (p | g).sum(1) > 0
+        total += np.where(seen, _f1_from(tp, p.sum(1), g.sum(1)), 0.0)
+        classes += seen
+    return np.divide(total, classes, out=np.zeros(len(rows)), where=classes > 0)
+
+
 def classification(num_labels: int) -> dict[str, Metric]:
-    """The metrics of class ids in ``prediction`` and ``label`` (F1: of class 1, as binary)."""
-    return {
-        "accuracy": lambda data, rows: (data["prediction"][rows] == data["label"][rows]).mean(1),
-        "f1": _binary_f1,
-        "matthews": lambda data, rows: _matthews(data, rows, num_labels),
-    }
+    """The metrics of class ids in ``prediction`` and ``label``, as lit_models/metrics names
+    them: ``f1`` of class 1 for two classes (macro beyond), ``micro_f1`` (single-label: the
+    accuracy), ``macro_f1``."""
+    def accuracy(data, rows):
+        return (data["prediction"][rows] == data["label"][rows]).mean(1)
+
+    def macro(data, rows):
+        return _macro_f1(data, rows, num_labels)
+
+    return {"accuracy": accuracy, "micro_f1": accuracy, "macro_f1": macro,
+            "f1": _binary_f1 if num_labels == 2 else macro,
+            "matthews": lambda data, rows: _matthews(data, rows, num_labels)}
 
 
 REGRESSION: dict[str, Metric] = {

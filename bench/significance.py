@@ -51,7 +51,12 @@ class Line:
 
 
 def find_row(table: Table, label: str) -> Row:
+    """The row labelled ``label``, or the one row whose label is ``label`` followed by its text
+    columns' values ("rag-token (rag_token, dense, Flat)")."""
     row = next((r for r in table.rows if r.label == label), None)
+    texted = [r for r in table.rows if r.label.startswith(f"{label} (")]
+    if row is None and len(texted) == 1:
+        row = texted[0]
     if row is None:
         raise PlmbenchError(f"no row {label!r} on board {table.board.name!r}; its rows: "
                             f"{', '.join(r.label for r in table.rows)}")

@@ -72,6 +72,12 @@ def test_resampled_metrics_on_all_rows_are_sklearns_and_scipys():
         sklearn.matthews_corrcoef(gold, predicted))
     assert three.metric("accuracy", all_rows)[0] == pytest.approx(
         sklearn.accuracy_score(gold, predicted))
+    # macro F1 over the classes present (class 3 of 4 never occurs), micro F1 = accuracy
+    four = outputs(predicted, gold, 4)
+    assert four.metric("macro_f1", all_rows)[0] == pytest.approx(
+        sklearn.f1_score(gold, predicted, average="macro"))
+    assert four.metric("micro_f1", all_rows)[0] == pytest.approx(
+        sklearn.f1_score(gold, predicted, average="micro"))
     binary_gold, binary = gold % 2, predicted % 2
     two = outputs(binary, binary_gold)
     assert two.metric("f1", all_rows)[0] == pytest.approx(sklearn.f1_score(binary_gold, binary))
