@@ -249,11 +249,11 @@ def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
 def read_outputs(record: Mapping, split: str) -> Outputs:
     """The per-example outputs of ``split`` in the predictions file ``record`` lists for it."""
     files = record.get("predictions") or {}
-    where = f"{record.get('run_dir')}"
+    where = record.get("run_dir") or f"{record.get('task')} seed {record.get('seed')}"
     if split not in files:
         raise PlmbenchError(f"run {where} wrote no predictions for split {split!r} (a run "
                             "before predictions files were written, or an unscored split): re-run "
-                            f"it with `plmbench rerun {where}`")
+                            "it with `plmbench rerun <its record>`")
     path = Path(record["run_dir"]) / files[split]
     if not path.is_file():
         raise PlmbenchError(f"{path} is missing: the run's predictions are needed for the "
