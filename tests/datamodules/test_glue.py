@@ -142,9 +142,9 @@ def test_tokenized_splits_are_cached_by_fingerprint(mirror, tokenizer, monkeypat
     calls = []
     encode = GlueDataModule._encode
 
-    def counting_encode(self, batch, indices):
+    def counting_encode(self, batch):
         calls.append(len(batch["label"]))
-        return encode(self, batch, indices)
+        return encode(self, batch)
 
     monkeypatch.setattr(GlueDataModule, "_encode", counting_encode)
 
