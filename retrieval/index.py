@@ -141,10 +141,11 @@ class DenseIndex:
         return rows.astype(np.int64), scores.astype(np.float32)
 
     def save(self, path: str | Path) -> Path:
-        """``path`` and ``path``.json, each written to a temporary name and renamed."""
+        """``path`` and ``path``.json, each written to a temporary name of this process and
+        renamed: the ranks of a DDP run that build the same index at once each write their own."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         faiss.write_index(self.index, str(partial))
         meta = {**self.meta, "factory": self.settings.factory,
                 "search_params": self.settings.search_params,
@@ -156,7 +157,7 @@ class DenseIndex:
                 "build_seconds": self.build_seconds}
         os.replace(partial, path)
         meta_path = _meta_path(path)
-        meta_partial = meta_path.with_name(f".{meta_path.name}.partial")
+        meta_partial = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.partial")
         meta_partial.write_text(json.dumps(meta, indent=1))
         os.replace(meta_partial, meta_path)
         return path
