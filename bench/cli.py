@@ -10,18 +10,20 @@
                          [--compare DIR_A DIR_B]
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
-    plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
+    plmbench data mirror DATASET [CONFIG] [--hub-id ID]
+                                           write the mirror from the hub (needs internet); a
+                                           file-published dataset (goodreads_spoilers) from its file
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 """
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from bench import records
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
 
 DEFAULT_RESULTS = "results"
 
@@ -37,19 +39,6 @@ def results_dir_of(overrides: list[str]) -> Path:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=relevant)
     return Path(cfg.results_dir)
-
-
-def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as err:
-        raise PlmbenchError(
-            f"results directory {directory} is not writable ({err.strerror}): "
-            "choose another with results_dir=DIR"
-        ) from None
 
 
 def composed_hash(overrides: list[str]) -> str:
@@ -92,7 +81,7 @@ def cmd_run(args: list[str]) -> int:
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
     if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
-        check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
+        records.check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -101,13 +90,6 @@ def cmd_run(args: list[str]) -> int:
     if not run.FAILURES:
         return 0
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
 
 
 def board_table(results_dir: str, board, args: argparse.Namespace):
@@ -142,7 +124,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                      "html": lambda: render_html(table)}
         text = renderers[args.format]()
     if args.out:
-        write_atomically(Path(args.out), text)
+        atomic_write_text(Path(args.out), text)
         print(f"wrote {args.out}")
     else:
         print(text)
@@ -156,7 +138,7 @@ def cmd_data(args: argparse.Namespace) -> int:
     from datamodules.sources import list_mirror, mirror_dataset, mirror_root
 
     if args.data_cmd == "mirror":
-        for path in mirror_dataset(args.dataset, args.config):
+        for path in mirror_dataset(args.dataset, args.config, args.hub_id):
             print(path)
         return 0
     entries = list_mirror()
@@ -214,6 +196,8 @@ def parser() -> argparse.ArgumentParser:
     mirror = data_sub.add_parser("mirror", help="download a dataset from the hub into the mirror")
     mirror.add_argument("dataset", help="hub dataset id, e.g. glue")
     mirror.add_argument("config", nargs="?", help="dataset config, e.g. mnli")
+    mirror.add_argument("--hub-id", help="the hub repository when it is not DATASET (a task "
+                        "YAML's hub_id, e.g. aps/super_glue); the mirror keeps DATASET's name")
     return p
 
 

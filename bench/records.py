@@ -24,6 +24,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -164,6 +165,19 @@ def software_versions() -> dict:
     return versions
 
 
+def check_writable(directory: Path) -> None:
+    """Fail before anything is written if runs could not leave their records in ``directory``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        raise PlmbenchError(
+            f"results directory {directory} is not writable ({err.strerror}): "
+            "choose another with results_dir=DIR"
+        ) from None
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     """Write ``record`` to ``run_dir/record.json`` atomically and return that path.
 
@@ -175,24 +189,13 @@ def write_record(run_dir: Path, record: dict) -> Path:
     run_dir = Path(run_dir)
     target = run_dir / RECORD_NAME
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
-    tmp_name = None
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=run_dir, prefix=f".{RECORD_NAME}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException as err:
-        if tmp_name is not None:
-            Path(tmp_name).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise PlmbenchError(
-                f"cannot write {target} ({err.strerror or err}): free disk space or choose a "
-                "writable results_dir=DIR"
-            ) from None
-        raise
+        atomic_write_text(target, text)
+    except OSError as err:
+        raise PlmbenchError(
+            f"cannot write {target} ({err.strerror or err}): free disk space or choose a "
+            "writable results_dir=DIR"
+        ) from None
     return target
 
 

@@ -44,9 +44,9 @@ from bench.records import (
 )
 from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
-from lit_models.build import build_net
-from lit_models.family import TaskFamily
-from lit_models.throughput import Throughput
+from lit_models.core.build import build_net
+from lit_models.core.family import TaskFamily
+from lit_models.core.throughput import Throughput
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 log = logging.getLogger("plmbench")

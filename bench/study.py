@@ -42,8 +42,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from bench import run
-from bench.records import read_record
+from bench.records import check_writable, read_record
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
 
 #: "{name}" in an override: the run directory of the study's entry ``name``
 REFERENCE = re.compile(r"\{(\w+)\}")
@@ -120,7 +121,6 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
 
 def run_study(overrides: list[str]) -> DictConfig:
     """Run every entry of the study the overrides compose, in order; the composed config."""
-    from bench.cli import check_writable
 
     cfg = composed(overrides)
     entries = study_runs(cfg)
@@ -165,7 +165,6 @@ def render_board(results_dir: Path, board_name: str) -> str:
 
 def cmd_study(overrides: list[str]) -> int:
     """``plmbench study OVERRIDES``: run the study, then print and write its board."""
-    from bench.cli import write_atomically
 
     # what Hydra's job logging does for `plmbench run`: the runs' progress on stdout
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
@@ -174,7 +173,7 @@ def cmd_study(overrides: list[str]) -> int:
     results_dir, board = Path(cfg.results_dir), cfg.study.get("board")
     if board:
         text = render_board(results_dir, board)
-        write_atomically(results_dir / f"{board}.md", text)
+        atomic_write_text(results_dir / f"{board}.md", text)
         print(text)
         print(f"wrote {results_dir / f'{board}.md'}")
     return 0

@@ -5,12 +5,12 @@ write ``<split>.jsonl`` (one JSON object per example)."""
 
 import csv
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+from datamodules.files import atomic_write
 
 PREDICTIONS_DIR = "predictions"
 
@@ -25,24 +25,20 @@ def write_predictions(
     directory.mkdir(parents=True, exist_ok=True)
     texts = not isinstance(predictions, torch.Tensor)
     regression = not texts and predictions.is_floating_point()
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, newline="") as tmp:
-        writer = csv.writer(tmp, delimiter="\t", lineterminator="\n")
+    path = directory / f"{split}.tsv"
+    with atomic_write(path, newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
         writer.writerow(["index", "prediction"])
         for index, value in enumerate(predictions if texts else predictions.tolist()):
             shown = value if texts else f"{value:.3f}" if regression else label_names[value]
             writer.writerow([index, shown])
-    path = directory / f"{split}.tsv"
-    os.replace(tmp.name, path)
     return path
 
 
 def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:
     """``<run dir>/predictions/<split>.jsonl``, one JSON object a line, written atomically."""
-    directory = run_dir / PREDICTIONS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8") as tmp:
+    path = run_dir / PREDICTIONS_DIR / f"{split}.jsonl"
+    with atomic_write(path) as handle:
         for row in rows:
-            tmp.write(json.dumps(row, ensure_ascii=False) + "\n")
-    path = directory / f"{split}.jsonl"
-    os.replace(tmp.name, path)
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path

@@ -102,7 +102,8 @@ def test_a_run_loads_with_the_presets_workers_and_compiles(mirror, monkeypatch, 
     """A run under trainer=gpu on CPU: the preset's loader settings reach its DataModule, and
     trainer.compile (here aot_eager, which traces as inductor does, Dynamo and AOTAutograd,
     without generating code) compiles the module's encoder, which then trains (compiled steps
-    against eager ones: tests/lit_models/test_compile.py). Packed pretraining rows: one shape."""
+    against eager ones: tests/lit_models/core/test_compile.py). Packed pretraining rows: one
+    shape, one compilation."""
     seen: dict[str, object] = {}
     configure = PlmDataModule.configure_loaders
 

@@ -1,0 +1,366 @@
+"""Hugging Face checkpoint interop for every registered architecture: ``from_hf`` and ``to_hf``.
+
+A Hugging Face checkpoint directory holds ``config.json`` (its ``model_type`` names the
+architecture, its keys are the fields of the architecture's config dataclass), weights in
+``model.safetensors`` or ``pytorch_model.bin`` named after transformers' modules, and tokenizer
+files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
+``HFLayout.names`` table maps our module names to theirs; a tuple there is one of our tensors made
+of several of theirs (a fused qkv projection), concatenated along the output dimension on import
+and split on export. Tied copies (an MLM decoder tied to the token embeddings, Devlin et al. 2019
+§3.1) are skipped on import and not written on export, as transformers' ``save_pretrained`` does.
+``transformers`` itself is never imported here.
+"""
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokenizer
+from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+LAYER_INDEX = re.compile(r"\.(\d+)\.")
+
+
+def _encoder_attribute(layout: HFLayout) -> str:
+    """Where a pretraining net keeps its encoder: transformers' prefix ("bert." -> "bert")."""
+    return layout.prefix.rstrip(".")
+
+
+def hf_names(name: str, layout: HFLayout, config=None) -> tuple[str, ...]:
+    """transformers' name(s) of our parameter ``name``, relative to the encoder for encoder
+    weights (no "bert." prefix) and absolute for pretraining-head weights; ``config`` (the
+    net's) picks the layout's config-dependent names."""
+    names = {**layout.names, **layout.config_names(config)}
+    name = name.removeprefix(layout.prefix)
+    index = LAYER_INDEX.search(name)
+    template = LAYER_INDEX.sub(".{i}.", name, count=1)
+    module, _, param = template.rpartition(".")
+    if module in names:
+        theirs, suffix = names[module], "." + param
+    elif template in names:
+        theirs, suffix = names[template], ""
+    else:
+        raise PlmbenchError(
+            f"parameter {name} has no transformers {layout.model_type} equivalent (pre_norm=True "
+            "has none: transformers' encoders are post-LN); use the architecture's own layout"
+        )
+    theirs = (theirs,) if isinstance(theirs, str) else theirs
+    i = index.group(1) if index else None
+    return tuple(n.format(i=i) + suffix for n in theirs)
+
+
+def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tensor]:
+    """Strip the task models' encoder prefix, drop buffers and tied copies, rename the
+    ``gamma``/``beta`` LayerNorm parameters of checkpoints converted from TensorFlow, and
+    transpose the weights the layout stores [in, out]."""
+    skipped = re.compile(layout.skipped)
+    state = {}
+    for key, tensor in hf_state.items():
+        key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
+        key = key.removeprefix(layout.prefix)
+        if not skipped.search(key):
+            state[key] = _transposed(key, tensor, layout)
+    return state
+
+
+def _transposed(hf_name: str, tensor: Tensor, layout: HFLayout) -> Tensor:
+    """``tensor`` with its two dims swapped where ``layout`` stores ``hf_name`` transposed."""
+    if layout.transposed and re.search(layout.transposed, hf_name):
+        return tensor.t().contiguous()
+    return tensor
+
+
+def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor],
+                       layout: HFLayout | None = None) -> None:
+    """Copy weights named as in transformers (with or without the encoder prefix) into ``net``
+    (its architecture's layout unless ``layout`` is given).
+
+    The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
+    them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
+    them. Any other missing or leftover weight raises ``PlmbenchError`` naming it.
+    """
+    layout = layout or arch_of_net(net).hf
+    state = _canonical(hf_state, layout)
+    optional = ("pooler.", *layout.head_prefixes, *layout.optional)
+    missing, mismatched = [], []
+    with torch.no_grad():
+        for name, param in net.named_parameters():  # tied parameters are listed once
+            theirs = hf_names(name, layout, net.config)
+            if not all(n in state for n in theirs):
+                if not theirs[0].startswith(optional):
+                    missing += [n for n in theirs if n not in state]
+                continue
+            tensor = torch.cat([state.pop(n) for n in theirs])
+            if tensor.shape != param.shape:
+                mismatched.append(f"{theirs[0]} of shape {tuple(tensor.shape)}, "
+                                  f"not {tuple(param.shape)}")
+                continue
+            param.copy_(tensor)
+    unknown = [k for k in state if not k.startswith(optional + layout.task_head_prefixes)]
+    problems = {"lacks weights": missing, "has unknown weights": unknown, "has": mismatched}
+    for problem, names in problems.items():
+        if names:
+            raise PlmbenchError(
+                f"checkpoint {problem} {names[:5]}{' ...' if len(names) > 5 else ''} for a "
+                f"{type(net).__name__}; check that config.json matches the weights and that the "
+                f"checkpoint is a {layout.model_type} model"
+            )
+
+
+def _read_weights(file: Path) -> dict[str, Tensor]:
+    try:
+        if file.suffix == ".safetensors":
+            return load_file(file)
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as err:  # any reader failure means a corrupt or foreign file
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
+
+
+def _weights_file(directory: Path) -> Path | None:
+    return next((directory / f for f in WEIGHT_FILES if (directory / f).is_file()), None)
+
+
+def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, object]:
+    """(architecture, our config dataclass) of a checkpoint directory's config.json; ``arch``
+    reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
+    checkpoints are BERT's)."""
+    directory = Path(directory)
+    missing = [
+        " or ".join(names)
+        for names in (("config.json",), WEIGHT_FILES, TOKENIZER_FILES)
+        if not any((directory / name).is_file() for name in names)
+    ]
+    if missing:
+        raise PlmbenchError(
+            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
+            "point init_from at a directory written by save_pretrained or `to_hf`"
+        )
+    config_file = directory / "config.json"
+    try:
+        hf_config = json.loads(config_file.read_text())
+    except json.JSONDecodeError as err:
+        raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
+    found = arch_of_model_type(hf_config.get("model_type"))
+    if arch is None or arch.hf.model_type != found.hf.model_type:
+        arch = found
+    reason = arch.hf.unsupported(hf_config)
+    if reason:
+        raise PlmbenchError(f"{config_file}: {reason}")
+    known = {f.name for f in fields(arch.config)}
+    return arch, arch.config(**{k: v for k, v in hf_config.items() if k in known})
+
+
+def _architectures(directory: Path) -> list[str]:
+    """config.json's ``architectures``: the transformers classes the checkpoint was saved from."""
+    return json.loads((directory / "config.json").read_text()).get("architectures") or []
+
+
+def has_pretraining_heads(directory: str | Path) -> bool:
+    """Whether a checkpoint was saved with its pretraining heads (config.json's ``architectures``
+    names its architecture's pretraining or masked-LM class); a sentence encoder such as
+    all-MiniLM-L6-v2 (``BertModel``) has none, so a masked-LM head on it starts untrained."""
+    arch, _ = read_config(directory)
+    heads = {arch.hf.classes.get("pretraining"), arch.hf.classes.get("mlm")}
+    return bool(heads & set(_architectures(Path(directory))))
+
+
+def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
+            ) -> tuple[nn.Module, TextTokenizer]:
+    """Load a transformers checkpoint directory as our encoder (``with_heads=False``; with a
+    pooler only if the checkpoint has one) or our pretraining net (heads taken from the
+    checkpoint when present, else freshly initialised; the architecture's ``masked_lm`` net for
+    a checkpoint of its transformers masked-LM class), plus its tokenizer. ``arch``: as in
+    ``read_config``."""
+    directory = Path(directory)
+    arch, config = read_config(directory, arch)
+    state = _read_weights(_weights_file(directory))
+    config = replace(config, **arch.hf.weights_config(set(state)))
+    if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
+        net = arch.masked_lm(config)
+    elif with_heads:
+        net = arch.pretraining(config)
+    elif arch.kind == "encoder":
+        has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
+        net = arch.encoder(config, add_pooling_layer=has_pooler)
+    else:
+        net = arch.encoder(config)
+    load_hf_state_dict(net, state, arch.hf)
+    return net, load_tokenizer(directory)
+
+
+def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
+    """``net``'s weights under transformers' names (fused tensors split back), as transformers'
+    encoder or pretraining model names them; ``prefix`` overrides the encoder's prefix (as inside
+    transformers' task models)."""
+    layout = arch_of_net(net).hf
+    if prefix is None:
+        prefix = layout.prefix if hasattr(net, _encoder_attribute(layout)) else ""
+    weights = {}
+    for name, param in net.named_parameters():
+        theirs = hf_names(name, layout, net.config)
+        for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
+            key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
+            weights[key] = _transposed(hf_name, part, layout).clone()
+    return weights
+
+
+#: transformers' extractive-QA head, the same in every encoder's ``*ForQuestionAnswering``: one
+#: Linear to (start, end) logits
+QA_HEAD_NAMES = {"qa_outputs": "qa_outputs"}
+#: transformers' token-classification head, the same in every encoder's
+#: ``*ForTokenClassification``: one Linear to each token's tag scores
+TAGGER_HEAD_NAMES = {"classifier": "classifier"}
+#: task heads over an encoder that are the same in every architecture: task -> (transformers'
+#: class suffix, our head modules -> theirs)
+TASK_HEADS = {"qa": ("ForQuestionAnswering", QA_HEAD_NAMES),
+              "tagger": ("ForTokenClassification", TAGGER_HEAD_NAMES)}
+
+
+def task_class(layout: HFLayout, task: str) -> str | None:
+    """transformers' class of an encoder with the ``task`` head: the layout's (``classes``),
+    else, for a ``TASK_HEADS`` head, the encoder's name with its suffix (BertModel ->
+    BertForTokenClassification); None where transformers has none for the architecture."""
+    if task in layout.classes:
+        return layout.classes[task]
+    if task in TASK_HEADS:
+        return layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0]
+    return None
+
+
+def task_head_names(layout: HFLayout, task: str) -> Mapping[str, str]:
+    """Our ``task`` head's modules -> transformers' names of them."""
+    if task in TASK_HEADS:
+        return TASK_HEADS[task][1]
+    if task == "multiple_choice" and layout.multiple_choice_names is not None:
+        return layout.multiple_choice_names
+    return layout.classifier_names
+
+
+def has_task_head(directory: str | Path, task: str) -> bool:
+    """Whether a checkpoint was saved as the ``task`` model (config.json's ``architectures``
+    name ``task_class``), so ``init_from`` of it keeps its head."""
+    arch, _ = read_config(directory)
+    return _architectures(Path(directory)) == [task_class(arch.hf, task)]
+
+
+def task_labels(directory: str | Path, task: str) -> list[str] | None:
+    """The label names, in id order, of a checkpoint saved as the ``task`` model (config.json's
+    ``architectures`` name ``task_class``); None for any other checkpoint."""
+    if not has_task_head(directory, task):
+        return None
+    id2label = json.loads((Path(directory) / "config.json").read_text()).get("id2label") or {}
+    return [id2label[str(i)] for i in range(len(id2label))]
+
+
+def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
+    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
+    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
+    untouched) when the checkpoint has none or one of other shapes (another label count)."""
+    file = _weights_file(Path(directory))
+    state = _read_weights(file) if file else {}
+    theirs = {f"{ours}.{param}": f"{name}.{param}"
+              for ours, name in names.items()
+              for param in getattr(head, ours).state_dict()}  # a head may have no bias
+    if not all(name in state for name in theirs.values()):
+        return False
+    weights = {ours: state[name] for ours, name in theirs.items()}
+    if any(weights[k].shape != v.shape for k, v in head.state_dict().items()):
+        return False
+    head.load_state_dict(weights)
+    return True
+
+
+def _label_config(labels: list[str]) -> dict:
+    return {"id2label": dict(enumerate(labels)),
+            "label2id": {name: i for i, name in enumerate(labels)}}
+
+
+def export_problem(net: nn.Module) -> str | None:
+    """Why ``net``'s configuration has no transformers counterpart (None: it has one)."""
+    return arch_of_net(net).hf.unsupported(asdict(net.config))
+
+
+def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
+                  label_names: list[str] | None = None, task: str = "classifier"
+                  ) -> tuple[dict, dict[str, Tensor]]:
+    """(config.json's contents, weights) of ``net`` in transformers' layout, as ``to_hf`` writes
+    them: its ``architectures`` name the transformers class that loads them."""
+    arch = arch_of_net(net)
+    layout = arch.hf
+    reason = export_problem(net)
+    if reason:
+        raise PlmbenchError(f"cannot export {type(net).__name__} to transformers: {reason}")
+    config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
+    if head is None:
+        kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
+        class_name = layout.classes[kinds.get(type(net), "encoder")]
+        weights = hf_state_dict(net)
+    else:
+        class_name = task_class(layout, task)
+        if class_name is None:
+            raise PlmbenchError(f"transformers has no {task} model of {layout.model_type}: "
+                                "run without save_model=true")
+        weights = hf_state_dict(net, prefix=layout.prefix)
+        for ours, theirs in task_head_names(layout, task).items():
+            for param, tensor in getattr(head, ours).state_dict().items():
+                weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
+        if task == "tagger":  # the tags, as transformers' pipelines read them
+            config |= _label_config(label_names)
+        elif task == "classifier":
+            num_labels = head.out.out_features
+            config |= _label_config(label_names or [f"LABEL_{i}" for i in range(num_labels)])
+            config["problem_type"] = ("regression" if num_labels == 1
+                                      else "single_label_classification")
+    config |= {"model_type": layout.model_type, "architectures": [class_name]}
+    return config, weights
+
+
+def to_hf(
+    net: nn.Module,
+    tokenizer: TextTokenizer,
+    directory: str | Path,
+    head: nn.Module | None = None,
+    label_names: list[str] | None = None,
+    task: str = "classifier",
+) -> Path:
+    """Write ``net`` (an encoder or a pretraining net) and ``tokenizer`` as a directory that
+    ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
+    "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
+    for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``), for ``task="tagger"``
+    its ``*ForTokenClassification`` (``head.classifier``; ``label_names``, the tags, are required),
+    for ``task="multiple_choice"`` its ``*ForMultipleChoice`` (the multiple-choice head).
+    The directory appears complete or not at all (written beside it, then renamed)."""
+    config, weights = hf_checkpoint(net, head, label_names, task)
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the export is meant to be shared
+    try:
+        save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        save_tokenizer(tokenizer, tmp, net.config.max_length)
+        if directory.exists():  # replace a previous export: move it aside, then swap
+            old = tmp.with_name(tmp.name + ".old")
+            directory.rename(old)
+            tmp.rename(directory)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory

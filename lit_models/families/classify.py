@@ -1,0 +1,192 @@
+"""Sequence classification and regression fine-tuning (Devlin et al. 2019, §4.1).
+
+The architecture's classification head (``lit_models/nets/heads.py``) maps the encoder's output
+to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
+score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
+module, GLUE-format prediction files for tasks without a training split, and the export of the
+fine-tuned model with ``save_model``.
+"""
+
+import inspect
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from datamodules import glue
+from datamodules.collate import encoder_inputs
+from datamodules.errors import PlmbenchError
+from datamodules.predictions import write_predictions
+from datamodules.tokenization import TextTokenizer
+from lit_models.archs import arch_of_net
+from lit_models.core.build import EXPORT_DIR, checkpoint_dir
+from lit_models.core.family import TaskFamily, check_max_length
+from lit_models.core.hf import load_head, to_hf
+from lit_models.core.module import PlmModule
+from lit_models.metrics.classification import build_metrics, class_probabilities
+
+
+class LitClassifier(PlmModule):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        head: nn.Module,
+        num_labels: int,
+        metrics: Sequence[str],
+        eval_splits: Sequence[str],
+        optim: Mapping,
+        class_weights: Sequence[float] | None = None,
+    ) -> None:
+        super().__init__(optim, encoder.config.num_hidden_layers)
+        self.encoder = encoder
+        self.head = head
+        self.num_labels = num_labels
+        self.eval_splits = list(eval_splits)
+        #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
+        self.global_attention = "global_attention_mask" in inspect.signature(
+            encoder.forward).parameters
+        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
+        #: types of a one-segment vocabulary as extra token embeddings
+        self.segments = hasattr(encoder.config, "type_vocab_size")
+        self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
+        self.register_buffer("class_weights", None if class_weights is None
+                             else torch.tensor(class_weights, dtype=torch.float))
+
+    def encode(self, batch: Mapping[str, torch.Tensor]):
+        """The encoder's output on the batch's sequences."""
+        extra = {}
+        if self.global_attention:  # the pooled first token attends to, and is seen by, all
+            first = torch.zeros_like(batch["input_ids"])
+            first[:, 0] = 1
+            extra["global_attention_mask"] = first
+        inputs = encoder_inputs(batch)
+        if not self.segments:
+            inputs["token_type_ids"] = None
+        return self.encoder(**inputs, **extra)
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.head(self.encode(batch))
+        return logits.squeeze(-1) if self.num_labels == 1 else logits
+
+    def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if self.num_labels == 1:
+            return F.mse_loss(scores, labels.to(scores.dtype))
+        weights = None if self.class_weights is None else self.class_weights.to(scores.dtype)
+        return F.cross_entropy(scores, labels, weight=weights)
+
+    def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self.loss(self(batch), batch["labels"])
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        scores = self(batch)
+        split = self.eval_splits[dataloader_idx]
+        loss = self.loss(scores, batch["labels"])
+        self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
+        predictions = (scores.float() if self.num_labels == 1
+                       else class_probabilities(scores, self.num_labels))
+        self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
+
+    def on_validation_epoch_end(self) -> None:
+        for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
+            if not self.trainer.sanity_checking:
+                self.record_metrics(split, metrics.compute())
+            metrics.reset()
+
+    def predict_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
+        scores = self(batch)
+        return scores if self.num_labels == 1 else scores.argmax(-1)
+
+
+def no_training_split(task) -> PlmbenchError:
+    return PlmbenchError(
+        f"task {task['name']} has no training split, so init_from must be a classifier "
+        f"fine-tuned with {task['num_labels']} labels (for GLUE AX: an MNLI run saved "
+        "with save_model=true, as init_from=ckpt:<run dir>)"
+    )
+
+
+class Classification(TaskFamily):
+    """GLUE-style sentence (pair) classification and regression, by encoders and by decoders
+    (whose classification head reads the last token)."""
+
+    kinds = ("encoder", "decoder")
+    #: how the task's rows are read and encoded (a ``GlueDataModule`` or a subclass)
+    datamodule: type[glue.GlueDataModule] = glue.GlueDataModule
+
+    def vocabulary_corpus(self, task):
+        if not task["splits"].get("train"):
+            raise no_training_split(task)
+        return self.datamodule.vocabulary_corpus(task)
+
+    def build(self, cfg, net, tokenizer):
+        task = cfg["task"]
+        check_max_length(task, net)
+        self.check_export(cfg, net)
+        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
+        return self.module(cfg, net, self.head(cfg, net), dm), dm
+
+    def check_export(self, cfg, net) -> None:
+        """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
+
+    def head(self, cfg, net) -> nn.Module:
+        """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
+        is one with as many labels."""
+        task = cfg["task"]
+        arch = arch_of_net(net)
+        head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
+        fine_tuned = cfg["init_from"] != "scratch" and load_head(
+            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
+        if not task["splits"].get("train") and not fine_tuned:
+            raise no_training_split(task)
+        return head
+
+    def module(self, cfg, net, head: nn.Module, dm) -> LitClassifier:
+        task = cfg["task"]
+        return LitClassifier(net, head, task["num_labels"], task["metrics"], dm.eval_split_names,
+                             cfg["optim"], self.class_weights(task))
+
+    def class_weights(self, task) -> list[float] | None:
+        """The cross-entropy's weight of each class; None: all 1."""
+        return None
+
+    def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
+        """GLUE-format prediction files of every eval split."""
+        dm.setup("predict")
+        loaders = dm.val_dataloader()
+        outputs = trainer.predict(module, dataloaders=loaders)
+        per_split = outputs if len(loaders) > 1 else [outputs]
+        label_names = cfg["task"]["label_names"]
+        return {
+            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
+                       .relative_to(run_dir))
+            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
+        }
+
+    def baseline(self, task):
+        """The majority class of the training labels predicted for every eval example; for
+        regression the mean score, a constant, whose Pearson and Spearman correlations are 0."""
+        if not task["splits"].get("train"):
+            return None
+        if task["num_labels"] == 1:
+            return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
+        train = torch.tensor(self.datamodule.labels(task, task["splits"]["train"],
+                                                    "max_train_samples"))
+        majority = train.bincount().argmax()
+        metrics = {}
+        for split in task["splits"]["eval"]:
+            labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
+            computed = build_metrics(task["metrics"], task["num_labels"])
+            values = computed(majority.expand(len(labels)), labels)
+            metrics[split] = {name: float(value) for name, value in values.items()}
+        return metrics
+
+    def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:
+        if cfg["save_model"]:
+            to_hf(module.encoder, tokenizer, run_dir / EXPORT_DIR, module.head,
+                  list(cfg["task"]["label_names"]))
