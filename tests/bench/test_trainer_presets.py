@@ -123,7 +123,6 @@ def test_a_run_loads_with_the_presets_workers_and_compiles(mirror, monkeypatch, 
     assert "torch.compile (aot_eager): net.bert" in (where / "run.log").read_text()
 
 
-
 @pytest.mark.parametrize("name", ["gpu", "ddp"])
 def test_a_gpu_preset_without_a_gpu_is_one_line(name, tmp_path, monkeypatch, clean_cli_state):
     """Before anything is built or written: the preset, and what to run instead."""
@@ -170,6 +169,8 @@ def smoke_ddp(tmp_path_factory) -> Path:
                *ON_CPU["ddp"], f"results_dir={results}"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    # rank 0 alone writes each run's record (smoke_records: one per run) and its summary line
+    assert done.stderr.count(" ok in ") + done.stdout.count(" ok in ") == len(SMOKE)
     return results
 
 
@@ -208,25 +209,23 @@ def smoke_slurm(tmp_path_factory) -> Path:
     return results
 
 
-@pytest.fixture(scope="module", params=sorted(ON_CPU))
-def smoke(request, tmp_path_factory) -> tuple[str, Path]:
-    """(preset, the results directory of its smoke runs), each preset's runs made once."""
-    preset = request.param
+def smoke_runs(preset: str, tmp_path_factory) -> Path:
+    """The results directory of the smoke runs under ``preset``."""
     if preset == "ddp":
-        return preset, smoke_ddp(tmp_path_factory)
+        return smoke_ddp(tmp_path_factory)
     if preset == "slurm":
-        return preset, smoke_slurm(tmp_path_factory)
+        return smoke_slurm(tmp_path_factory)
     done, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "study",
                                        "experiment=smoke", *ON_CPU[preset])
     assert done.rc == 0, done.err[-3000:]
-    return preset, results
+    return results
 
 
 def smoke_records(results: Path) -> dict[str, dict]:
     """The smoke runs' records under ``results`` by task: one per run, each ok after its two
     steps, each with a row of its own on its board (also for tests/gpu)."""
     records = {r["task"]: r for r in iter_records(results)}
-    assert set(records) == set(SMOKE)
+    assert set(records) == set(SMOKE) and len(list(iter_records(results))) == len(SMOKE)
     for task, record in records.items():
         assert record["status"] == "ok", (task, record["error"])
         assert record["steps"] == 2 and record["metrics"], task
@@ -239,9 +238,10 @@ def smoke_records(results: Path) -> dict[str, dict]:
     return records
 
 
-def test_every_preset_runs_every_kind_of_run_to_an_ok_record_and_a_board_row(smoke):
-    preset, results = smoke
-    records = smoke_records(results)
+@pytest.mark.parametrize("preset", sorted(ON_CPU))
+def test_every_preset_runs_every_kind_of_run_to_an_ok_record_and_a_board_row(preset,
+                                                                            tmp_path_factory):
+    records = smoke_records(smoke_runs(preset, tmp_path_factory))
     for task, record in records.items():
         trainer = record["config"]["trainer"]
         assert record["hardware"]["accelerator"] == trainer["accelerator"] == "cpu"
