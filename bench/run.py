@@ -158,6 +158,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
         "predictions": predictions or module.predictions,
         "metrics": module.last_metrics,
+        # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
+        "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
         # the backbone alone, without the task's head (a model's size across tasks); a

@@ -139,7 +139,7 @@ class LitSeq2Seq(PlmModule):
             length.update(lengths)
             values = {k: float(v) for k, v in score.compute().items()}
             values |= {"loss": float(loss.compute()), "generated_tokens": float(length.compute())}
-            self.record_metrics(split, values)
+            self.record_metrics(split, values, getattr(score, "signatures", dict)())
             for metric in (score, loss, length):
                 metric.reset()
 
@@ -152,25 +152,33 @@ class LitSeq2Seq(PlmModule):
 
 
 class Seq2Seq(TaskFamily):
-    """Summarization: source -> summary, evaluated by generation and ROUGE."""
+    """Summarization: source -> summary, evaluated by generation and ROUGE. Another task of text
+    pairs (translation) names its DataModule, vocabulary text and scorer."""
 
     with_heads = True  # the language-modelling head generates
     kinds = ("encoder-decoder", "decoder")
+
+    #: the text pairs' DataModule, and the text a scratch vocabulary is trained on
+    data = summarization.SummarizationDataModule
+    corpus = staticmethod(summarization.vocabulary_corpus)
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split; give it one "
                                 "(splits.train)")
-        return summarization.vocabulary_corpus(task)
+        return self.corpus(task)
+
+    def scorer(self, task: Mapping) -> Callable[[str], Metric]:
+        """The metric of each eval split's generations."""
+        return rouge
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         generation = GenerationConfig(**task["generation"])
         check_lengths(task, net, generation)
-        dm = summarization.SummarizationDataModule(
-            task, tokenizer, decoder_start(net), cfg["seed"])
+        dm = self.data(task, tokenizer, decoder_start(net), cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"])
+                            cfg["optim"], self.scorer(task))
         return module, dm
 
     def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:

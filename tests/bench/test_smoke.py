@@ -3,8 +3,8 @@ one evaluation each, through ``bench.run.execute``, each leaving an ok record wi
 
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
-SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
-of the mirror, so every YAML runs.
+SQuAD v2.0 train, CoNLL-2003, WMT) are stand-ins written from the task's own column names into a
+copy of the mirror, so every YAML runs.
 """
 
 from __future__ import annotations
@@ -66,7 +66,10 @@ def sentence(rng: random.Random) -> str:
 def stand_in(task, path: Path) -> None:
     """A small split with the task's own columns, where the real mirror has none."""
     rng = random.Random(path.name)
-    if "source_field" in task:  # summarization: a few sentences -> one
+    if "translation_field" in task:  # translation: {language: sentence} pairs (the hub's wmt)
+        rows = {task.translation_field: [{task.source_lang: sentence(rng),
+                                          task.target_lang: sentence(rng)} for _ in range(40)]}
+    elif "source_field" in task:  # summarization: a few sentences -> one
         rows = {task.source_field: [" ".join(sentence(rng) for _ in range(4)) for _ in range(40)],
                 task.target_field: [sentence(rng) for _ in range(40)]}
         if task.id_field:
@@ -164,6 +167,8 @@ def expected_metrics(cfg) -> set[str]:
         return {"invalid", "loss"}
     if "metrics" in cfg.task:
         return set(cfg.task.metrics)
+    if "bleu" in cfg.task:
+        return {"bleu", "bleu_brevity_penalty", "loss"}
     if "generation" in cfg.task:
         return {"rouge1", "rouge2", "rougeL", "rougeLsum", "loss"}
     return {*hydra.utils.instantiate(cfg.objective).eval_metrics, "perplexity"}
@@ -210,6 +215,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert expected_metrics(cfg) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
+    if "bleu" in cfg.task:  # sacreBLEU's signature beside every BLEU
+        assert set(record["metric_signatures"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
     if task.startswith("ner/"):
