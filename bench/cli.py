@@ -11,7 +11,8 @@
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
-                                           write the mirror from the hub (needs internet)
+                                           write the mirror from the hub (needs internet); a
+                                           file-published dataset (goodreads_spoilers) from its file
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 """
@@ -196,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
     mirror.add_argument("dataset", help="hub dataset id, e.g. glue")
     mirror.add_argument("config", nargs="?", help="dataset config, e.g. mnli")
     mirror.add_argument("--hub-id", help="the hub repository when it is not DATASET (a task "
-                        "YAML's hub_id, e.g. wmt/wmt16); the mirror keeps the name DATASET")
+                        "YAML's hub_id, e.g. aps/super_glue); the mirror keeps DATASET's name")
     return p
 
 

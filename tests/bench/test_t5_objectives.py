@@ -12,7 +12,7 @@ import pytest
 from bench.leaderboard import build_table
 from bench.records import iter_records
 from tests.bench.invoke import plmbench
-from tests.datamodules.wmt import mirror_with_wmt
+from tests import hub_fixtures
 
 OBJECTIVES = {"prefix_lm": "t5_prefix_lm", "bert_style": "t5_bert_style",
               "deshuffling": "t5_deshuffling", "mass_style": "t5_mass_style",
@@ -24,7 +24,7 @@ FINE_TUNING = {"glue/rte", "summarization/aeslc", "translation/wmt16_en_ro"}
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    root = mirror_with_wmt(tmp_path_factory.mktemp("mirror"))
+    root = hub_fixtures.linked_mirror(tmp_path_factory.mktemp("mirror"), *hub_fixtures.WMT)
     results = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(root))

@@ -1,4 +1,4 @@
-"""Translation end to end on a WMT fixture in the hub's schema (tests/datamodules/wmt.py): a tiny T5
+"""Translation end to end on a WMT fixture in the hub's schema (tests/hub_fixtures.py): a tiny T5
 run through the ``plmbench`` command leaves a record whose BLEU is what sacreBLEU (its Python API
 and its command line) computes from the run's predictions file, sacreBLEU's signature beside it,
 and a row on the translation board; the source is T5's "translate English to Romanian: " prefix
@@ -25,7 +25,7 @@ from datamodules.translation import TranslationDataModule
 from lit_models.archs import get_arch
 from lit_models.families.translation import Translation
 from tests.bench.invoke import plmbench, read, records_under
-from tests.datamodules.wmt import mirror_with_wmt, write_wmt
+from tests import hub_fixtures
 
 RUN = ["model=t5-tiny", "task=translation/wmt16_en_ro", "trainer.max_steps=3",
        "trainer.enable_progress_bar=false", "task.generation.num_beams=2",
@@ -34,7 +34,7 @@ RUN = ["model=t5-tiny", "task=translation/wmt16_en_ro", "trainer.max_steps=3",
 
 @pytest.fixture(scope="module")
 def wmt_mirror(tmp_path_factory):
-    root = mirror_with_wmt(tmp_path_factory.mktemp("mirror"))
+    root = hub_fixtures.linked_mirror(tmp_path_factory.mktemp("mirror"), *hub_fixtures.WMT)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(root))
         patch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf")))
@@ -147,7 +147,7 @@ def test_missing_wmt_offline_names_the_mirror_command(tmp_path, monkeypatch):
 def test_data_mirror_fetches_wmt_from_the_hub_into_the_mirror(tmp_path, monkeypatch):
     """`plmbench data mirror wmt16 ro-en --hub-id wmt/wmt16` loads the hub's repository and
     writes every split under the task's dataset name, where the task then finds it."""
-    hub = write_wmt(tmp_path / "hub")
+    hub = hub_fixtures.linked_mirror(tmp_path / "hub", *hub_fixtures.WMT[:1])
     asked = []
 
     def load_dataset(path, name):
