@@ -198,6 +198,7 @@ def linked_mirror(root: Path, *fixtures: tuple[str, str, dict[str, int]]) -> Pat
     from tests.conftest import MIRROR_CANDIDATES
 
     real = next((path for path in MIRROR_CANDIDATES if (path / "glue").is_dir()), None)
+    root.mkdir(parents=True, exist_ok=True)
     for dataset in real.iterdir() if real else ():
         if dataset.is_dir():
             (root / dataset.name).symlink_to(dataset, target_is_directory=True)

@@ -1,8 +1,8 @@
-"""T5's objective study end to end at tiny size (conf/experiment/t5_objectives_tiny.yaml): one command
-pretrains t5-tiny under each of the seven objective modes with one vocabulary and one budget, fine-
-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's schema), and leaves a
-row per objective on the t5_objectives board with its GLUE score, ROUGE, BLEU and pretraining cost
-copied from the pretraining run it started from."""
+"""T5's objective study end to end at tiny size (conf/experiment/t5_objectives_tiny.yaml): one
+command pretrains t5-tiny under each of the seven objective modes with one vocabulary and one
+budget, fine-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's
+schema), and leaves a row per objective on the t5_objectives board with its GLUE score, ROUGE,
+BLEU and pretraining cost copied from the pretraining run it started from."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from bench.leaderboard import build_table
 from bench.records import iter_records
-from tests.bench.invoke import plmbench
 from tests import hub_fixtures
+from tests.bench.invoke import plmbench
 
 OBJECTIVES = {"prefix_lm": "t5_prefix_lm", "bert_style": "t5_bert_style",
               "deshuffling": "t5_deshuffling", "mass_style": "t5_mass_style",
@@ -49,7 +49,8 @@ def test_every_objective_pretrains_on_one_budget_and_vocabulary(study):
         assert record["throughput"]["train_flops"] > 0
     assert len({r["tokenizer"] for r in pretraining.values()}) == 1  # one vocabulary
     # the same raw blocks: full-text targets (BERT-style, MASS, deshuffling) decode more
-    flops = {label.split("/")[1]: r["throughput"]["train_flops"] for label, r in pretraining.items()}
+    flops = {label.split("/")[1]: r["throughput"]["train_flops"]
+             for label, r in pretraining.items()}
     assert flops["bert_style"] > flops["span_corruption_3"] < flops["mass_style"]
 
 

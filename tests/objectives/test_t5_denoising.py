@@ -24,6 +24,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.core.hf import to_hf
+from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from lit_models.objectives.flops import EncoderShape
 from lit_models.objectives.noise_masks import SpanConfig, random_spans_noise_mask
@@ -315,6 +316,26 @@ def test_sentinels_must_cover_the_worst_case(tokenizer):
     bart = train_tokenizer(get_arch("bart").tokenizer, TEXT, vocab_size=300, lowercase=False)
     with pytest.raises(PlmbenchError, match="needs up to 7 sentinels .* has 0"):
         objective("span_corruption").make_examples(128, bart)
+
+
+def test_bart_pretrains_under_the_modes_without_sentinels():
+    """BART's vocabulary has a <mask> and no sentinels: MASS-style masks with <mask> and starts
+    the decoder with BART's </s>; the sentinel modes are refused before anything runs."""
+    bart = train_tokenizer(get_arch("bart").tokenizer, TEXT, vocab_size=300, lowercase=False)
+    special = bart.special
+    net = BartForConditionalGeneration(BartConfig(
+        vocab_size=bart.vocab_size, pad_token_id=special.pad, d_model=16, encoder_layers=1,
+        decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=24, decoder_ffn_dim=24, max_position_embeddings=64))
+    chosen = objective("mass_style")
+    chosen.check(net, bart)
+    blocks = [{"tokens": list(range(10, 60)), "mask_seed": i} for i in range(4)]
+    batch = chosen.collator(bart, 0)(blocks)
+    inputs = batch["input_ids"][batch["input_ids"] != special.pad]
+    assert (inputs == special.mask).any() and (batch["decoder_input_ids"][:, 0] == 2).all()
+    assert torch.isfinite(chosen.losses(net, batch)["mass_style_loss"])
+    with pytest.raises(PlmbenchError, match="needs up to 32 sentinels .* has 0"):
+        objective("replace_spans").make_examples(64, bart)
 
 
 # --- the loss and its FLOPs -----------------------------------------------------------------------

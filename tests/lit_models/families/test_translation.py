@@ -24,8 +24,8 @@ from datamodules.tokenization import train_tokenizer
 from datamodules.translation import TranslationDataModule
 from lit_models.archs import get_arch
 from lit_models.families.translation import Translation
-from tests.bench.invoke import plmbench, read, records_under
 from tests import hub_fixtures
+from tests.bench.invoke import plmbench, read, records_under
 
 RUN = ["model=t5-tiny", "task=translation/wmt16_en_ro", "trainer.max_steps=3",
        "trainer.enable_progress_bar=false", "task.generation.num_beams=2",
@@ -147,7 +147,9 @@ def test_missing_wmt_offline_names_the_mirror_command(tmp_path, monkeypatch):
 def test_data_mirror_fetches_wmt_from_the_hub_into_the_mirror(tmp_path, monkeypatch):
     """`plmbench data mirror wmt16 ro-en --hub-id wmt/wmt16` loads the hub's repository and
     writes every split under the task's dataset name, where the task then finds it."""
-    hub = hub_fixtures.linked_mirror(tmp_path / "hub", *hub_fixtures.WMT[:1])
+    hub = tmp_path / "hub"
+    for split in ("train", "test"):
+        hub_fixtures.write(hub, "wmt16", "ro-en", split, n=8)
     asked = []
 
     def load_dataset(path, name):
