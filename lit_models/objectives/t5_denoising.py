@@ -189,9 +189,11 @@ def sentinels(tokenizer: TextTokenizer) -> list[int]:
 
 
 def vocabulary_of(tokenizer: TextTokenizer) -> Vocabulary:
+    """The tokenizer's sentinels, its mask token (else <extra_id_0>, else None) and the rest."""
     found = sentinels(tokenizer)
-    mask = tokenizer.special.mask if tokenizer.special.mask is not None else next(iter(found),
-                                                                                  None)
+    mask = tokenizer.special.mask
+    if mask is None and found:
+        mask = found[0]
     excluded = special_ids(tokenizer) | set(found)
     ordinary = tuple(i for i in range(tokenizer.vocab_size) if i not in excluded)
     return Vocabulary(tuple(found), mask, ordinary)
