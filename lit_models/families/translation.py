@@ -9,31 +9,13 @@ GPT-2 continues "<s> source </s>" with the translation (Radford et al. 2019, §3
 "english sentence = french sentence").
 """
 
-from collections.abc import Callable, Mapping
-
-from torchmetrics import Metric
-
 from datamodules import translation
-from datamodules.errors import PlmbenchError
 from lit_models.families.seq2seq import Seq2Seq
-from lit_models.metrics.bleu import SETTINGS, Bleu
 
 
 class Translation(Seq2Seq):
-    """Source sentence -> target sentence, scored with sacreBLEU's BLEU (``task.bleu``)."""
+    """Source sentence -> target sentence; the task names its metrics (``bleu``) and sacreBLEU's
+    settings (``task.bleu``)."""
 
     data = translation.TranslationDataModule
     corpus = staticmethod(translation.vocabulary_corpus)
-
-    def scorer(self, task: Mapping) -> Callable[[str], Metric]:
-        settings = dict(task.get("bleu") or {})
-        if unknown := sorted(set(settings) - set(SETTINGS)):
-            raise PlmbenchError(f"task.bleu: unknown keys {unknown}; sacreBLEU's BLEU takes "
-                                f"{', '.join(SETTINGS)}")
-        try:
-            Bleu(**settings)
-        except (KeyError, AssertionError, TypeError) as err:
-            raise PlmbenchError(f"task.bleu={settings}: sacreBLEU refuses it ({err!s}); see "
-                                "`sacrebleu --help` for its tokenizers and smoothing methods"
-                                ) from None
-        return lambda split: Bleu(**settings)

@@ -23,7 +23,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from datamodules.translation import TranslationDataModule
 from lit_models.archs import get_arch
-from lit_models.families.translation import Translation
+from lit_models.metrics import build_metrics
 from tests import hub_fixtures
 from tests.bench.invoke import plmbench, read, records_under
 
@@ -129,7 +129,7 @@ def test_the_other_direction_is_a_config_choice(wmt_mirror):
 def test_bad_settings_are_one_line(wmt_mirror, overrides, message):
     task = task_config(*overrides)
     with pytest.raises(PlmbenchError, match=message) as info:
-        Translation().scorer(task)
+        build_metrics(task.metrics, "texts", bleu=task.bleu)
         TranslationDataModule(task, None, decoder_start_token_id=0)
     assert "\n" not in str(info.value)
 
