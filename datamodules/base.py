@@ -146,6 +146,15 @@ class PlmDataModule(L.LightningDataModule):
         self._resume = state or None
 
     def val_dataloader(self) -> list[DataLoader]:
-        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
+        """One loader per eval split, in the task's order (see ``eval_split_names``); an empty
+        split is refused: no metric is defined on no examples (scikit-learn, scipy and the
+        official scripts refuse them too)."""
+        for split, data in zip(self.eval_split_names, self.eval_data, strict=True):
+            if len(data) == 0:
+                raise PlmbenchError(
+                    f"task {self.task['name']}: eval split {split} has no examples "
+                    f"(max_eval_samples={self.task.get('max_eval_samples')}); raise "
+                    "task.max_eval_samples or name another split"
+                )
         batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
         return [self._loader(data, batch_size) for data in self.eval_data]

@@ -142,18 +142,17 @@ class Classification(TaskFamily):
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
-        regression the mean score, a constant, whose Pearson and Spearman correlations are 0."""
+        regression the mean training score. Both are constants, scored by the task's own metrics:
+        Matthews, Pearson and Spearman read 0 (scikit-learn's value for a constant predictor)."""
         if not task["splits"].get("train"):
             return None
-        if task["num_labels"] == 1:
-            return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
         train = torch.tensor(glue.labels(task, task["splits"]["train"], "max_train_samples"))
-        majority = train.bincount().argmax()
+        constant = train.double().mean() if task["num_labels"] == 1 else train.bincount().argmax()
         metrics = {}
         for split in task["splits"]["eval"]:
             labels = torch.tensor(glue.labels(task, split, "max_eval_samples"))
             computed = build_metrics(task["metrics"], task["num_labels"])
-            values = computed(majority.expand(len(labels)), labels)
+            values = computed(constant.expand(len(labels)), labels)
             metrics[split] = {name: float(value) for name, value in values.items()}
         return metrics
 

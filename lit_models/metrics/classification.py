@@ -5,16 +5,20 @@ Names are the keys a task YAML lists under ``metrics`` and the keys of a record'
 ``macro_f1`` (the unweighted mean of the per-class F1s) and ``micro_f1`` (F1 of the pooled
 per-class counts: accuracy, for single-label classes), as SciBERT (Beltagy et al. 2019, §4) and
 don't-stop-pretraining (Gururangan et al. 2020, Table 5) report ChemProt (micro) and ACL-ARC,
-SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975), ``pearson`` and
-``spearman`` (STS-B).
+SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975, ``matthews.py``),
+``pearson`` and ``spearman`` (STS-B; ``correlation.py``). Each equals scikit-learn's / scipy's
+value, degenerate inputs included (a constant predictor, one class present, no positive
+prediction: F1 0, as scikit-learn's ``zero_division=0``).
 """
 
 from collections.abc import Sequence
 
 import torchmetrics
-from torchmetrics import classification, regression
+from torchmetrics import classification
 
 from datamodules.errors import PlmbenchError
+from lit_models.metrics.correlation import Correlation
+from lit_models.metrics.matthews import MatthewsCorrCoef
 
 
 def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
@@ -31,12 +35,11 @@ def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
         average = name.partition("_")[0]
         return classification.MulticlassF1Score(num_classes=num_labels, average=average)
     if name == "matthews":
-        task = "binary" if binary else "multiclass"
-        return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
+        return MatthewsCorrCoef(num_classes=num_labels)
     raise PlmbenchError(f"metric {name!r} needs a regression task (num_labels: 1)")
 
 
-REGRESSION = {"pearson": regression.PearsonCorrCoef, "spearman": regression.SpearmanCorrCoef}
+REGRESSION = ("pearson", "spearman")
 CLASSIFICATION = ("accuracy", "f1", "macro_f1", "micro_f1", "matthews")
 
 
@@ -50,5 +53,5 @@ def build_metrics(names: Sequence[str], num_labels: int) -> torchmetrics.MetricC
         wrong = [n for n in names if n not in REGRESSION]
         if wrong:
             raise PlmbenchError(f"metric(s) {wrong} need classification labels (num_labels >= 2)")
-        return torchmetrics.MetricCollection({n: REGRESSION[n]() for n in names})
+        return torchmetrics.MetricCollection({n: Correlation(n) for n in names})
     return torchmetrics.MetricCollection({n: _classification(n, num_labels) for n in names})
