@@ -4,7 +4,8 @@ The architecture's classification head (``lit_models/nets/heads.py``) maps the e
 to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
 score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
 module, GLUE-format prediction files for tasks without a training split, and the export of the
-fine-tuned model with ``save_model``.
+fine-tuned model with ``save_model``. A fine-tuned head loaded with ``init_from`` (GLUE AX from an
+MNLI model, or further fine-tuning) has its classes put in the task's order by their names.
 """
 
 import inspect
@@ -25,6 +26,7 @@ from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import load_head, to_hf
+from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics.classification import build_metrics
 
@@ -94,6 +96,25 @@ class LitClassifier(PlmModule):
         return scores if self.num_labels == 1 else scores.argmax(-1)
 
 
+def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> bool:
+    """Load ``init_from``'s classification head into ``head`` (``names``: the architecture's
+    ``classifier_names``) with its rows in the task's label order (``lit_models/core/labels.py``);
+    False, ``head`` untouched, where there is none to load: scratch, a checkpoint without a head
+    or with another label count, or ``task.checkpoint_labels=new``."""
+    task, init_from = cfg["task"], cfg["init_from"]
+    given = task.get("checkpoint_labels")
+    if init_from == "scratch" or given == NEW_HEAD:
+        return False
+    directory = checkpoint_dir(init_from)
+    if not load_head(head, directory, names):
+        return False
+    if task["num_labels"] > 1:  # a regression head has one row
+        order = label_order(checkpoint_labels(directory), task.get("label_names") or [],
+                            f"init_from={init_from}", given)
+        reorder_rows(head.out, order)
+    return True
+
+
 def no_training_split(task) -> PlmbenchError:
     return PlmbenchError(
         f"task {task['name']} has no training split, so init_from must be a classifier "
@@ -119,8 +140,7 @@ class Classification(TaskFamily):
         dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_head(
-            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
+        fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         module = LitClassifier(net, head, task["num_labels"], task["metrics"],
