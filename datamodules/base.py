@@ -67,6 +67,11 @@ class PlmDataModule(L.LightningDataModule):
         self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
         self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
         self.eval_data: list[Sequence] = []  # one per eval split, in eval_split_names' order
+        #: unlabelled splits a trained model predicts, whole (``task.predict_splits``: GLUE's
+        #: test sets, for ``plmbench submit glue``); ``predict_data`` in their order
+        predict = task.get("predict_splits") or []
+        self.predict_split_names = [predict] if isinstance(predict, str) else list(predict)
+        self.predict_data: list[Sequence] = []
         self._resume: dict | None = None  # where a checkpoint's training stood (load_state_dict)
 
     def _loaded_train_data(self) -> Sequence:
@@ -158,3 +163,14 @@ class PlmDataModule(L.LightningDataModule):
                 )
         batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
         return [self._loader(data, batch_size) for data in self.eval_data]
+
+    def predicted_splits(self) -> list[tuple[str, Sequence, DataLoader]]:
+        """(split, its examples, their loader) of what a run predicts without scoring: the
+        ``predict_splits`` (whole), or, for a task without a training split, its eval splits."""
+        if self.task["splits"].get("train"):
+            names, data = self.predict_split_names, self.predict_data
+        else:
+            names, data = self.eval_split_names, self.eval_data
+        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
+        return [(name, examples, self._loader(examples, batch_size))
+                for name, examples in zip(names, data, strict=True)]

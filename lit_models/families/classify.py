@@ -24,7 +24,7 @@ from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
-from lit_models.core.family import TaskFamily, check_max_length
+from lit_models.core.family import TaskFamily, check_max_length, check_predicted_rows
 from lit_models.core.hf import load_head, to_hf
 from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
@@ -148,17 +148,21 @@ class Classification(TaskFamily):
         return module, dm
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
-        """GLUE-format prediction files of every eval split."""
+        """GLUE-format prediction files of the splits the run predicts (the eval splits of a
+        task without a training split, such as AX; else ``task.predict_splits``, GLUE's
+        unlabelled test sets), each with one row per example of its split."""
         dm.setup("predict")
-        loaders = dm.val_dataloader()
-        outputs = trainer.predict(module, dataloaders=loaders)
-        per_split = outputs if len(loaders) > 1 else [outputs]
+        splits = dm.predicted_splits()
+        outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
+        per_split = outputs if len(splits) > 1 else [outputs]
         label_names = cfg["task"]["label_names"]
-        return {
-            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
-                       .relative_to(run_dir))
-            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
-        }
+        files = {}
+        for (split, examples, _), batches in zip(splits, per_split, strict=True):
+            predicted = torch.cat(batches)
+            check_predicted_rows(cfg["task"], split, len(predicted), len(examples))
+            path = write_predictions(run_dir, split, predicted, label_names)
+            files[split] = str(path.relative_to(run_dir))
+        return files
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
