@@ -49,9 +49,10 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
-        #: types of a one-segment vocabulary as extra token embeddings
-        self.segments = hasattr(encoder.config, "type_vocab_size")
+        #: token types go to the nets that read segments (the inputs the architecture's
+        #: transformers models take: BERT's segment embeddings, XLNet's relative segments);
+        #: GPT-2 would read the all-zero types of a one-segment vocabulary as token embeddings
+        self.segments = "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
