@@ -12,6 +12,7 @@ plmbench 0 (``lit_models/metrics/correlation.py``), asserted here as such.
 import math
 import re
 import string
+import sys
 import unicodedata
 import warnings
 
@@ -244,7 +245,19 @@ ROUGE_CASES = [
 ]
 
 
-def test_rouge_equals_rouge_score_case_by_case_and_on_average():
+@pytest.fixture
+def absl_stream_released():
+    """rouge-score logs through absl, whose handler keeps the stderr of the moment (pytest's
+    capture file) and closes it when logging is reconfigured (a Hydra run does) while stderr is
+    redirected; pointed at the process's own stderr, which absl never closes, it closes nothing
+    of pytest's."""
+    yield
+    absl_logging = sys.modules.get("absl.logging")
+    if absl_logging is not None:
+        absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
+
+
+def test_rouge_equals_rouge_score_case_by_case_and_on_average(absl_stream_released):
     rouge_scorer = require("rouge_score.rouge_scorer")
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
                                       use_stemmer=True)
