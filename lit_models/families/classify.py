@@ -28,7 +28,12 @@ from lit_models.core.family import TaskFamily, check_max_length, check_predicted
 from lit_models.core.hf import load_head, to_hf
 from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import (
+    class_probabilities,
+    hard_probabilities,
+    label_metrics,
+    label_predictions,
+)
 
 
 class LitClassifier(PlmModule):
@@ -40,6 +45,7 @@ class LitClassifier(PlmModule):
         metrics: Sequence[str],
         eval_splits: Sequence[str],
         optim: Mapping,
+        class_weights: Sequence[float] | None = None,
     ) -> None:
         super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
@@ -53,9 +59,13 @@ class LitClassifier(PlmModule):
         #: transformers models take: BERT's segment embeddings, XLNet's relative segments);
         #: GPT-2 would read the all-zero types of a one-segment vocabulary as token embeddings
         self.segments = "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
-        self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
+        #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
+        self.register_buffer("class_weights", None if class_weights is None
+                             else torch.tensor(class_weights, dtype=torch.float))
 
-    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def encode(self, batch: Mapping[str, torch.Tensor]):
+        """The encoder's output on the batch's sequences."""
         extra = {}
         if self.global_attention:  # the pooled first token attends to, and is seen by, all
             first = torch.zeros_like(batch["input_ids"])
@@ -64,14 +74,17 @@ class LitClassifier(PlmModule):
         inputs = encoder_inputs(batch)
         if not self.segments:
             inputs["token_type_ids"] = None
-        out = self.encoder(**inputs, **extra)
-        logits = self.head(out)
+        return self.encoder(**inputs, **extra)
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.head(self.encode(batch))
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
     def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if self.num_labels == 1:
             return F.mse_loss(scores, labels.to(scores.dtype))
-        return F.cross_entropy(scores, labels)
+        weights = None if self.class_weights is None else self.class_weights.to(scores.dtype)
+        return F.cross_entropy(scores, labels, weight=weights)
 
     def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.loss(self(batch), batch["labels"])
@@ -83,8 +96,12 @@ class LitClassifier(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss = self.loss(scores, batch["labels"])
         self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
-        predictions = scores.float() if self.num_labels == 1 else scores.argmax(-1)
-        self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
+        metrics = self.split_metrics[dataloader_idx]
+        if self.num_labels == 1:
+            metrics.update(batch["labels"], scores=scores.float())
+        else:
+            metrics.update(batch["labels"], **label_predictions(
+                class_probabilities(scores, self.num_labels), self.num_labels))
 
     def on_validation_epoch_end(self) -> None:
         for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
@@ -129,24 +146,43 @@ class Classification(TaskFamily):
     (whose classification head reads the last token)."""
 
     kinds = ("encoder", "decoder")
+    #: how the task's rows are read and encoded (a ``GlueDataModule`` or a subclass)
+    datamodule: type[glue.GlueDataModule] = glue.GlueDataModule
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise no_training_split(task)
-        return glue.vocabulary_corpus(task)
+        return self.datamodule.vocabulary_corpus(task)
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
+        self.check_export(cfg, net)
+        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
+        return self.module(cfg, net, self.head(cfg, net), dm), dm
+
+    def check_export(self, cfg, net) -> None:
+        """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
+
+    def head(self, cfg, net) -> nn.Module:
+        """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
+        is one with as many labels."""
+        task = cfg["task"]
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
-        module = LitClassifier(net, head, task["num_labels"], task["metrics"],
-                               dm.eval_split_names, cfg["optim"])
-        return module, dm
+        return head
+
+    def module(self, cfg, net, head: nn.Module, dm) -> LitClassifier:
+        task = cfg["task"]
+        return LitClassifier(net, head, task["num_labels"], task["metrics"], dm.eval_split_names,
+                             cfg["optim"], self.class_weights(task))
+
+    def class_weights(self, task) -> list[float] | None:
+        """The cross-entropy's weight of each class; None: all 1."""
+        return None
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
         """GLUE-format prediction files of the splits the run predicts (the eval splits of a
@@ -167,18 +203,22 @@ class Classification(TaskFamily):
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
-        regression the mean training score. Both are constants, scored by the task's own metrics:
-        Matthews, Pearson and Spearman read 0 (scikit-learn's value for a constant predictor)."""
+        regression the mean score, a constant, whose Pearson and Spearman correlations are 0 (as
+        ``Correlation`` reports a constant's); CoLA's Matthews reads 0, scikit-learn's value."""
         if not task["splits"].get("train"):
             return None
-        train = torch.tensor(glue.labels(task, task["splits"]["train"], "max_train_samples"))
-        constant = train.double().mean() if task["num_labels"] == 1 else train.bincount().argmax()
+        if task["num_labels"] == 1:
+            return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
+        train = torch.tensor(self.datamodule.labels(task, task["splits"]["train"],
+                                                    "max_train_samples"))
+        majority = train.bincount().argmax()
         metrics = {}
         for split in task["splits"]["eval"]:
-            labels = torch.tensor(glue.labels(task, split, "max_eval_samples"))
-            computed = build_metrics(task["metrics"], task["num_labels"])
-            values = computed(constant.expand(len(labels)), labels)
-            metrics[split] = {name: float(value) for name, value in values.items()}
+            labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
+            computed = label_metrics(task["metrics"], task["num_labels"])
+            computed.update(labels, **label_predictions(hard_probabilities(
+                majority.expand(len(labels)), task["num_labels"]), task["num_labels"]))
+            metrics[split] = computed.compute()
         return metrics
 
     def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:

@@ -21,15 +21,15 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import label_metrics
 from lit_models.metrics.exact_match import exact_match
 from lit_models.metrics.retrieval import answer_hits, retrieval_metrics
 from lit_models.metrics.rouge import Rouge
-from lit_models.metrics.squad import squad_v1, squad_v2
 from lit_models.metrics.tagging import bio_decode, entity_scores
 from tests.conftest import require
 from tests.lit_models.metrics import official_squad
 from tests.lit_models.metrics.conlleval import conlleval
+from tests.lit_models.metrics.test_squad import squad_v1, squad_v2
 
 sk = require("sklearn.metrics")
 stats = require("scipy.stats")
@@ -65,11 +65,12 @@ def sklearn_value(name: str, preds: list, labels: list, num_labels: int) -> floa
 
 def computed(names: list[str], num_labels: int, preds, target) -> dict[str, float]:
     """Our metrics fed in two uneven batches (when there are two examples or more)."""
-    metrics = build_metrics(names, num_labels)
+    metrics = label_metrics(names, num_labels)
+    kind = "scores" if num_labels == 1 else "labels"
     cut = max(1, len(preds) // 3)
     for p, t in ((preds[:cut], target[:cut]), (preds[cut:], target[cut:])):
         if len(p):
-            metrics.update(p, t)
+            metrics.update(t, **{kind: p})
     return {name: float(value) for name, value in metrics.compute().items()}
 
 
@@ -142,7 +143,7 @@ def test_correlation_of_a_constant_vector_is_zero_where_scipy_says_nan(constant)
 def test_no_examples_are_refused_as_the_tools_refuse_them(names, num_labels):
     with pytest.raises(ValueError):
         sk.matthews_corrcoef([], []) if num_labels > 1 else stats.pearsonr([], [])
-    metrics = build_metrics(names, num_labels)
+    metrics = label_metrics(names, num_labels)
     with pytest.raises(PlmbenchError, match="empty"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torchmetrics: compute before update
         metrics.compute()
