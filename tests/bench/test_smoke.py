@@ -289,7 +289,7 @@ def assert_tagger_export_scores_as_transformers(export: Path) -> None:
                      TAGGER_HEAD_NAMES)
     sentences = [["The", "quick", "brown", "fox", "jumped", "over", "the", "lazy", "dog", "."],
                  ["Hello", ",", "world"]]
-    batch = pad_collate(encode_words(tokenizer.truncating(64), sentences), tokenizer.special.pad,
+    batch = pad_collate(encode_words(tokenizer.words_encoder(64), sentences), tokenizer.special.pad,
                         PAD_VALUES)
     batch.pop("word_ids")
     if not hasattr(encoder.config, "type_vocab_size"):  # DistilBERT, XLNet: no segment ids
