@@ -11,6 +11,8 @@
                          [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
     plmbench significance ROW_A ROW_B [RESULTS_DIR] [--board glue] [--resamples 1000]
                                            is B's score different from A's? (bootstrap, ASO)
+    plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
+                                           a model's GLUE test predictions as the server's zip
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
@@ -186,6 +188,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    from bench.submit import GLUE, submit_glue
+
+    out, sources, missing = submit_glue(args.results_dir, args.model, args.out,
+                                        args.allow_missing)
+    for entry in GLUE:
+        if entry.file in sources:
+            source = sources[entry.file]
+            print(f"{entry.file:<12} {entry.rows:>7} rows  from {source.run_dir} "
+                  f"(seed {source.seed}: {source.reason})")
+    if missing:
+        print(f"warning: {len(missing)} of {len(GLUE)} files missing (--allow-missing): "
+              f"{', '.join(missing)}; GLUE's server scores complete submissions", file=sys.stderr)
+    print(f"wrote {out} (sources: {out.name}.sources.json)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="plmbench",
@@ -251,6 +270,15 @@ def parser() -> argparse.ArgumentParser:
     sig.add_argument("--aso-iterations", type=int, default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--out", help="write to this file instead of stdout")
+    submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
+    submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")
+    submit.add_argument("results_dir", help="where the runs wrote their records")
+    submit.add_argument("--model", help="the runs' label (default: the only one with GLUE "
+                                        "predictions)")
+    submit.add_argument("--out", help="the zip to write (default: RESULTS_DIR/submissions/"
+                                      "glue-LABEL.zip)")
+    submit.add_argument("--allow-missing", action="store_true",
+                        help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
     data = sub.add_parser("data", help="the local data mirror")
@@ -286,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_rerun(args.record)
         if args.cmd == "significance":
             return cmd_significance(args)
+        if args.cmd == "submit":
+            return cmd_submit(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
