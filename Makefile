@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart test test-fast lint perf clean
+.PHONY: install quickstart test test-fast test-gpu lint perf clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +38,17 @@ quickstart: $(STAMP)
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0 trainer.max_epochs=10
 	$(BIN)/plmbench leaderboard results/quickstart
 
-# the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py)
+# the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py); a
+# module stays on one worker (loadscope), so module fixtures run once and tests that read what
+# earlier tests of their module left (a results directory) see it
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope tests
+
+# On a machine with CUDA (install a CUDA torch: TORCH=... as for quickstart): what only a GPU runs (docs/gpu.md):
+# the trainer=gpu / trainer=ddp presets end to end, no host-device synchronisation in a step, inductor, SDPA's CUDA
+# kernels on packed rows, the perf targets. Without CUDA every test here is skipped.
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -q -m gpu tests/gpu
 
 # the edit-test loop (about 2 minutes on 2 cores): the unit tests of the nets, objectives, data,
 # metrics and shared machinery, the layering, and every architecture's contract; the end-to-end
@@ -48,7 +56,7 @@ test: $(STAMP)
 FAST := tests/contracts tests/nets tests/objectives tests/datamodules tests/lit_models/core \
 	tests/lit_models/metrics tests/test_layering.py
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 $(FAST)
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope $(FAST)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

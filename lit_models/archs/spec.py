@@ -101,6 +101,10 @@ class HFLayout:
     classes: Mapping[str, str]
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
+    #: regex of transformers' names of pretraining weights its class has no place for (ELECTRA's
+    #: generator, SpanBERT's span boundary head): exported beside the checkpoint's weights
+    #: (``lit_models/core/hf.py``'s ``BESIDE_FILE``), so transformers loads no unexpected key
+    beside: str = ""
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda config: None  # why we cannot convert it
     #: our multiple-choice head's modules -> those of transformers' ``*ForMultipleChoice``;

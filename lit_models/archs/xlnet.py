@@ -11,13 +11,14 @@ from lit_models.nets.heads import SequenceSummaryClassifier
 from lit_models.nets.xlnet import XLNetConfig, XLNetLMHeadModel, XLNetModel
 
 #: SentencePiece pieces; <sep> and <cls> END a sequence, segment ids 0, 1 and 2 for <cls>, as
-#: XLNetTokenizer
+#: XLNetTokenizer, which pads on the left
 TOKENIZER = TokenizerSpec(
     "unigram",
     (("unk", "<unk>"), ("cls", "<cls>"), ("sep", "<sep>"), ("pad", "<pad>"), ("mask", "<mask>")),
     single="$A sep cls:2",
     pair="$A sep $B:1 sep:1 cls:2",
     tokenizer_class="XLNetTokenizer",
+    padding_side="left",  # its classifier reads the last position, its <cls>
 )
 
 

@@ -52,7 +52,8 @@ class Generated(NamedTuple):
 
 class LitSeq2Seq(PlmModule):
     """``scorer(split)`` makes the metrics of an eval split (``lit_models.metrics.Metrics``):
-    ``update(references, texts=generations)``, ``compute()`` -> {name: value}."""
+    ``update(references, texts=generations)``, ``compute()`` -> {name: value},
+    ``signatures()`` -> {name: how it was computed} (recorded with the values)."""
 
     def __init__(self, model: Model, generation: GenerationConfig, eval_splits: Sequence[str],
                  texts: Mapping[str, Mapping[str, list[str]]], optim: Mapping,
@@ -129,7 +130,7 @@ class LitSeq2Seq(PlmModule):
             length.update(lengths)
             values = score.compute()
             values |= {"loss": float(loss.compute()), "generated_tokens": float(length.compute())}
-            self.record_metrics(split, values)
+            self.record_metrics(split, values, score.signatures())
             for metric in (score, loss, length):
                 metric.reset()
 
@@ -142,25 +143,30 @@ class LitSeq2Seq(PlmModule):
 
 
 class Seq2Seq(TaskFamily):
-    """Summarization: source -> summary, evaluated by generation and the task's metrics (ROUGE)."""
+    """Summarization: source -> summary, evaluated by generation and the task's metrics (ROUGE).
+    Another task of text pairs (translation) names its DataModule and vocabulary text."""
 
     with_heads = True  # the language-modelling head generates
     kinds = ("encoder-decoder", "decoder")
+
+    #: the text pairs' DataModule, and the text a scratch vocabulary is trained on
+    data = summarization.SummarizationDataModule
+    corpus = staticmethod(summarization.vocabulary_corpus)
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split; give it one "
                                 "(splits.train)")
-        return summarization.vocabulary_corpus(task)
+        return self.corpus(task)
 
     def build(self, cfg, model: Model):
         task = cfg["task"]
         generation = GenerationConfig(**task["generation"])
         check_lengths(task, model, generation)
-        dm = summarization.SummarizationDataModule(
-            task, model.tokenizer, decoder_start(model), cfg["seed"])
+        dm = self.data(task, model.tokenizer, decoder_start(model), cfg["seed"])
         module = LitSeq2Seq(model, generation, dm.eval_split_names, dm.texts, cfg["optim"],
-                            lambda split: build_metrics(task["metrics"], "texts"))
+                            lambda split: build_metrics(task["metrics"], "texts",
+                                                        bleu=task.get("bleu")))
         return module, dm
 
     def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:

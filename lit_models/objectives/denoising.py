@@ -33,6 +33,7 @@ from lit_models.objectives.base import (
     PretrainingObjective,
     perplexity,
 )
+from lit_models.objectives.flops import EncoderShape, encoder_decoder_training_flops
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class Denoising(PretrainingObjective):
     def __init__(self, name: str = "denoising", **noise) -> None:
         self.name = name
         self.noise = NoiseConfig(**noise)
+        self.decoder_layers = 0  # the net's, once ``check`` has seen it
 
     kinds = ("encoder-decoder",)
 
@@ -154,6 +156,7 @@ class Denoising(PretrainingObjective):
 
     def check(self, model: Model) -> None:
         super().check(model)
+        self.decoder_layers = model.net.config.decoder_layers
         special = model.tokenizer.special
         if None in (special.cls, special.sep, special.mask):
             raise PlmbenchError("denoising needs the tokenizer's bos, eos and mask tokens; name "
@@ -175,3 +178,7 @@ class Denoising(PretrainingObjective):
 
     def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
         return {**means, "perplexity": perplexity(means["denoising_loss"])}
+
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor:
+        """Encoder over the corrupted block, decoder and output layer over the original."""
+        return encoder_decoder_training_flops(shape, self.decoder_layers, batch)
