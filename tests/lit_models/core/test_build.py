@@ -1,7 +1,7 @@
-"""Scratch vocabularies of another family (``model.vocabulary_family``, lit_models/core/build.py):
-the
-vocabulary algorithm changes, the architecture's special tokens and templates stay, and the export
-still loads in transformers' AutoTokenizer to the same ids."""
+"""Nets from presets (lit_models/core/build.py): scratch vocabularies of another family
+(``model.vocabulary_family``: the vocabulary algorithm changes, the architecture's special tokens
+and templates stay, and the export still loads in transformers' AutoTokenizer to the same ids),
+and preset keys checked (a misspelled size is refused, naming the nearest key)."""
 
 import pytest
 from omegaconf import OmegaConf
@@ -57,3 +57,24 @@ def test_the_own_family_is_the_default_and_a_bad_one_is_named():
     with pytest.raises(PlmbenchError, match="vocabulary_family='sentencepiece'"):
         build_net(albert, tiny("albert", vocabulary_family="sentencepiece"), SCRATCH, False,
                   lambda: ("test-bad", TEXT))
+
+
+@pytest.mark.parametrize(("key", "nearest"), [("hiden_size", "hidden_size"),
+                                              ("num_layers", "num_hidden_layers"),
+                                              ("finetune_lrr", "finetune_lr")])
+def test_a_misspelled_preset_key_is_refused_with_the_nearest_one(key, nearest, tmp_path):
+    bert = get_arch("bert")
+    for init_from in (SCRATCH, InitFrom("hf", str(tmp_path))):  # before any checkpoint is read
+        with pytest.raises(PlmbenchError, match=rf"model\.{key} is no setting of "
+                                                rf"model=bert-tiny \(bert\): did you mean "
+                                                rf"model\.{nearest}\?"):
+            build_net(bert, tiny("bert", **{key: 64}), init_from, False,
+                      lambda: ("test-misspelled", TEXT))
+
+
+def test_every_preset_key_is_a_config_field_or_a_preset_key():
+    from lit_models.core.build import check_preset_keys
+
+    for path in sorted((CONF_DIR / "model").glob("*.yaml")):
+        preset = OmegaConf.to_container(OmegaConf.load(path))
+        check_preset_keys(get_arch(preset["arch"]), preset)
