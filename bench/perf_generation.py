@@ -23,6 +23,7 @@ import torch
 from bench.perf_timing import time_steps
 from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import Arch, get_arch
 from lit_models.core.build import net_config
 from lit_models.core.generation import GenerationConfig, generate
@@ -127,6 +128,6 @@ def render(results: dict[str, dict], args: argparse.Namespace, model: str) -> st
 
 
 def main(args: argparse.Namespace, model_cfg) -> str:
-    if model_cfg.init_from != "scratch":
+    if not InitFrom.parse(model_cfg.init_from).scratch:
         raise PlmbenchError(f"perf needs a scratch preset, not {model_cfg.name}")
     return render(measure(model_cfg, args), args, model_cfg.name)

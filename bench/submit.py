@@ -38,6 +38,7 @@ from bench.leaderboard import _record_columns, lookup
 from bench.records import iter_records
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
+from datamodules.init_from import InitFrom
 
 BINARY = ("0", "1")
 NLI = ("entailment", "not_entailment")
@@ -114,10 +115,12 @@ def _best_on_dev(candidates: list[Mapping]) -> tuple[Mapping, str]:
 
 
 def _same_dir(init_from: str | None, run_dir: str) -> bool:
-    if not init_from or not init_from.startswith("ckpt:"):
+    """Whether ``init_from`` is ``ckpt:`` the run in ``run_dir`` (or its export)."""
+    try:
+        where = InitFrom.parse(init_from).run_dir() if init_from else None
+    except PlmbenchError:  # no checkpoint of a run
         return False
-    where = Path(init_from.removeprefix("ckpt:")).expanduser().resolve()
-    return where in (Path(run_dir).resolve(), (Path(run_dir) / "model").resolve())
+    return where is not None and where.resolve() == Path(run_dir).resolve()
 
 
 def choose_runs(records: Iterable[Mapping], label: str) -> dict[str, tuple[Mapping, Source]]:
