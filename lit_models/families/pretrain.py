@@ -19,7 +19,7 @@ from datamodules import pretrain
 from datamodules.errors import PlmbenchError
 from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
-from lit_models.archs.spec import KINDS
+from lit_models.archs.spec import TRANSFORMER_KINDS
 from lit_models.core.build import EXPORT_DIR
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import export_problem, to_hf
@@ -104,7 +104,7 @@ class Pretraining(TaskFamily):
     """A pretraining objective on a document corpus; the pretrained net is exported."""
 
     with_heads = True
-    kinds = KINDS
+    kinds = TRANSFORMER_KINDS
 
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)
