@@ -117,11 +117,11 @@ class WordVocabulary:
                 for text, e in zip(texts, encodings, strict=True)]
 
     def ids(self, words: Iterable[str]) -> list[int]:
-        """Ids of words already split (lowercased first where the vocabulary is)."""
-        index, unk = self.index, self.unk
-        if self.lowercase:
-            return [index.get(w.lower(), unk) for w in words]
-        return [index.get(w, unk) for w in words]
+        """Ids of words already split (lowercased first where the vocabulary is; the special
+        tokens as they are)."""
+        index, unk, lower = self.index, self.unk, self.lowercase
+        return [index[w] if w in SPECIALS else index.get(w.lower() if lower else w, unk)
+                for w in words]
 
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
