@@ -36,6 +36,7 @@ from bench.records import (
     SCHEMA_VERSION,
     config_hash,
     pretraining_cost,
+    pretraining_costs,
     read_record,
     run_variant,
     software_versions,
@@ -167,6 +168,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
+        # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
+        "pretraining": pretraining_costs(family.pretrained_from(cfg)),
     }
 
 

@@ -29,6 +29,7 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.words import BOS, EOS, WordVocabulary
 
+
 def _task(task: Mapping | DictConfig) -> dict:
     return task_config(task, pretrain.REQUIRED_KEYS)
 

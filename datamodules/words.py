@@ -14,6 +14,7 @@ as ``<unk>``; ``words`` gives the surface forms (ELMo spells every word, known o
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -105,6 +106,18 @@ class WordVocabulary:
             if ids:
                 counts += np.bincount(np.concatenate(ids), minlength=len(counts))
         return cls(backend, counts, lowercase)
+
+    @classmethod
+    def count(cls, sentences: Iterable[Sequence[str]], max_size: int | None, min_count: int,
+              lowercase: bool) -> "WordVocabulary":
+        """The vocabulary of words already split: the ``max_size`` most frequent (specials
+        included; ties in alphabetical order, as ``train``) seen ``min_count`` times or more."""
+        counts = Counter(w.lower() if lowercase else w for words in sentences for w in words)
+        ranked = sorted((item for item in counts.items() if item[1] >= min_count
+                         and item[0] not in SPECIALS), key=lambda item: (-item[1], item[0]))
+        if max_size is not None:
+            ranked = ranked[: max(0, max_size - len(SPECIALS))]
+        return cls.from_words([w for w, _ in ranked], [c for _, c in ranked], lowercase)
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Word ids of each text (``unk`` for words outside the vocabulary)."""

@@ -55,6 +55,12 @@ class TaskFamily:
               ) -> tuple[L.LightningModule, PlmDataModule]:
         raise NotImplementedError
 
+    def pretrained_from(self, cfg: Mapping) -> list[str]:
+        """The checkpoints the run's net was pretrained as (``init_from``; a BiLSTM's inputs:
+        its word vectors, biLM, encoder), whose training cost the record sums; after
+        ``build_net``."""
+        return [cfg["init_from"]]
+
     def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
                 run_dir: Path, cfg: Mapping) -> dict[str, str]:
         """Predictions of every eval split of a task without a training split; split -> file
