@@ -9,6 +9,7 @@
                          [--select best-on-dev] [--stat median] [--no-baselines]
                          [--compare DIR_A DIR_B]
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
+    plmbench neighbours WORD --vectors ckpt:RUN --elmo ckpt:RUN   static vs contextual neighbours
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
 
@@ -166,6 +167,8 @@ def parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
+    sub.add_parser("neighbours", help="a word's static and contextual (biLM) nearest neighbours",
+                   add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
@@ -200,13 +203,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv and argv[0] in ("run", "perf", "study"):
+        if argv and argv[0] in ("run", "perf", "study", "neighbours"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])
             if argv[0] == "study":
                 from bench.study import cmd_study
 
                 return cmd_study(argv[1:])
+            if argv[0] == "neighbours":
+                from bench.neighbours import main as neighbours_main
+
+                return neighbours_main(argv[1:])
             from bench.perf import main as perf_main
 
             return perf_main(argv[1:])

@@ -2,15 +2,15 @@
 over a corpus's sentences, sharing the character-CNN token representation and the softmax
 (``lit_models/nets/elmo.py``), the sum of both directions' log likelihoods maximised jointly.
 
-``BiLMPretraining`` is the family of the ``bilm`` kind on the corpus tasks (``conf/task/pretrain/``):
-the softmax's vocabulary is the training text's ``model.vocab_size`` most frequent words (at least
-``model.min_count`` occurrences, cased), the held-out sentences are scored per word: the mean
-negative log likelihood of each direction (``forward_loss``, ``backward_loss``; their mean
-``loss``), their perplexities, and ``perplexity``, the average of the two as §3.4 reports it
-(39.7 for the released model on the 1B Word Benchmark). A word outside the vocabulary is predicted
-as <unk>. The biLM is written to ``<run dir>/model/`` (config.json, model.safetensors, the
-vocabulary): ``load_elmo`` reads it back, for the BiLSTM baselines' ELMo input and the contextual
-neighbours (``bench/neighbours.py``).
+``BiLMPretraining`` is the family of the ``bilm`` kind on the corpus tasks
+(``conf/task/pretrain/``): the softmax's vocabulary is the training text's ``model.vocab_size``
+most frequent words (at least ``model.min_count`` occurrences, cased), the held-out sentences are
+scored per word: the mean negative log likelihood of each direction (``forward_loss``,
+``backward_loss``; their mean ``loss``), their perplexities, and ``perplexity``, the average of
+the two as §3.4 reports it (39.7 for the released model on the 1B Word Benchmark). A word
+outside the vocabulary is predicted as <unk>. The biLM is written to ``<run dir>/model/``
+(config.json, model.safetensors, the vocabulary): ``load_elmo`` reads it back, for the BiLSTM
+baselines' ELMo input and the contextual neighbours (``bench/neighbours.py``).
 """
 
 import json
@@ -50,9 +50,9 @@ class LitBiLM(PlmModule):
         super().__init__(optim, net.config.num_layers)
         self.net = net
         self.eval_splits = list(eval_splits)
-        self.sums = torch.nn.ModuleList(
-            torch.nn.ModuleDict({k: SumMetric() for k in ("forward_nll", "backward_nll", "predictions")})
-            for _ in eval_splits)
+        sums = ("forward_nll", "backward_nll", "predictions")
+        self.sums = torch.nn.ModuleList(torch.nn.ModuleDict({k: SumMetric() for k in sums})
+                                        for _ in eval_splits)
 
     def losses(self, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return self.net.losses(batch["char_ids"], batch["input_ids"], token_mask(batch))
@@ -130,3 +130,26 @@ class BiLMPretraining(TaskFamily):
     def export(self, module, tokenizer, run_dir, cfg) -> None:
         """The pretrained biLM is what the run makes: always written."""
         save_elmo(module.net, tokenizer, run_dir / EXPORT_DIR)
+
+
+def occurrence_vectors(encoder, sentences: list[list[str]], word: str, layer: int,
+                       batch_size: int = 32) -> tuple[list[tuple[int, int]], torch.Tensor]:
+    """The biLM's ``layer`` (an index into its L + 1 layers) at every occurrence of ``word`` in
+    ``sentences`` (lists of words): ((sentence, position) of each, vectors [N, 2 x projection])."""
+    from datamodules.bilm import collate_sentences
+    from datamodules.words import BOS, EOS
+
+    places = [(i, j) for i, words in enumerate(sentences) for j, w in enumerate(words) if w == word]
+    rows = sorted({i for i, _ in places})
+    vectors = []
+    encoder.eval()
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        batch = collate_sentences([{"input_ids": [0] * (len(sentences[i]) + 2),
+                                    "words": " ".join([BOS, *sentences[i], EOS])}
+                                   for i in chunk], pad_id=0)
+        with torch.no_grad():
+            states = encoder(batch["char_ids"]).layers[layer]
+        vectors += [states[r, j + 1] for r, i in enumerate(chunk)  # + 1: after <S>
+                    for j, w in enumerate(sentences[i]) if w == word]
+    return places, torch.stack(vectors) if vectors else torch.zeros(0, 1)

@@ -56,3 +56,24 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     index = torch.where(index >= 0, index, positions[None, :])  # padding stays in place
     index = index.reshape(*index.shape, *([1] * (x.ndim - 2))).expand_as(x)
     return x.gather(1, index)
+
+
+class TorchLSTM(nn.Module):
+    """``torch.nn.LSTM(proj_size=...)`` (cuDNN on GPU) holding a ``ProjectedLSTM``'s weights: the
+    same layer without the clips, called as one (x -> h). The reference ``plmbench perf`` times
+    ELMo's biLM against, and the check of the equations above."""
+
+    def __init__(self, layer: ProjectedLSTM) -> None:
+        super().__init__()
+        input_size = layer.input_linearity.in_features
+        self.lstm = nn.LSTM(input_size, layer.cell_size, batch_first=True,
+                            proj_size=layer.proj_size)
+        with torch.no_grad():
+            self.lstm.weight_ih_l0.copy_(layer.input_linearity.weight)
+            self.lstm.weight_hh_l0.copy_(layer.state_linearity.weight)
+            self.lstm.bias_ih_l0.copy_(layer.state_linearity.bias)
+            self.lstm.bias_hh_l0.zero_()
+            self.lstm.weight_hr_l0.copy_(layer.state_projection.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lstm(x)[0]
