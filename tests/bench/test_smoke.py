@@ -1,5 +1,6 @@
-"""Every task YAML with the tiny preset of every registered architecture: one training step and
-one evaluation each, through ``bench.run.execute``, each leaving an ok record with metrics.
+"""Every task YAML with the tiny preset of every registered architecture and baseline model
+(word vectors, ELMo's biLM, the BiLSTMs): one training step and one evaluation each, through
+``bench.run.execute``, each leaving an ok record with metrics.
 
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
@@ -23,7 +24,7 @@ from bench.run import CONF_DIR, execute, normalize
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
-from lit_models.archs import ARCHS
+from lit_models.archs import ARCHS, BASELINES, get_model
 from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.tagging import LitTagger
 from tests.conftest import MIRROR_CANDIDATES, require
@@ -37,6 +38,13 @@ TASKS = sorted(
 #: every architecture under `pytest -m benchmark`
 DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs",
              "pretrain/realm_")
+#: the tasks each baseline model runs on in the default suite; on its family's other tasks (the
+#: same code paths on other data) with `pytest -m benchmark`; elsewhere (squad/v1 for all) refused
+BASELINE_TASKS = {"bilstm": ("glue/rte", "glue/sst2", "glue/stsb", "ner/ncbi_disease"),
+                  "elmo": ("pretrain/wikipedia",), "word2vec": ("embeddings/wikipedia",),
+                  "glove": ("embeddings/wikipedia",)}
+BASELINE_FAMILIES = ("glue/", "ner/", "pretrain/", "embeddings/")
+REFUSED = "squad/v1"
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -153,13 +161,19 @@ def smoke_env(mirror_with_stand_ins, tmp_path_factory):
 
 def test_every_registered_architecture_has_a_tiny_preset():
     presets = {path.stem for path in (CONF_DIR / "model").glob("*.yaml")}
-    assert {f"{arch}-tiny" for arch in ARCHS} <= presets
+    assert {f"{arch}-tiny" for arch in [*ARCHS, *BASELINES]} <= presets
 
 
-def expected_metrics(cfg) -> set[str]:
+def expected_metrics(cfg, split: str) -> set[str]:
     """What a run of ``cfg`` records per eval split: the task's metrics, ROUGE for generation
     tasks, the share of invalid generations for mixtures, the objective's losses and
-    perplexity for pretraining."""
+    perplexity for pretraining (a biLM's per-word losses), a word set's scores for word
+    vectors."""
+    if "intrinsic" in cfg.task:
+        similarity = split in (cfg.task.intrinsic.similarity or {})
+        return {"spearman", "pearson", "oov"} if similarity else {"accuracy", "oov"}
+    if get_model(cfg.model.arch).kind == "bilm":
+        return {"forward_loss", "backward_loss", "loss", "perplexity"}
     if "members" in cfg.task:
         return {"invalid", "loss"}
     if "metrics" in cfg.task:
@@ -169,17 +183,36 @@ def expected_metrics(cfg) -> set[str]:
     return {*hydra.utils.instantiate(cfg.objective).eval_metrics, "perplexity"}
 
 
+def slow(task: str, arch: str) -> bool:
+    """Run with `pytest -m benchmark` only: the domain data with architectures beyond BERT, a
+    baseline on its families' tasks beyond its representative ones."""
+    if arch in BASELINES:
+        return task not in (*BASELINE_TASKS[arch], REFUSED)
+    return task.startswith(DATA_ONLY) and arch != "bert"
+
+
+#: every architecture on every task; a baseline on the tasks of its families and on one it is
+#: refused (the refusal is check_arch's, tested on every task by the architectures)
+CASES = [(task, arch) for task in TASKS for arch in sorted(ARCHS)] + [
+    (task, arch) for arch in sorted(BASELINES) for task in TASKS
+    if task.startswith(BASELINE_FAMILIES) or task == REFUSED]
+
+
 @pytest.mark.parametrize(("task", "arch"), [
-    pytest.param(task, arch, marks=[pytest.mark.benchmark] * (
-        task.startswith(DATA_ONLY) and arch != "bert"))
-    for task in TASKS for arch in sorted(ARCHS)])
+    pytest.param(task, arch, marks=[pytest.mark.benchmark] * slow(task, arch))
+    for task, arch in CASES])
 def test_task_trains_and_evaluates(task, arch, smoke_env):
     """Every task with every architecture its family trains; the others are refused in one
     line before anything is built."""
     results = smoke_env
     family = hydra.utils.instantiate(compose_run("bert", task).task.family)
-    if ARCHS[arch].kind not in family.kinds:
+    kind = get_model(arch).kind
+    if kind not in family.kinds:
         with pytest.raises(PlmbenchError, match=rf"trains .* models, and {arch} is of kind"):
+            execute(compose_run(arch, task), results / arch / task)
+        return
+    if kind == "bilstm" and compose_run(arch, task).task.splits.train is None:  # glue/ax
+        with pytest.raises(PlmbenchError, match="train on a task's own data"):
             execute(compose_run(arch, task), results / arch / task)
         return
     extra = []  # pretraining uses the preset's own objective (model.objective, else mlm)
@@ -193,8 +226,9 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         if not (mnli / "model").is_dir():
             execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
         extra = [f"init_from=ckpt:{mnli}"]
-    if task == "squad/v1" or task.startswith("ner/"):  # the reader and the tagger export as
-        extra = ["save_model=true"]  # transformers' *ForQuestionAnswering, *ForTokenClassification
+    exported = task == "squad/v1" or task.startswith("ner/") and kind == "encoder"
+    if exported:  # the reader and the tagger export as transformers' *ForQuestionAnswering,
+        extra = ["save_model=true"]  # *ForTokenClassification
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -207,12 +241,12 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     assert record["steps"] == 1
     assert set(record["metrics"]) == set(cfg.task.splits.eval)
     for split, values in record["metrics"].items():
-        assert expected_metrics(cfg) <= set(values), split
+        assert expected_metrics(cfg, split) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
-    if task.startswith("ner/"):
+    if task.startswith("ner/") and exported:
         assert_tagger_export_scores_as_transformers(run_dir / "model")
 
 
