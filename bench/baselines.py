@@ -1,8 +1,10 @@
-"""Reference rows computed from the data alone, with no training, so every score on a board is read
-against chance: for each task the board's runs used, its family's ``baseline`` (classification:
-the majority class of the training labels; regression: the mean score) on the same eval data.
+"""Reference rows computed from the data alone, with no run, so every score on a board is read
+against chance: for each task the board's runs used, its family's ``baselines`` (classification:
+the majority class of the training labels, labelled ``BASELINE_LABEL``; regression: the mean
+score; spoiler detection adds a TF-IDF + logistic-regression classifier, under its own name) on
+the same eval data.
 
-A baseline is a record like any other, marked ``baseline: true`` and labelled ``BASELINE_LABEL``,
+A baseline is a record like any other, marked ``baseline: true`` and labelled by its row name,
 so the leaderboard aggregates and renders it with no special case beyond the mark.
 """
 
@@ -19,7 +21,8 @@ from datamodules.errors import PlmbenchError
 BASELINE_LABEL = "baseline (no training)"
 #: what the data of a task's baseline depends on; runs that agree on these share one baseline
 DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels", "metrics",
-             "max_train_samples", "max_eval_samples", "family", "board", "columns")
+             "max_train_samples", "max_eval_samples", "family", "board", "columns", "format",
+             "context", "imbalance", "tfidf")
 
 
 def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
@@ -36,15 +39,15 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
     made = []
     for key, task in sorted(tasks.items()):
         try:
-            metrics = task_family(OmegaConf.create(task)).baseline(task)
+            rows = task_family(OmegaConf.create(task)).baselines(task)
         except PlmbenchError:  # data gone since the runs: no reference row for this task
-            metrics = None
-        if metrics is None:
-            continue
-        made.append({
-            "status": "ok", "baseline": True, "board": board, "task": task["name"],
-            "label": BASELINE_LABEL, "model": BASELINE_LABEL, "seed": 0,
-            "protocol_hash": "baseline", "config": {"task": task}, "metrics": metrics,
-            "run_dir": f"baseline of {task['name']}", "finished_at": key,
-        })
+            rows = {}
+        for name, metrics in rows.items():
+            label = BASELINE_LABEL if name is None else name
+            made.append({
+                "status": "ok", "baseline": True, "board": board, "task": task["name"],
+                "label": label, "model": label, "seed": 0,
+                "protocol_hash": "baseline", "config": {"task": task}, "metrics": metrics,
+                "run_dir": f"{label} of {task['name']}", "finished_at": key,
+            })
     return made

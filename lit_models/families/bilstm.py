@@ -10,8 +10,9 @@ presets (``conf/model/bilstm-*.yaml``).
 - ``BiLSTMTagging``: BIO tagging (NER) with a tag per word, scored as ``Tagging`` scores it.
 
 A BiLSTM trains on the task's own data: there is no checkpoint to start from (``init_from``
-must be ``scratch``) and none is exported. The record's pretraining cost is that of the runs its
-inputs were pretrained by (``pretrained_from``: the word-vectors and ELMo runs, the encoder).
+must be ``scratch``) and none is exported (``save_model`` is refused up front). The record's
+pretraining cost is that of the runs its inputs were pretrained by (``pretrained_from``: the
+word-vectors and ELMo runs, the encoder).
 """
 
 import logging
@@ -28,12 +29,11 @@ from datamodules.word_inputs import (
     WordTaggingDataModule,
     sentence_words,
 )
-from lit_models.core.family import TaskFamily
+from lit_models.core.family import NotExported, TaskFamily
 from lit_models.core.module import PlmModule
 from lit_models.families.bilstm_inputs import build_inputs
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.families.tagging import LitTagger
-from lit_models.metrics.classification import build_metrics
 from lit_models.nets.bilstm import BiLSTMClassifier, BiLSTMConfig, BiLSTMTagger
 
 log = logging.getLogger("plmbench")
@@ -56,8 +56,7 @@ class BiLSTMModel(nn.Module):
         return torch.cat([layer(batch, suffix) for layer in self.inputs], dim=-1)
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        if isinstance(self.head, BiLSTMTagger):
-            return self.head(self.features(batch, ""), batch["word_mask"])
+        """Scores of each sentence, pair (``_b`` keys) or word (a tagger)."""
         pair = {} if "word_mask_b" not in batch else {
             "features_b": self.features(batch, "_b"), "mask_b": batch["word_mask_b"]}
         return self.head(self.features(batch, ""), batch["word_mask"], **pair)
@@ -71,32 +70,16 @@ def bilstm_config(model: Mapping, input_dim: int, num_labels: int, pairs: bool) 
         raise PlmbenchError(f"model={model['name']}: {err}") from None
 
 
-def _from_scratch(cfg: Mapping) -> None:
-    """A BiLSTM starts from no checkpoint and leaves none."""
-    if cfg["init_from"] != "scratch":
-        raise PlmbenchError(f"model={cfg['model']['name']}: a BiLSTM trains from scratch on the "
-                            "task (its pretrained inputs are model.inputs.*); set "
-                            "init_from=scratch")
-    if cfg["save_model"]:
-        raise PlmbenchError("save_model=true: the BiLSTM baselines are not exported (no Hugging "
-                            "Face layout); drop save_model")
-
-
 class LitBiLSTMClassifier(LitClassifier):
-    """``LitClassifier``'s loss, metrics and predictions over a ``BiLSTMModel``'s scores."""
+    """``LitClassifier``'s loss, metrics and predictions over a ``BiLSTMModel``'s scores (its
+    classifier is the BiLSTM's own: no head on top)."""
 
     def __init__(self, model: BiLSTMModel, num_labels: int, metrics, eval_splits,
                  optim: Mapping) -> None:
-        PlmModule.__init__(self, optim, model.config.num_layers)
-        self.encoder = model
-        self.num_labels = num_labels
-        self.eval_splits = list(eval_splits)
-        self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels)
-                                           for _ in eval_splits)
+        super().__init__(model, nn.Identity(), num_labels, metrics, eval_splits, optim)
 
-    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        scores = self.encoder(batch)
-        return scores.squeeze(-1) if self.num_labels == 1 else scores
+    def encode(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return self.encoder(batch)
 
 
 class LitBiLSTMTagger(LitTagger):
@@ -114,24 +97,41 @@ class LitBiLSTMTagger(LitTagger):
         return self.encoder(batch)
 
 
-class BiLSTMClassification(Classification):
-    kinds = ("bilstm",)
-    sources: list[str] = []  # the checkpoints of the inputs (build_net sets them)
+class BiLSTMFamily(NotExported, TaskFamily):
+    """What the BiLSTM families share: the input layers from the preset's ``inputs`` and the
+    task's training words, a run from scratch, the inputs' checkpoints as its pretraining."""
 
+    kinds = ("bilstm",)
+    model_name = "BiLSTM baseline"
+    sources: list[str] = []  # the checkpoints of the inputs (``bilstm`` sets them)
+
+    def bilstm(self, cfg: Mapping, training_words: list[list[str]], head: type[nn.Module],
+               num_labels: int, pairs: bool) -> tuple[BiLSTMModel, WordInputs]:
+        model = cfg["model"]
+        if cfg["init_from"] != "scratch":
+            raise PlmbenchError(f"model={model['name']}: a BiLSTM trains from scratch on the "
+                                "task (its pretrained inputs are model.inputs.*); set "
+                                "init_from=scratch")
+        self.check_export(cfg, None)
+        inputs, words, self.sources, note = build_inputs(model["inputs"], training_words,
+                                                         model["max_words"], cfg["seed"])
+        log.info("%s inputs: %s", model["name"], note)
+        width = sum(layer.output_dim for layer in inputs)
+        return BiLSTMModel(inputs, head(bilstm_config(model, width, num_labels, pairs))), words
+
+    def pretrained_from(self, cfg: Mapping) -> list[str]:
+        return self.sources
+
+
+class BiLSTMClassification(BiLSTMFamily, Classification):
     def build_net(self, cfg: Mapping) -> tuple[BiLSTMModel, WordInputs]:
-        _from_scratch(cfg)
-        model, task = cfg["model"], cfg["task"]
+        task = cfg["task"]
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split: the BiLSTM "
                                 "baselines train on a task's own data; pick a task with one")
         _, fields = sentence_words(task, task["splits"]["train"], "max_train_samples")
-        inputs, words, self.sources, note = build_inputs(
-            model["inputs"], [w for field in fields for w in field], model["max_words"],
-            cfg["seed"])
-        log.info("%s inputs: %s", model["name"], note)
-        width = sum(layer.output_dim for layer in inputs)
-        config = bilstm_config(model, width, task["num_labels"], len(task["text_fields"]) == 2)
-        return BiLSTMModel(inputs, BiLSTMClassifier(config)), words
+        return self.bilstm(cfg, [w for field in fields for w in field], BiLSTMClassifier,
+                           task["num_labels"], pairs=len(task["text_fields"]) == 2)
 
     def build(self, cfg, net, words):
         task = cfg["task"]
@@ -140,36 +140,16 @@ class BiLSTMClassification(Classification):
                                      dm.eval_split_names, cfg["optim"])
         return module, dm
 
-    def pretrained_from(self, cfg: Mapping) -> list[str]:
-        return self.sources
 
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
-        """Nothing: a BiLSTM is not exported (``_from_scratch`` refused save_model)."""
-
-
-class BiLSTMTagging(TaskFamily):
-    kinds = ("bilstm",)
-    sources: list[str] = []  # the checkpoints of the inputs (build_net sets them)
-
+class BiLSTMTagging(BiLSTMFamily):
     def build_net(self, cfg: Mapping) -> tuple[BiLSTMModel, WordInputs]:
-        _from_scratch(cfg)
-        model, task = cfg["model"], cfg["task"]
+        task = cfg["task"]
         train = tagging.load_sentences(task, task["splits"]["train"],
                                        task.get("max_train_samples"))
-        inputs, words, self.sources, note = build_inputs(
-            model["inputs"], train[task["tokens_field"]], model["max_words"], cfg["seed"])
-        log.info("%s inputs: %s", model["name"], note)
-        width = sum(layer.output_dim for layer in inputs)
-        config = bilstm_config(model, width, len(task["label_names"]), pairs=False)
-        return BiLSTMModel(inputs, BiLSTMTagger(config)), words
+        return self.bilstm(cfg, train[task["tokens_field"]], BiLSTMTagger,
+                           len(task["label_names"]), pairs=False)
 
     def build(self, cfg, net, words):
         task = cfg["task"]
         dm = WordTaggingDataModule(task, words, seed=cfg["seed"])
         return LitBiLSTMTagger(net, task["label_names"], dm.eval_split_names, cfg["optim"]), dm
-
-    def pretrained_from(self, cfg: Mapping) -> list[str]:
-        return self.sources
-
-    def export(self, module, tokenizer, run_dir, cfg) -> None:
-        """Nothing: a BiLSTM is not exported (``_from_scratch`` refused save_model)."""

@@ -40,6 +40,11 @@ class BiLSTMConfig:
     classifier_dropout: float = 0.0  # GLUE-baselines' --classifier_dropout default
     num_labels: int = 2  # 1: regression (a linear layer)
 
+    @property
+    def num_hidden_layers(self) -> int:
+        """The BiLSTM's layers, by the name the task modules read (layer-wise lr decay)."""
+        return self.num_layers
+
 
 def max_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """[B, T, D] -> [B, D], the maximum over the words where ``mask`` [B, T] is True."""

@@ -5,7 +5,8 @@
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
 SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
-of the mirror, so every YAML runs.
+of the mirror, and those of SWAG, RACE, SuperGLUE and the Goodreads spoilers are small fixtures
+in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
+from datamodules import goodreads
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS, BASELINES, get_model
 from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.tagging import LitTagger
+from tests import hub_fixtures
 from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(
@@ -37,7 +40,12 @@ TASKS = sorted(
 #: end tasks; their datamodule features have tests of their own): they run with bert, and with
 #: every architecture under `pytest -m benchmark`
 DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs",
-             "pretrain/realm_")
+             "pretrain/realm_",
+             # other data on a path the matrix covers: multiple choice (mc/swag), span pairs
+             # (superglue/wic), the classifier's head and encoder call (glue/*, spoilers/*),
+             # for candidate scoring (superglue/record, multirc) too
+             "mc/race", "mc/copa", "superglue/copa", "superglue/boolq", "superglue/cb",
+             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc")
 #: the tasks each baseline model runs on in the default suite; on its family's other tasks (the
 #: same code paths on other data) with `pytest -m benchmark`; elsewhere (squad/v1 for all) refused
 BASELINE_TASKS = {"bilstm": ("glue/rte", "glue/sst2", "glue/stsb", "ner/ncbi_disease"),
@@ -74,6 +82,14 @@ def sentence(rng: random.Random) -> str:
 def stand_in(task, path: Path) -> None:
     """A small split with the task's own columns, where the real mirror has none."""
     rng = random.Random(path.name)
+    dataset, config = path.parent.parent.name, path.parent.name
+    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE: their hub schemas
+        hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
+        return
+    if dataset == goodreads.DATASET:  # the raw file, converted: all three splits at once
+        goodreads.convert(hub_fixtures.write_goodreads(path.parents[2] / "goodreads.json.gz"),
+                          path.parents[2])
+        return
     if "source_field" in task:  # summarization: a few sentences -> one
         rows = {task.source_field: [" ".join(sentence(rng) for _ in range(4)) for _ in range(40)],
                 task.target_field: [sentence(rng) for _ in range(40)]}
@@ -229,6 +245,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     exported = task == "squad/v1" or task.startswith("ner/") and kind == "encoder"
     if exported:  # the reader and the tagger export as transformers' *ForQuestionAnswering,
         extra = ["save_model=true"]  # *ForTokenClassification
+    if task == "mc/swag" and "multiple_choice" in ARCHS[arch].hf.classes:
+        extra = ["save_model=true"]  # ... and the multiple-choice model as *ForMultipleChoice
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -248,6 +266,17 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert_reader_export_scores_as_transformers(run_dir / "model")
     if task.startswith("ner/") and exported:
         assert_tagger_export_scores_as_transformers(run_dir / "model")
+    if "save_model=true" in extra and task == "mc/swag":
+        assert_multiple_choice_export_loads(run_dir / "model")
+
+
+def assert_multiple_choice_export_loads(export: Path) -> None:
+    """The exported multiple-choice model loads in transformers with every weight in place
+    (its scores equal ours: tests/lit_models/families/test_multiple_choice.py)."""
+    transformers = require("transformers")
+    _, info = transformers.AutoModelForMultipleChoice.from_pretrained(
+        export, output_loading_info=True)
+    assert not any(info.values()), info
 
 
 def assert_reader_export_scores_as_transformers(export: Path) -> None:
