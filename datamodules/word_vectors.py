@@ -41,11 +41,12 @@ REQUIRED_KEYS = ("name", "dataset", "config", "text_field", "document_format", "
 
 def corpus_sentences(task: Mapping | DictConfig) -> tuple[str, list[str]]:
     """(what identifies them, the sentences) of the corpus task's capped training split."""
-    key, sentences = pretrain.vocabulary_corpus(_task(task))
+    key, sentences = pretrain.vocabulary_corpus(checked_task(task))
     return key, list(sentences)
 
 
-def _task(task: Mapping | DictConfig) -> dict:
+def checked_task(task: Mapping | DictConfig) -> dict:
+    """The task config as a plain dict, checked for what this module needs."""
     config = task_config(task, REQUIRED_KEYS)
     intrinsic = config["intrinsic"]
     sets = {**(intrinsic.get("similarity") or {}), **(intrinsic.get("analogy") or {})}
@@ -85,7 +86,7 @@ class WordVectorsDataModule(PlmDataModule):
                  window: int = 10, seed: int = 0) -> None:
         if examples not in EXAMPLES:
             raise PlmbenchError(f"word-vector examples {examples!r}: use one of {EXAMPLES}")
-        super().__init__(_task(task), partial(fetched_or_padded, pad_id=vocab.pad), seed)
+        super().__init__(checked_task(task), partial(fetched_or_padded, pad_id=vocab.pad), seed)
         self.vocab, self.examples, self.window = vocab, examples, window
         self.set_sizes: dict[str, int] = {}  # eval split -> items in the whole set
         self.set_kinds: dict[str, str] = {}  # eval split -> similarity | analogy

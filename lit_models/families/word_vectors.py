@@ -10,7 +10,7 @@ record's ``outputs.neighbours`` lists the nearest neighbours of the task's query
 
 from collections.abc import Mapping
 
-from datamodules import word_vectors
+from datamodules import pretrain, word_vectors
 from datamodules.errors import PlmbenchError
 from datamodules.words import cached_vocabulary
 from lit_models.core.build import EXPORT_DIR
@@ -24,8 +24,8 @@ class WordVectors(TaskFamily):
     kinds = ("word-vectors",)
 
     def vocabulary_corpus(self, task):
-        key, sentences = word_vectors.corpus_sentences(task)
-        return key, iter(sentences)
+        """(a key, the sentences, read lazily) of the corpus's capped training split."""
+        return pretrain.vocabulary_corpus(word_vectors.checked_task(task))
 
     def build_net(self, cfg: Mapping):
         model, task = cfg["model"], cfg["task"]
