@@ -140,16 +140,16 @@ class TagCollate(SentenceCollate):
 
 def sentence_words(task: Mapping, split: str, cap_key: str) -> tuple[list, list[list[str]]]:
     """(labels, per text field the words of each example) of a GLUE-style task's split."""
-    raw = glue._load(task, split, task.get(cap_key))
-    fields = [split_words(raw[field], lowercase=False) for field in task["text_fields"]]
-    return glue.label_ids(task, raw[task["label_field"]]), fields
+    rows = glue.GlueDataModule.rows(task, split, task.get(cap_key))
+    fields = [split_words(rows[field], lowercase=False) for field in task["text_fields"]]
+    return glue.GlueDataModule.label_column(task, rows), fields
 
 
 class WordClassificationDataModule(PlmDataModule):
     """A GLUE-style task (``datamodules/glue.py``'s YAML keys) as words per text field."""
 
     def __init__(self, task: Mapping | DictConfig, inputs: WordInputs, seed: int = 0) -> None:
-        super().__init__(glue._task_dict(task), SentenceCollate(inputs), seed)
+        super().__init__(glue.GlueDataModule.checked(task), SentenceCollate(inputs), seed)
         self.inputs = inputs
 
     def setup(self, stage: str | None = None) -> None:
