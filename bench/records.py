@@ -235,7 +235,9 @@ def pretraining_cost(init_from: str) -> dict | None:
     before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
     if before is None:
         return None
-    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)]}
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)],
+            # the recipe of the last pretraining of the chain (a fine-tuning run passes its own on)
+            "recipe": source.get("recipe") or before.get("recipe")}
     for key, dotted in TRAINING_COST.items():
         own: Any = source
         for part in dotted.split("."):
@@ -247,7 +249,8 @@ def pretraining_cost(init_from: str) -> dict | None:
 
 def pretraining_costs(sources: list[str]) -> dict | None:
     """The summed ``pretraining_cost`` of several checkpoints a run reads (a BiLSTM's word
-    vectors and biLM); zeros for none; None where any is of unknown cost."""
+    vectors and biLM); zeros for none; None where any is of unknown cost. Its ``recipe`` is the
+    last one the sources name (a word-vector run has none: the biLM's, or an encoder's)."""
     total = pretraining_cost("scratch")
     for source in sources:
         cost = pretraining_cost(source)
@@ -257,6 +260,7 @@ def pretraining_costs(sources: list[str]) -> dict | None:
             summable = isinstance(total[key], int | float) and isinstance(cost[key], int | float)
             total[key] = total[key] + cost[key] if summable else None
         total["runs"] += cost["runs"]
+        total["recipe"] = cost.get("recipe") or total.get("recipe")
     return total
 
 

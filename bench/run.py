@@ -32,6 +32,8 @@ from bench.checkpoints import (
     discard,
     resume_from,
 )
+from bench.launch import check_accelerator, own_processes
+from bench.recipe import recipe_of
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
@@ -148,6 +150,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         trainer.fit(module, datamodule=dm, ckpt_path=resumed, weights_only=False)
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
+        if dm.predict_split_names:  # unlabelled splits, predicted whole (GLUE's test sets)
+            predictions = family.predict(trainer, module, dm, run_dir, cfg)
     if trainer.is_global_zero:
         predictions |= family.evaluation_outputs(module, run_dir, cfg)
         family.export(module, tokenizer, run_dir, cfg)
@@ -155,9 +159,11 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
             discard(checkpoints)
     return {
         "net_config": {"arch": cfg.model.arch, **asdict(net.config)},
-        "predictions": predictions or module.predictions,
+        "predictions": {**module.predictions, **predictions},
         "outputs": module.outputs,
         "metrics": module.last_metrics,
+        # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
+        "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
         # the backbone alone, without the task's head (a model's size across tasks); a
@@ -170,6 +176,9 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "resumed_from": None if resumed is None else str(resumed),
         # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
         "pretraining": pretraining_costs(family.pretrained_from(cfg)),
+        # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
+        "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
+        else None,
     }
 
 
@@ -232,21 +241,35 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
 def normalize(cfg: DictConfig) -> None:
     """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
     (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
-    means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
-    none), so ``model=electra-small`` pretrains as ELECTRA does."""
+    means the preset's own (``model.objective``: a ``conf/objective`` name, or a mapping of its
+    ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
+    it names none), so ``model=electra-small`` pretrains as ELECTRA does and ``model=bert-base``
+    as BERT did."""
     if cfg.get("objective") is None:
-        name = cfg.model.get("objective", "mlm")
-        file = CONF_DIR / "objective" / f"{name}.yaml"
-        if not file.is_file():
-            raise PlmbenchError(f"model.objective={name!r} names no conf/objective/{name}.yaml; "
-                                "use one of those files' names")
         with open_dict(cfg):
-            cfg.objective = OmegaConf.load(file)
+            cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))
     splits = cfg.task.splits
     if splits.get("eval") is None:
         splits.eval = []
     elif isinstance(splits.eval, str):
         splits.eval = [splits.eval]
+
+
+def preset_objective(chosen: object) -> DictConfig:
+    """The objective config a model preset's ``objective`` names: ``conf/objective/<name>.yaml``
+    with the preset's settings over it; one line naming a name or setting that does not exist."""
+    settings = OmegaConf.to_container(chosen) if isinstance(chosen, DictConfig) else {
+        "name": chosen}
+    name = settings.pop("name", None)
+    file = CONF_DIR / "objective" / f"{name}.yaml"
+    if not file.is_file():
+        raise PlmbenchError(f"model.objective names {name!r}, which is no "
+                            f"conf/objective/{name}.yaml; use one of those files' names")
+    objective = OmegaConf.load(file)
+    if unknown := sorted(set(settings) - set(objective)):
+        raise PlmbenchError(f"model.objective sets {unknown}, which objective {name} does not "
+                            f"have; its settings: {sorted(k for k in objective if k[0] != '_')}")
+    return OmegaConf.merge(objective, settings)
 
 
 def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:
@@ -265,14 +288,16 @@ def main(cfg: DictConfig) -> None:
 def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
     """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory)
     unless its record says it ran; its run directory. A failure is logged and kept in
-    ``FAILURES``, not raised, so a sweep goes on."""
+    ``FAILURES``, not raised, so a sweep goes on. Under DDP the run starts its own ranks, which
+    run it alone (bench/launch.py)."""
     normalize(cfg)
     run_dir = run_dir_of(cfg, overrides)
     try:
+        check_accelerator(cfg.trainer)
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
             return run_dir
-        with run_log(run_dir):
+        with run_log(run_dir), own_processes([__file__, *overrides]):
             record = execute(cfg, run_dir, overrides)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)

@@ -17,7 +17,8 @@ a checkpoint an earlier one left. A study is its experiment's ``study`` block::
           dapt: [model=bert-small, task=pretrain/pubmed, "init_from=ckpt:{general}"]
 
 Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
-overrides of the plan, ``study.*``, stay with the plan), a sweep's points one after another as
+overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes
+that one instead, as the smoke study's do), a sweep's points one after another as
 Hydra's basic launcher runs them, through the same code (``bench.run.run_one``): every run leaves
 its record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry is
 the run directory of the earlier entry ``name``, which must be one run (no sweep) whose record
@@ -34,7 +35,7 @@ import itertools
 import logging
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -118,23 +119,44 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
     return REFERENCE.sub(run_dir, override)
 
 
-def run_study(overrides: list[str]) -> DictConfig:
-    """Run every entry of the study the overrides compose, in order; the composed config."""
+def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
+    """``names`` and every entry they start from ("{name}" in their overrides), transitively; a
+    name that is no entry is one line naming it."""
+    wanted, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in entries:
+            raise PlmbenchError(f"study entry {name!r} is not in study.runs; known: "
+                                f"{', '.join(entries)}")
+        if name not in wanted:
+            wanted.add(name)
+            todo += [m for o in entries[name] for m in REFERENCE.findall(o)]
+    return wanted
+
+
+def run_study(overrides: list[str], select: Iterable[str] | None = None) -> DictConfig:
+    """Run every entry of the study the overrides compose (only those ``select`` names and the
+    entries they start from, when given), in order; the composed config."""
 
     cfg = composed(overrides)
     entries = study_runs(cfg)
+    if select is not None:
+        keep = needed(entries, select)
+        entries = {name: entry for name, entry in entries.items() if name in keep}
     check_writable(Path(cfg.results_dir))
     # the runs compose the study's run settings, not its plan: overrides of the plan stay here
     experiment = cfg.study.get("experiment")
-    plan = ("study.", "+study.", "++study.", *(("experiment=", "+experiment=") * bool(experiment)))
+    naming = ("experiment=", "+experiment=")
+    plan = ("study.", "+study.", "++study.", *(naming * bool(experiment)))
     shared = [*([f"experiment={experiment}"] if experiment else []),
               *(o for o in overrides if not o.startswith(plan))]
     done: dict[str, Path] = {}
     for name, entry in entries.items():
-        jobs = points([*shared, *(_resolve(o, done, name) for o in entry)])
+        own = any(o.startswith(naming) for o in entry)  # its experiment, not the study's
+        base = [o for o in shared if not (own and o.startswith(naming))]
+        jobs = points([*base, *(_resolve(o, done, name) for o in entry)])
         run.FAILURES.clear()
-        for job in jobs:
-            sys.argv = [run.__file__, *job]  # what Lightning's DDP launcher re-runs per rank
+        for job in jobs:  # under DDP each run starts its own ranks (bench/launch.py)
             done[name] = run.run_one(composed(job), job)
         for line, _ in run.FAILURES:
             print(f"error: {line}", file=sys.stderr)

@@ -8,7 +8,8 @@ field, as written; a tagging task's tokens as they are), so its features line up
   lowercased where it is; <unk> elsewhere);
 - ELMo reads ``char_ids`` [B, T + 2, 50], the sentence between <S> and </S>
   (``datamodules/characters.py``), which its input layer strips again after the biLM;
-- a frozen Transformer reads its own sub-words of the words joined by spaces (``subword_ids``,
+- a frozen Transformer reads its own sub-words of each word, tokenized on its own as the tagger's
+  (``datamodules/tagging.py encode_words``: ``subword_ids``,
   ``subword_mask``, special tokens included) and gives each word the state of its first sub-word
   (``first_subword`` [B, T], as BERT's feature-based NER, Devlin et al. 2019 §5.3); a word whose
   first sub-word falls past the encoder's ``max_length`` is dropped from the sentence.
@@ -31,7 +32,7 @@ from datamodules import glue, tagging
 from datamodules.base import PlmDataModule
 from datamodules.characters import char_ids
 from datamodules.collate import IGNORE_INDEX
-from datamodules.tagging import first_subtokens
+from datamodules.tagging import encode_words
 from datamodules.tokenization import TextTokenizer
 from datamodules.words import BOS, EOS, WordVocabulary, split_words
 
@@ -51,7 +52,7 @@ class WordInputs:
 
     def __post_init__(self) -> None:
         if self.subwords is not None:
-            self._encoder = self.subwords.truncating(self.subword_length)
+            self._encoder = self.subwords.words_encoder(self.subword_length)
 
     @property
     def fingerprint(self) -> str:
@@ -78,15 +79,15 @@ class WordInputs:
 
     def _subwords(self, words: list[list[str]], width: int,
                   mask: torch.Tensor) -> dict[str, torch.Tensor]:
-        encodings = self._encoder.encode_batch([" ".join(w) for w in words])
-        length = max(len(e.ids) for e in encodings)
+        encodings = encode_words(self._encoder, words)  # each word tokenized on its own
+        ids = [e["input_ids"] for e in encodings]
+        length = max(len(i) for i in ids)
         first = torch.zeros(len(words), width, dtype=torch.long)
-        for row, (e, w) in enumerate(zip(encodings, words, strict=True)):
-            starts = first_subtokens(e.offsets, e.special_tokens_mask, w)
+        for row, encoding in enumerate(encodings):
+            starts = np.asarray(encoding["word_ids"])
             positions = np.flatnonzero(starts >= 0)
             first[row, starts[positions]] = torch.from_numpy(positions)
             mask[row, len(positions):] = False  # words cut off by the encoder's max_length
-        ids = [e.ids for e in encodings]
         return {"subword_ids": _padded(ids, length, self.subwords.special.pad),
                 "subword_mask": _padded([[1] * len(i) for i in ids], length, 0),
                 "first_subword": first}
@@ -108,7 +109,8 @@ def counted(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 class SentenceCollate:
-    """Classification examples ({"words": [...], "words_b": [...]?, "labels": y}) -> a batch."""
+    """Classification examples ({"words": [...], "words_b": [...]?, "labels": y, "index": row?})
+    -> a batch."""
 
     def __init__(self, inputs: WordInputs) -> None:
         self.inputs = inputs
@@ -119,6 +121,8 @@ class SentenceCollate:
             if f"words{suffix}" in examples[0]:
                 batch |= self.inputs.side([e[f"words{suffix}"] for e in examples], suffix)
         batch["labels"] = torch.as_tensor([e["labels"] for e in examples])
+        if "index" in examples[0]:
+            batch["index"] = torch.as_tensor([e["index"] for e in examples])
         return counted(batch)
 
 
@@ -162,9 +166,10 @@ class WordClassificationDataModule(PlmDataModule):
 
     def _examples(self, split: str, cap_key: str) -> list[dict]:
         labels, fields = sentence_words(self.task, split, cap_key)
+        # index: each example's row in the split, what GLUE's predictions files are keyed by
         return [{**{f"words{suffix}": words for suffix, words in zip(SIDES, row, strict=False)},
-                 "labels": label, "length": sum(len(words) for words in row)}
-                for *row, label in zip(*fields, labels, strict=True)]
+                 "labels": label, "length": sum(len(words) for words in row), "index": index}
+                for index, (*row, label) in enumerate(zip(*fields, labels, strict=True))]
 
 
 class WordTaggingDataModule(PlmDataModule):

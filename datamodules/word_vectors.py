@@ -150,6 +150,12 @@ class WordVectorsDataModule(PlmDataModule):
             if None not in ids:
                 examples.append({"input_ids": ids} if labels is None
                                 else {"input_ids": ids, "labels": labels[index]})
+        if not examples:  # a score over no item is undefined (scipy and gensim say NaN)
+            raise PlmbenchError(
+                f"task {self.task['name']}: no item of word set {split} has all its words among "
+                f"the {len(lookup)} words scored; train on more text (task.max_train_samples) "
+                "or keep rarer words "
+                "(model.min_count), or drop the set from task.splits.eval")
         return examples
 
     @property

@@ -34,6 +34,7 @@ from lit_models.core.module import PlmModule
 from lit_models.families.bilstm_inputs import build_inputs
 from lit_models.families.classify import Classification, LitClassifier
 from lit_models.families.tagging import LitTagger
+from lit_models.metrics import build_metrics
 from lit_models.nets.bilstm import BiLSTMClassifier, BiLSTMConfig, BiLSTMTagger
 
 log = logging.getLogger("plmbench")
@@ -75,8 +76,13 @@ class LitBiLSTMClassifier(LitClassifier):
     classifier is the BiLSTM's own: no head on top)."""
 
     def __init__(self, model: BiLSTMModel, num_labels: int, metrics, eval_splits,
-                 optim: Mapping) -> None:
-        super().__init__(model, nn.Identity(), num_labels, metrics, eval_splits, optim)
+                 optim: Mapping, class_weights=None) -> None:
+        super().__init__(model, nn.Identity(), num_labels, metrics, eval_splits, optim,
+                         class_weights)
+
+    @staticmethod
+    def reads_segments(encoder: nn.Module) -> bool:
+        return False  # a pair's sentences are read apart (``word_mask_b``), with no token types
 
     def encode(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return self.encoder(batch)
@@ -86,11 +92,13 @@ class LitBiLSTMTagger(LitTagger):
     """``LitTagger``'s loss, entity scores and prediction files over a ``BiLSTMModel``'s tag
     scores, one per word (each batch's ``word_ids`` number the words)."""
 
-    def __init__(self, model: BiLSTMModel, label_names, eval_splits, optim: Mapping) -> None:
+    def __init__(self, model: BiLSTMModel, label_names, eval_splits, optim: Mapping,
+                 metrics=()) -> None:
         PlmModule.__init__(self, optim, model.config.num_layers)
         self.encoder = model
         self.label_names = list(label_names)
         self.eval_splits = list(eval_splits)
+        self.metrics = build_metrics(metrics, "tags")
         self.collected = [[] for _ in eval_splits]
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -137,7 +145,7 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
         task = cfg["task"]
         dm = WordClassificationDataModule(task, words, seed=cfg["seed"])
         module = LitBiLSTMClassifier(net, task["num_labels"], task["metrics"],
-                                     dm.eval_split_names, cfg["optim"])
+                                     dm.eval_split_names, cfg["optim"], self.class_weights(task))
         return module, dm
 
 
@@ -152,4 +160,5 @@ class BiLSTMTagging(BiLSTMFamily):
     def build(self, cfg, net, words):
         task = cfg["task"]
         dm = WordTaggingDataModule(task, words, seed=cfg["seed"])
-        return LitBiLSTMTagger(net, task["label_names"], dm.eval_split_names, cfg["optim"]), dm
+        return LitBiLSTMTagger(net, task["label_names"], dm.eval_split_names, cfg["optim"],
+                               task["metrics"]), dm

@@ -5,7 +5,9 @@ pretraining cost of their inputs); ``plmbench neighbours`` reads the study's Glo
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +37,12 @@ def test_the_board_has_the_three_baseline_rows(study):
         accuracy = by[label]["metrics"]["validation"]["accuracy"]
         assert rows[label].score == pytest.approx(100 * accuracy)
         assert by[label]["task"] == "glue/rte" and by[label]["board"] == "glue"
+        # GLUE's predictions file (what plmbench significance resamples) gives the accuracy back
+        with open(Path(by[label]["run_dir"]) / by[label]["predictions"]["validation"]) as file:
+            lines = list(csv.DictReader(file, delimiter="\t"))
+        assert [int(line["index"]) for line in lines] == list(range(len(lines)))
+        hits = [line["prediction"] == line["label"] for line in lines]
+        assert sum(hits) / len(hits) == pytest.approx(accuracy)
     assert "BiLSTM+ELMo+Attn" in result.out  # the study prints its board
 
 
@@ -57,7 +65,8 @@ def test_neighbours_of_a_word_static_and_contextual(study, tmp_path_factory):
     out = tmp_path_factory.mktemp("neighbours") / "play.json"
     result, _ = plmbench_on_mirror(
         tmp_path_factory, "wikipedia_en_sample", "neighbours", "play",
-        f"--vectors=ckpt:{by['glove-tiny']['run_dir']}", f"--elmo=ckpt:{by['elmo-tiny']['run_dir']}",
+        f"--vectors=ckpt:{by['glove-tiny']['run_dir']}",
+        f"--elmo=ckpt:{by['elmo-tiny']['run_dir']}",
         "--k=2", f"--json={out}", "task.max_train_samples=300",
         "--context=The children play football after school .")
     assert result.rc == 0, result.err[-2000:]

@@ -5,8 +5,8 @@
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
 SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
-of the mirror, and those of SWAG, RACE, SuperGLUE and the Goodreads spoilers are small fixtures
-in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
+of the mirror, and those of SWAG, RACE, SuperGLUE, WMT and the Goodreads spoilers are small
+fixtures in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS, BASELINES, get_model
 from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
+from lit_models.families.open_qa.family import OpenQA
 from lit_models.families.tagging import LitTagger
 from tests import hub_fixtures
 from tests.conftest import MIRROR_CANDIDATES, require
@@ -83,7 +84,7 @@ def stand_in(task, path: Path) -> None:
     """A small split with the task's own columns, where the real mirror has none."""
     rng = random.Random(path.name)
     dataset, config = path.parent.parent.name, path.parent.name
-    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE: their hub schemas
+    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE, WMT: hub schemas
         hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
         return
     if dataset == goodreads.DATASET:  # the raw file, converted: all three splits at once
@@ -180,22 +181,23 @@ def test_every_registered_architecture_has_a_tiny_preset():
     assert {f"{arch}-tiny" for arch in [*ARCHS, *BASELINES]} <= presets
 
 
-def expected_metrics(cfg, split: str) -> set[str]:
-    """What a run of ``cfg`` records per eval split: the task's metrics, ROUGE for generation
-    tasks, the share of invalid generations for mixtures, the objective's losses and
-    perplexity for pretraining (a biLM's per-word losses), a word set's scores for word
-    vectors."""
+def expected_metrics(cfg, arch: str, split: str) -> set[str]:
+    """What a run of ``cfg`` records per eval split: the task's metrics (an open-QA reader that
+    retrieves nothing: those of its answers), the loss of generation tasks, the share of invalid
+    generations for mixtures, the objective's losses and perplexity for pretraining (a biLM's
+    per-word losses), a word set's scores for word vectors."""
     if "intrinsic" in cfg.task:
         similarity = split in (cfg.task.intrinsic.similarity or {})
         return {"spearman", "pearson", "oov"} if similarity else {"accuracy", "oov"}
-    if get_model(cfg.model.arch).kind == "bilm":
+    if get_model(arch).kind == "bilm":
         return {"forward_loss", "backward_loss", "loss", "perplexity"}
     if "members" in cfg.task:
         return {"invalid", "loss"}
+    if "readers" in cfg.task:
+        retrieves = OpenQA().reader(cfg.task, ARCHS[arch].kind).retrieves
+        return set(cfg.task.metrics) if retrieves else {"exact_match"}
     if "metrics" in cfg.task:
-        return set(cfg.task.metrics)
-    if "generation" in cfg.task:
-        return {"rouge1", "rouge2", "rougeL", "rougeLsum", "loss"}
+        return set(cfg.task.metrics) | ({"loss"} if "generation" in cfg.task else set())
     return {*hydra.utils.instantiate(cfg.objective).eval_metrics, "perplexity"}
 
 
@@ -259,9 +261,11 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     assert record["steps"] == 1
     assert set(record["metrics"]) == set(cfg.task.splits.eval)
     for split, values in record["metrics"].items():
-        assert expected_metrics(cfg, split) <= set(values), split
+        assert expected_metrics(cfg, arch, split) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
+    if "bleu" in cfg.task.get("metrics", ()):  # sacreBLEU's signature beside every BLEU
+        assert set(record["metric_signatures"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
     if task.startswith("ner/") and exported:
@@ -319,7 +323,7 @@ def assert_tagger_export_scores_as_transformers(export: Path) -> None:
                      TAGGER_HEAD_NAMES)
     sentences = [["The", "quick", "brown", "fox", "jumped", "over", "the", "lazy", "dog", "."],
                  ["Hello", ",", "world"]]
-    batch = pad_collate(encode_words(tokenizer.truncating(64), sentences), tokenizer.special.pad,
+    batch = pad_collate(encode_words(tokenizer.words_encoder(64), sentences), tokenizer.special.pad,
                         PAD_VALUES)
     batch.pop("word_ids")
     if not hasattr(encoder.config, "type_vocab_size"):  # DistilBERT, XLNet: no segment ids
