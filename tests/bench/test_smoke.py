@@ -11,6 +11,7 @@ fixtures in their sources' schemas (``tests/hub_fixtures.py``), so every YAML ru
 
 from __future__ import annotations
 
+import csv
 import inspect
 import random
 from pathlib import Path
@@ -272,6 +273,19 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert_tagger_export_scores_as_transformers(run_dir / "model")
     if "save_model=true" in extra and task == "mc/swag":
         assert_multiple_choice_export_loads(run_dir / "model")
+    if task.startswith("mc/"):
+        assert_predictions_score_as_recorded(run_dir, record)
+
+
+def assert_predictions_score_as_recorded(run_dir: Path, record: dict) -> None:
+    """The answer indices a multiple-choice run writes beside the gold ones give the accuracy
+    its record holds, split by split."""
+    for split, path in record["predictions"].items():
+        with open(run_dir / path, newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        assert rows and all(row["prediction"].isdigit() for row in rows), path
+        accuracy = sum(row["prediction"] == row["label"] for row in rows) / len(rows)
+        assert accuracy == pytest.approx(record["metrics"][split]["accuracy"]), split
 
 
 def assert_multiple_choice_export_loads(export: Path) -> None:
