@@ -1,7 +1,8 @@
 """The GLUE paper's baselines end to end at tiny size (conf/experiment/glue_baselines_tiny.yaml):
 one command trains GloVe and ELMo's biLM on the Wikipedia sample, then the BiLSTM on RTE with
-each input, and leaves the glue board's BiLSTM, BiLSTM+ELMo and BiLSTM+ELMo+Attn rows (with the
-pretraining cost of their inputs); ``plmbench neighbours`` reads the study's GloVe and biLM."""
+each input, and MiniLM-L6 on RTE, and leaves the glue board's BiLSTM, BiLSTM+ELMo and
+BiLSTM+ELMo+Attn rows (with the pretraining cost of their inputs) beside MiniLM's; ``plmbench
+neighbours`` reads the study's GloVe and biLM."""
 
 from __future__ import annotations
 
@@ -43,7 +44,11 @@ def test_the_board_has_the_three_baseline_rows(study):
         assert [int(line["index"]) for line in lines] == list(range(len(lines)))
         hits = [line["prediction"] == line["label"] for line in lines]
         assert sum(hits) / len(hits) == pytest.approx(accuracy)
-    assert "BiLSTM+ELMo+Attn" in result.out  # the study prints its board
+    # beside a pretrained Transformer fine-tuned on the same task
+    assert rows["minilm-l6"].score == pytest.approx(
+        100 * by["minilm-l6"]["metrics"]["validation"]["accuracy"])
+    assert by["minilm-l6"]["task"] == "glue/rte"
+    assert "BiLSTM+ELMo+Attn" in result.out and "minilm-l6" in result.out  # the printed board
 
 
 def test_each_row_reads_the_inputs_the_paper_gives_it(study):
