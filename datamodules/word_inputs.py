@@ -142,9 +142,10 @@ class TagCollate(SentenceCollate):
         return counted(batch)
 
 
-def sentence_words(task: Mapping, split: str, cap_key: str) -> tuple[list, list[list[str]]]:
-    """(labels, per text field the words of each example) of a GLUE-style task's split."""
-    rows = glue.GlueDataModule.rows(task, split, task.get(cap_key))
+def sentence_words(task: Mapping, split: str, cap: int | None) -> tuple[list, list[list[str]]]:
+    """(labels, per text field the words of each example) of a GLUE-style task's split, its
+    first ``cap`` examples when capped."""
+    rows = glue.GlueDataModule.rows(task, split, cap)
     fields = [split_words(rows[field], lowercase=False) for field in task["text_fields"]]
     return glue.GlueDataModule.label_column(task, rows), fields
 
@@ -160,12 +161,15 @@ class WordClassificationDataModule(PlmDataModule):
         if self.train_data is not None or self.eval_data:
             return
         if self.task["splits"].get("train"):
-            self.train_data = self._examples(self.task["splits"]["train"], "max_train_samples")
-        self.eval_data = [self._examples(split, "max_eval_samples")
+            self.train_data = self._examples(self.task["splits"]["train"],
+                                             self.task.get("max_train_samples"))
+        self.eval_data = [self._examples(split, self.task.get("max_eval_samples"))
                           for split in self.eval_split_names]
+        # task.predict_splits (GLUE's unlabelled test sets), predicted whole
+        self.predict_data = [self._examples(split, None) for split in self.predict_split_names]
 
-    def _examples(self, split: str, cap_key: str) -> list[dict]:
-        labels, fields = sentence_words(self.task, split, cap_key)
+    def _examples(self, split: str, cap: int | None) -> list[dict]:
+        labels, fields = sentence_words(self.task, split, cap)
         # index: each example's row in the split, what GLUE's predictions files are keyed by
         return [{**{f"words{suffix}": words for suffix, words in zip(SIDES, row, strict=False)},
                  "labels": label, "length": sum(len(words) for words in row), "index": index}

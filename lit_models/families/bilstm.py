@@ -137,7 +137,8 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split: the BiLSTM "
                                 "baselines train on a task's own data; pick a task with one")
-        _, fields = sentence_words(task, task["splits"]["train"], "max_train_samples")
+        _, fields = sentence_words(task, task["splits"]["train"],
+                                   task.get("max_train_samples"))
         return self.bilstm(cfg, [w for field in fields for w in field], BiLSTMClassifier,
                            task["num_labels"], pairs=len(task["text_fields"]) == 2)
 

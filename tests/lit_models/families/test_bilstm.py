@@ -1,16 +1,23 @@
 """The BiLSTM baselines' pieces: padding changes no sentence's or pair's scores (the masked max
 pooling, packed LSTMs and masked attention), the attention is a softmax over the other sentence's
 words, word-level batches line up every input with the words, and a frozen encoder's input reads
-each word at its first sub-word."""
+each word at its first sub-word; GLUE word examples keep their rows and predict test splits
+whole."""
 
 import torch
 
-from datamodules.word_inputs import SentenceCollate, TagCollate, WordInputs
-from datamodules.words import WordVocabulary
+from datamodules.word_inputs import (
+    SentenceCollate,
+    TagCollate,
+    WordClassificationDataModule,
+    WordInputs,
+)
+from datamodules.words import WordVocabulary, split_words
 from lit_models.core.features import hidden_states
 from lit_models.families.bilstm_inputs import EncoderInput
 from lit_models.nets.bert import BertConfig, BertModel
 from lit_models.nets.bilstm import BiLSTMClassifier, BiLSTMConfig, attend
+from tests.datamodules.test_glue import glue_task, raw_rows
 
 
 def classifier(**changes) -> BiLSTMClassifier:
@@ -84,3 +91,19 @@ def test_a_frozen_encoder_reads_each_word_at_its_first_sub_word(tmp_path):
     with torch.no_grad():
         states = hidden_states(encoder.eval(), {"input_ids": torch.tensor([encoding.ids])})[-1]
     assert torch.allclose(out[0], states[0, first], atol=1e-6)
+
+
+def test_glue_word_batches_keep_row_indices_and_predict_whole_test_splits(mirror):
+    """Every example keeps its row in the split (GLUE's predictions files' key) and
+    ``task.predict_splits`` are read whole, unlabelled, in order."""
+    task = glue_task("rte", predict_splits=["test"])
+    vocab = WordVocabulary.count([["the", "cat"]], None, 1, True)
+    dm = WordClassificationDataModule(task, WordInputs(vocab=vocab))
+    dm.setup("fit")
+    [test] = dm.predict_data
+    rows = raw_rows("rte", "test", 3000)
+    assert len(test) == len(rows) == 3000 and {e["labels"] for e in test} == {-1}
+    assert [e["index"] for e in test] == list(range(len(test)))
+    assert test[7]["words"] == split_words([rows[7]["sentence1"]], lowercase=False)[0]
+    batch = SentenceCollate(dm.inputs)(dm.eval_data[0][:5])
+    assert batch["index"].tolist() == [0, 1, 2, 3, 4]
