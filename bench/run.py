@@ -38,15 +38,14 @@ from bench.records import (
     SCHEMA_VERSION,
     config_hash,
     pretraining_cost,
+    pretraining_costs,
     read_record,
     run_variant,
     software_versions,
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from datamodules.init_from import InitFrom
-from lit_models.archs import get_arch
-from lit_models.core.build import build_net
+from lit_models.archs import get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.throughput import Throughput
 
@@ -119,14 +118,13 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    arch = get_arch(cfg.model.arch)  # resolved once: the family, the net, the export use it
+    arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
     family = task_family(cfg.task).for_arch(arch, cfg.task)
-    model = build_net(arch, cfg.model, InitFrom.parse(cfg.init_from), family.with_heads,
-                      lambda: family.vocabulary_corpus(cfg.task))
+    model = family.build_net(cfg, arch)
     net = model.net
     module, dm = family.build(cfg, model)
     module.run_dir = run_dir  # where an evaluation writes its predictions
-    trainer_args = OmegaConf.to_container(cfg.trainer)
+    trainer_args = OmegaConf.to_container(cfg.trainer, resolve=True)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
     compile_backend = trainer_args.pop("compile", False)
     if compile_backend:  # true: inductor; or a torch.compile backend's name
@@ -164,6 +162,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     return {
         "net_config": {"arch": arch.name, **asdict(net.config)},
         "predictions": {**module.predictions, **predictions},
+        "outputs": module.outputs,
         "metrics": module.last_metrics,
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
         "metric_signatures": module.metric_signatures,
@@ -177,6 +176,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "tokenizer": model.tokenizer.fingerprint,
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
+        # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
+        "pretraining": pretraining_costs(family.pretrained_from(cfg)),
         # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
         "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
         else None,

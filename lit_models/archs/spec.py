@@ -53,8 +53,11 @@ from datamodules.tokenization import TextTokenizer, TokenizerSpec
 #: tensors made of several of theirs, concatenated along dim 0 (e.g. a fused qkv projection)
 NameTable = Mapping[str, str | tuple[str, ...]]
 
-#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
-KINDS = ("encoder", "decoder", "encoder-decoder")
+#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``): the
+#: Transformers' kinds, then those of the models that came before them (``Baseline``)
+TRANSFORMER_KINDS = ("encoder", "decoder", "encoder-decoder")
+BASELINE_KINDS = ("word-vectors", "bilm", "bilstm")
+KINDS = TRANSFORMER_KINDS + BASELINE_KINDS
 #: the pretraining heads a ``pretraining`` net may have (module docstring), as errors name them
 HEADS = {"mlm": "masked-LM", "nsp": "next-sentence-prediction", "sop": "sentence-order-prediction",
          "sbo": "span boundary", "rtd": "replaced-token-detection (generator and discriminator)",
@@ -150,7 +153,7 @@ class Arch:
     #: (config, 1, dropout) -> module scoring one (context, choice) sequence, as transformers'
     #: ``*ForMultipleChoice`` does; None: ``classification_head`` with one output
     multiple_choice_head: Callable[..., nn.Module] | None = None
-    kind: str = "encoder"  # one of KINDS
+    kind: str = "encoder"  # one of TRANSFORMER_KINDS
     #: other architectures whose checkpoints can start this one: their name -> (their pretraining
     #: net, with_heads) -> our net (DistilBERT: every other layer of a BERT teacher)
     init_from_arch: Mapping[str, Callable[[nn.Module, bool], nn.Module]] = field(
@@ -160,8 +163,8 @@ class Arch:
     masked_lm: type | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind not in TRANSFORMER_KINDS:
+            raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {TRANSFORMER_KINDS}")
 
     @property
     def encoder_decoder(self) -> bool:
@@ -211,3 +214,15 @@ def arch_of_model_type(model_type: str | None) -> Arch:
 def archs_with(test: Callable[[Arch], bool]) -> list[str]:
     """The names of the registered architectures ``test`` accepts (for error messages)."""
     return sorted(arch.name for arch in ARCHS.values() if test(arch))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A model family that is no Transformer (static word vectors, ELMo's biLM, the GLUE
+    baselines' BiLSTMs): no sub-word vocabulary, no Hugging Face layout, no pretraining heads,
+    so it is no ``Arch``. Its presets name it as ``arch``; the task families of its ``kind``
+    build its nets from the preset's fields (``TaskFamily.build_net``)."""
+
+    name: str  # model presets' `arch`
+    kind: str  # one of BASELINE_KINDS
+    description: str  # what it is, for listings and errors

@@ -40,6 +40,9 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
+        #: a word-vector run's nearest neighbours of its query words, ...
+        self.outputs: dict = {}
 
     def compile_encoders(self, backend: str = "inductor") -> list[str]:
         """``torch.compile`` (``backend``) every registered architecture's encoder inside this

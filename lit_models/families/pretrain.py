@@ -21,7 +21,7 @@ from datamodules.init_from import EXPORT_DIR
 from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
-from lit_models.archs.spec import KINDS
+from lit_models.archs.spec import TRANSFORMER_KINDS
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import export_problem, to_hf
 from lit_models.core.module import PlmModule
@@ -122,7 +122,7 @@ class Pretraining(TaskFamily):
 
     with_heads = True
     pretrains = True
-    kinds = KINDS
+    kinds = TRANSFORMER_KINDS
 
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 from bench.run import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
-from lit_models.archs import Model, get_arch
+from lit_models.archs import ARCHS, Model, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.hf import from_hf, to_hf
 from tests.conftest import require
@@ -75,6 +75,10 @@ def test_a_misspelled_preset_key_is_refused_with_the_nearest_one(key, nearest, t
 def test_every_preset_key_is_a_config_field_or_a_preset_key():
     from lit_models.core.build import check_preset_keys
 
+    checked = 0
     for path in sorted((CONF_DIR / "model").glob("*.yaml")):
         preset = OmegaConf.to_container(OmegaConf.load(path))
-        check_preset_keys(get_arch(preset["arch"]), preset)
+        if preset.get("arch") in ARCHS:  # baselines build their nets from their own fields
+            check_preset_keys(get_arch(preset["arch"]), preset)
+            checked += 1
+    assert checked >= len(ARCHS)
