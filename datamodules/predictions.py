@@ -4,13 +4,14 @@ holding the label name (classification) or the score (regression, STS-B); genera
 write ``<split>.jsonl`` (one JSON object per example)."""
 
 import csv
+import io
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+from datamodules.files import atomic_write
 
 PREDICTIONS_DIR = "predictions"
 
@@ -21,28 +22,18 @@ def write_predictions(
 ) -> Path:
     """Write one split's predictions atomically; returns the file's path. Texts (a text-to-text
     model's generated labels) are written as they are."""
-    directory = run_dir / PREDICTIONS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
     texts = not isinstance(predictions, torch.Tensor)
     regression = not texts and predictions.is_floating_point()
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, newline="") as tmp:
-        writer = csv.writer(tmp, delimiter="\t", lineterminator="\n")
-        writer.writerow(["index", "prediction"])
-        for index, value in enumerate(predictions if texts else predictions.tolist()):
-            shown = value if texts else f"{value:.3f}" if regression else label_names[value]
-            writer.writerow([index, shown])
-    path = directory / f"{split}.tsv"
-    os.replace(tmp.name, path)
-    return path
+    table = io.StringIO()
+    writer = csv.writer(table, delimiter="\t", lineterminator="\n")
+    writer.writerow(["index", "prediction"])
+    for index, value in enumerate(predictions if texts else predictions.tolist()):
+        shown = value if texts else f"{value:.3f}" if regression else label_names[value]
+        writer.writerow([index, shown])
+    return atomic_write(run_dir / PREDICTIONS_DIR / f"{split}.tsv", table.getvalue())
 
 
 def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:
     """``<run dir>/predictions/<split>.jsonl``, one JSON object a line, written atomically."""
-    directory = run_dir / PREDICTIONS_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, encoding="utf-8") as tmp:
-        for row in rows:
-            tmp.write(json.dumps(row, ensure_ascii=False) + "\n")
-    path = directory / f"{split}.jsonl"
-    os.replace(tmp.name, path)
-    return path
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return atomic_write(run_dir / PREDICTIONS_DIR / f"{split}.jsonl", text)

@@ -18,6 +18,7 @@ import datasets
 import pyarrow.parquet as pq
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 CONNECT_TIMEOUT_S = 2.0
@@ -180,12 +181,6 @@ def mirror_dataset(
     written = []
     for split, data in splits.items():
         path = root / dataset / (config or data.info.config_name or "default") / f"{split}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        try:
-            data.to_parquet(str(partial))
-            os.replace(partial, path)  # atomic: readers never see a half-written file
-        finally:
-            partial.unlink(missing_ok=True)
-        written.append(path)
+        # atomic: readers never see a half-written file
+        written.append(atomic_write(path, lambda tmp, data=data: data.to_parquet(str(tmp))))
     return written

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +38,7 @@ from tokenizers.models import BPE, Unigram, WordPiece
 
 from datamodules import vocab_files
 from datamodules.errors import PlmbenchError
+from datamodules.files import staging_dir
 
 FAMILIES = ("wordpiece", "bpe", "unigram")
 ROLES = tuple(vocab_files.ROLE_KEYS)  # pad, unk, cls, sep, mask
@@ -340,8 +340,7 @@ def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], v
                      + ([spec.extra] if spec.extra else []))  # others keep their cache keys
     directory = cache_root() / "tokenizers" / hashlib.sha256(key.encode()).hexdigest()[:16]
     if not directory.is_dir():
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+        staging = staging_dir(directory)
         try:
             save_tokenizer(train_tokenizer(spec, texts(), vocab_size, lowercase), staging)
             os.rename(staging, directory)  # atomic: readers see all of it or none

@@ -16,10 +16,7 @@ on the question tokens.
 
 import inspect
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +24,7 @@ from torch import nn
 
 from datamodules import squad
 from datamodules.collate import encoder_inputs
+from datamodules.files import atomic_write
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
@@ -34,15 +32,6 @@ from lit_models.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.module import PlmModule
 from lit_models.qa_decode import Spans, Windows, best_spans
 from lit_models.squad_metrics import squad_v1, squad_v2
-
-
-def write_json(path: Path, content: Mapping) -> Path:
-    """Write ``content`` as JSON atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8") as tmp:
-        json.dump(content, tmp, ensure_ascii=False)
-    os.replace(tmp.name, path)
-    return path
 
 
 class LitExtractiveQA(PlmModule):
@@ -121,10 +110,10 @@ class LitExtractiveQA(PlmModule):
     def write_predictions(self, split: str, answers: Mapping, odds: Mapping | None) -> None:
         """The official scripts' inputs: ``<split>.json`` and, v2.0, ``<split>.null_odds.json``."""
         directory = self.run_dir / PREDICTIONS_DIR
-        path = write_json(directory / f"{split}.json", answers)
+        path = atomic_write(directory / f"{split}.json", json.dumps(answers, ensure_ascii=False))
         self.predictions[split] = str(path.relative_to(self.run_dir))
         if odds is not None:
-            write_json(directory / f"{split}.null_odds.json", odds)
+            atomic_write(directory / f"{split}.null_odds.json", json.dumps(odds))
 
 
 class ExtractiveQA(TaskFamily):

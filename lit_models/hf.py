@@ -14,7 +14,6 @@ and split on export. Tied copies (an MLM decoder tied to the token embeddings, D
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, fields, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import staging_dir
 from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
 
@@ -326,9 +326,7 @@ def to_hf(
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the export is meant to be shared
+    tmp = staging_dir(directory)
     try:
         save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")

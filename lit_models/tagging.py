@@ -12,11 +12,7 @@ in config.json's ``id2label``), and ``init_from`` of such a checkpoint with the 
 head (``lit_models/entity_tagger.py`` finds REALM's salient entities with it).
 """
 
-import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +21,7 @@ from torch import nn
 
 from datamodules import tagging
 from datamodules.collate import IGNORE_INDEX, encoder_inputs
-from datamodules.predictions import PREDICTIONS_DIR
+from datamodules.predictions import write_jsonl
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
 from lit_models.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
@@ -110,15 +106,9 @@ class LitTagger(PlmModule):
         return tags
 
     def write_predictions(self, split: str, words, gold, predicted) -> None:
-        directory = self.run_dir / PREDICTIONS_DIR
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False,
-                                         encoding="utf-8") as tmp:
-            for row in zip(words, gold, predicted, strict=True):
-                tmp.write(json.dumps(dict(zip(("tokens", "gold", "predicted"), row, strict=True)),
-                                     ensure_ascii=False) + "\n")
-        path = Path(directory / f"{split}.jsonl")
-        os.replace(tmp.name, path)
+        rows = [dict(zip(("tokens", "gold", "predicted"), row, strict=True))
+                for row in zip(words, gold, predicted, strict=True)]
+        path = write_jsonl(self.run_dir, split, rows)
         self.predictions[split] = str(path.relative_to(self.run_dir))
 
 

@@ -22,7 +22,6 @@ was written with (skipped when memory-mapping, which would read it whole; the si
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ import faiss
 import numpy as np
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write
 
 
 @dataclass(frozen=True)
@@ -142,23 +142,16 @@ class DenseIndex:
 
     def save(self, path: str | Path) -> Path:
         """``path`` and ``path``.json, each written to a temporary name and renamed."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        faiss.write_index(self.index, str(partial))
+        path = atomic_write(path, lambda tmp: faiss.write_index(self.index, str(tmp)))
         meta = {**self.meta, "factory": self.settings.factory,
                 "search_params": self.settings.search_params,
                 "ef_construction": self.settings.ef_construction,
                 "train_size": self.settings.train_size, "seed": self.settings.seed,
-                "dim": int(self.index.d), "ntotal": self.size, "bytes": partial.stat().st_size,
-                "sha256": file_digest(partial),
+                "dim": int(self.index.d), "ntotal": self.size, "bytes": path.stat().st_size,
+                "sha256": file_digest(path),
                 "encoder": self.encoder_fingerprint, "corpus": self.corpus_fingerprint,
                 "build_seconds": self.build_seconds}
-        os.replace(partial, path)
-        meta_path = _meta_path(path)
-        meta_partial = meta_path.with_name(f".{meta_path.name}.partial")
-        meta_partial.write_text(json.dumps(meta, indent=1))
-        os.replace(meta_partial, meta_path)
+        atomic_write(_meta_path(path), json.dumps(meta, indent=1))
         return path
 
     @classmethod
