@@ -103,5 +103,5 @@ class FiniteLoss(L.Callback):
         if value is not None and not math.isfinite(value):
             raise PlmbenchError(
                 f"training loss is {value} at step {trainer.global_step}: the run diverged; "
-                "lower optim.lr or keep trainer.gradient_clip_val"
+                "lower optim.lr or keep trainer.gradient_clip_val", kind="configuration"
             )

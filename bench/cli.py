@@ -16,27 +16,14 @@ Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 """
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write
 
 DEFAULT_RESULTS = "results"
-
-
-def results_dir_of(overrides: list[str]) -> Path:
-    """The results directory a run will write to, as the config composes it (before Hydra runs)."""
-    from hydra import compose, initialize_config_dir
-
-    from bench.run import CONF_DIR
-
-    keys = ("results_dir=", "experiment=", "+experiment=")
-    relevant = [o for o in overrides if o.startswith(keys) and "," not in o]
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=relevant)
-    return Path(cfg.results_dir)
 
 
 def check_writable(directory: Path) -> None:
@@ -52,19 +39,6 @@ def check_writable(directory: Path) -> None:
         ) from None
 
 
-def composed_hash(overrides: list[str]) -> str:
-    """The config hash ``plmbench run OVERRIDES`` computes before it runs (``bench.run.main``)."""
-    from omegaconf import OmegaConf
-
-    from bench.records import config_hash
-    from bench.run import compose_config, normalize
-
-    cfg = compose_config(overrides, "the record's overrides no longer compose with this "
-                         "checkout's configs: run them with `plmbench run`, updated")
-    normalize(cfg)
-    return config_hash(OmegaConf.to_container(cfg, resolve=True))
-
-
 def cmd_rerun(path: str) -> int:
     """Run again the configuration of the record at ``path`` (a record.json or its run dir),
     replacing the record: its overrides composed as they were, checked against its hash."""
@@ -75,6 +49,8 @@ def cmd_rerun(path: str) -> int:
         raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
     replaying = ("skip_completed=", "only_failed=")
     overrides = [o for o in record["overrides"] if not o.startswith(replaying)]
+    from bench.compose import composed_hash
+
     now = composed_hash(overrides)
     if now != record.get("config_hash"):
         commit = record.get("versions", {}).get("git_commit")
@@ -88,11 +64,14 @@ def cmd_rerun(path: str) -> int:
 
 def cmd_run(args: list[str]) -> int:
     from bench import run
+    from bench.compose import command_configs
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
-    if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
-        check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
+    # every configuration composes and passes its checks before the first one runs
+    configs = list(command_configs(args))
+    for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
+        check_writable(Path(directory))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -101,13 +80,6 @@ def cmd_run(args: list[str]) -> int:
     if not run.FAILURES:
         return 0
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
 
 
 def board_table(results_dir: str, board, args: argparse.Namespace):
@@ -142,7 +114,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                      "html": lambda: render_html(table)}
         text = renderers[args.format]()
     if args.out:
-        write_atomically(Path(args.out), text)
+        atomic_write(args.out, text, fix="pass --out a path in a writable directory")
         print(f"wrote {args.out}")
     else:
         print(text)

@@ -156,7 +156,7 @@ def step_memory(step: Callable[[], None], device: torch.device) -> float | None:
 
 def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
-    from bench.run import compose_config
+    from bench.compose import compose_config
 
     return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "
                           "model=<preset> overrides").model

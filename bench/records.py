@@ -2,8 +2,8 @@
 
 A record is what makes a leaderboard reproducible without re-running anything (DESIGN.md,
 contracts 7 and 8; schema version 1 in the sprint contract, section D). This module writes a
-record atomically (temp file in the same directory + ``os.replace``, so a reader sees the old
-record or the new one, never half of one), reads records back while skipping corrupt ones, and
+record atomically (``datamodules.files.atomic_write``: a reader sees the old record or the new
+one, never half of one), reads records back while skipping corrupt ones, and
 computes the config hash that says "same experiment" across checkouts and seeds.
 """
 
@@ -16,7 +16,6 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -165,35 +165,13 @@ def software_versions() -> dict:
 
 
 def write_record(run_dir: Path, record: dict) -> Path:
-    """Write ``record`` to ``run_dir/record.json`` atomically and return that path.
-
-    The JSON goes to a temp file in ``run_dir`` (same filesystem, so ``os.replace`` is an
-    atomic rename); if anything fails before the rename, the temp file is removed and any
-    previous record is left untouched. A full disk or an unwritable directory is one
-    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file.
-    """
-    run_dir = Path(run_dir)
-    target = run_dir / RECORD_NAME
+    """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write``, flushed to
+    disk) and return that path: a reader sees the old record or the new one, and a failed write
+    leaves the previous record untouched. A full disk or an unwritable directory is one
+    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file."""
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
-    tmp_name = None
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=run_dir, prefix=f".{RECORD_NAME}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException as err:
-        if tmp_name is not None:
-            Path(tmp_name).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise PlmbenchError(
-                f"cannot write {target} ({err.strerror or err}): free disk space or choose a "
-                "writable results_dir=DIR"
-            ) from None
-        raise
-    return target
+    return atomic_write(Path(run_dir) / RECORD_NAME, text, sync=True,
+                        fix="free disk space or choose a writable results_dir=DIR")
 
 
 def read_record(path: str | Path) -> dict | None:

