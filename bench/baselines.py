@@ -3,7 +3,9 @@ against chance: for each task the board's runs used, its family's ``baseline`` (
 the majority class of the training labels; regression: the mean score) on the same eval data.
 
 A baseline is a record like any other, marked ``baseline: true`` and labelled ``BASELINE_LABEL``,
-so the leaderboard aggregates and renders it with no special case beyond the mark.
+so the leaderboard aggregates and renders it with no special case beyond the mark; one that
+cannot be computed from records that are not as expected is a failed record, which the board
+lists with its error, never a board that stops.
 """
 
 from __future__ import annotations
@@ -35,16 +37,20 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
         tasks.setdefault(json.dumps(data, sort_keys=True), dict(task))
     made = []
     for key, task in sorted(tasks.items()):
+        outcome: dict = {"status": "ok", "error": None}
         try:
-            metrics = task_family(OmegaConf.create(task)).baseline(task)
+            outcome["metrics"] = task_family(OmegaConf.create(task)).baseline(task)
         except PlmbenchError:  # data gone since the runs: no reference row for this task
-            metrics = None
-        if metrics is None:
+            outcome["metrics"] = None
+        except Exception as err:  # noqa: BLE001 - a board lists it, it never stops the board
+            error = " ".join(f"{type(err).__name__}: {err}".split())
+            outcome = {"status": "failed", "error": f"the baseline could not be computed: {error}"}
+        if outcome["status"] == "ok" and outcome["metrics"] is None:
             continue
         made.append({
-            "status": "ok", "baseline": True, "board": board, "task": task["name"],
+            **outcome, "baseline": True, "board": board, "task": task["name"],
             "label": BASELINE_LABEL, "model": BASELINE_LABEL, "seed": 0,
-            "protocol_hash": "baseline", "config": {"task": task}, "metrics": metrics,
+            "protocol_hash": "baseline", "config": {"task": task},
             "run_dir": f"baseline of {task['name']}", "finished_at": key,
         })
     return made

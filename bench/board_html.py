@@ -147,6 +147,7 @@ def render_html(table: Table) -> str:
         body.append(f'<tr class="{kind}">{"".join(cells)}</tr>')
     failures = "".join(f"<li>{_esc(f.task)} {_esc(f.label)} seed {_esc(f.seed)}: {_esc(f.error)} "
                        f"<code>{_esc(f.run_dir)}</code></li>" for f in table.failures)
+    unused = "".join(f"<li><code>{_esc(u.source)}</code>: {_esc(u.why)}</li>" for u in table.unused)
     trained = [row for row in table.rows if not row.baseline]
     y_label = board.score_label if scored else (table.labels[0] if table.labels else "score")
     params = [(r.parameters, s, r.label) for r in trained
@@ -162,6 +163,8 @@ def render_html(table: Table) -> str:
         f'<p class="note">{_esc(_footnote(table)) if table.rows else ""}</p>',
         (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
          f'<ul id="failures">{failures}</ul>') if table.failures else "",
+        (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused">{unused}</ul>'
+         if table.unused else ""),
         '<h2>Plots</h2><div class="plots">',
         scatter("score against parameters", "parameters", params, "parameters", y_label),
         scatter("score against pretraining compute", "compute", compute, "training FLOPs",

@@ -2,8 +2,9 @@
 
 Each renders a ``bench.leaderboard.Table`` and nothing else, so the same records give the same
 bytes: rows come sorted, Markdown uses the columns' fixed formats, CSV and JSON Python's shortest
-round-tripping float text. Failed runs are listed apart from the rows, with their error line;
-baseline rows (computed from the data alone) are marked.
+round-tripping float text. Failed runs are listed apart from the rows, with their error line, and
+so are the records the board could not use, with their path and why (CSV, a table of rows only,
+leaves both to the command's warnings); baseline rows (computed from the data alone) are marked.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.board_config import Column
+from bench.board_points import point_text
 from bench.leaderboard import MISSING, Row, Table
+from bench.selection import selection_lines
 
 BASELINE_MARK = " †"
 
@@ -102,6 +105,27 @@ def _failures_markdown(table: Table) -> list[str]:
     return [*lines, ""]
 
 
+def _selected_markdown(table: Table) -> list[str]:
+    """The grid points best-on-dev selection chose, one line per row and task."""
+    lines = selection_lines(table)
+    return ["### Selected on dev", "", *(f"- {line}" for line in lines), ""] if lines else []
+
+
+def _selected_text(row: Row) -> str:
+    """A row's selected points in one CSV cell: "glue/rte: optim.lr=3e-05; glue/sst2: ..."."""
+    return "; ".join(f"{task}: {point_text(chosen['point']) or 'the only point'}"
+                     for task, chosen in sorted(row.selected.items()))
+
+
+def _unused_markdown(table: Table) -> list[str]:
+    """The records the board could not use, apart from the table: path and why, one a line."""
+    if not table.unused:
+        return []
+    lines = [f"### Records not used ({len(table.unused)})", ""]
+    lines += [f"- {unused.source}: {unused.why}" for unused in table.unused]
+    return [*lines, ""]
+
+
 def _row_label(row: Row) -> str:
     return row.label + (BASELINE_MARK if row.baseline else "")
 
@@ -111,9 +135,9 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     board = table.board
     if not table.rows:
         where = f"under {results_dir}" if results_dir is not None else "in the given records"
-        failures = _failures_markdown(table)
+        after = _failures_markdown(table) + _unused_markdown(table)
         return "\n".join([f"No finished runs of board {board.name!r} {where}.",
-                          *([""] if failures else []), *failures]).rstrip("\n") + "\n"
+                          *([""] if after else []), *after]).rstrip("\n") + "\n"
     scored = board.aggregate != "none"
     header = ["Model", *([board.score_label] if scored else []), *share_headers(table),
               *table.labels]
@@ -144,7 +168,9 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
         "",
         _footnote(table),
         "",
+        *_selected_markdown(table),
         *_failures_markdown(table),
+        *_unused_markdown(table),
     ]).rstrip("\n") + "\n"
 
 
@@ -161,12 +187,13 @@ def render_csv(table: Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     shares = ["share", "parameter_share"] if board.reference else []
+    selected = ["selected"] if any(row.selected for row in table.rows) else []
     writer.writerow(
-        ["model", "protocol_hash", *score_header, *shares]
+        ["model", "protocol_hash", *selected, *score_header, *shares]
         + [f"{label} {stat}" for label in table.labels for stat in stats]
     )
     for row in table.rows:
-        fields = [_row_label(row), row.protocol_hash]
+        fields = [_row_label(row), row.protocol_hash, *([_selected_text(row)] if selected else [])]
         if score_header:
             fields += ["", ""] if row.score is None else [repr(float(row.score)), row.n_scored]
         fields += ["" if share is None else repr(share) for share in
@@ -207,10 +234,12 @@ def table_json(table: Table) -> dict:
                   "n_scored": row.n_scored, "baseline": row.baseline,
                   "parameters": row.parameters, "compute": row.compute,
                   "share": row.share, "parameter_share": row.parameter_share,
+                  "selected": row.selected,
                   "cells": {c.label: _cell_json(c, row) for c in table.columns}}
                  for row in table.rows],
         "failures": [{"task": f.task, "label": f.label, "seed": f.seed, "run_dir": f.run_dir,
                       "error": f.error} for f in table.failures],
+        "unused": [{"source": u.source, "why": u.why} for u in table.unused],
     }
 
 

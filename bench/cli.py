@@ -86,15 +86,21 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
     """The board's table of the records under ``results_dir``, as the options ask."""
     from bench.baselines import baseline_records
     from bench.leaderboard import build_table
-    from bench.records import iter_records
-    from bench.selection import best_on_dev
+    from bench.records import read_records
+    from bench.selection import best_on_dev, selection_lines
 
-    records = list(iter_records(results_dir))
+    records, unused = read_records(results_dir)
     if args.select == "best-on-dev":
         records = best_on_dev(records, board)
     if args.baselines:
         records += baseline_records(records, board.name)
-    return build_table(records, board, args.stat)
+    table = build_table(records, board, args.stat, unused)
+    for line in selection_lines(table):  # which grid point each row and task stands for
+        print(f"best-on-dev: {line}", file=sys.stderr)
+    for record in table.unused:  # CSV has no place for them; the other formats list them too
+        print(f"warning: {record.source}: not used on board {board.name}: {record.why}",
+              file=sys.stderr)
+    return table
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -13,7 +13,9 @@ their unweighted mean, and the board score is the macro-average of the task scor
 the tasks a row has and reported with their count, so a partial sweep still gets a number;
 ``mean`` is the plain mean of the scoring columns a row has; ``none`` gives no score.
 
-Failed runs of a board are listed apart from its rows, each with its error line; rows computed
+Failed runs of a board are listed apart from its rows, each with its error line, and so are the
+records it could not use (unreadable, or a value that is no number: ``Unused``), each with its
+path and why: no record is dropped in silence, and none can stop a board. Rows computed
 from the data alone (``bench/baselines.py``, a record with ``baseline: true``) are marked as
 such. The same records give the same bytes in every format (sorted rows, fixed float text).
 """
@@ -30,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
+from bench.board_points import recipe, row_names
+from bench.records import Unused
 from datamodules.errors import PlmbenchError
 
 MISSING = "–"
@@ -98,6 +102,15 @@ class Row:
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
     share: float | None = None  # score / the board's reference row's score
     parameter_share: float | None = None  # parameters / the reference row's parameters
+    #: per task, the grid point best-on-dev selection chose (bench.selection: point, dev, n)
+    selected: dict[str, dict] = field(default_factory=dict)
+    record_label: str = ""  # the records' label (``label`` may add the point's values)
+    recipe: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
+
+    def key(self, board: Board) -> tuple[str, str]:
+        """What identifies the row whatever other records a table holds: its records' label and,
+        unless the board makes a row of a label's every protocol, its protocol."""
+        return self.record_label, self.protocol_hash if board.rows == "protocol" else ""
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,7 @@ class Table:
     n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
     failures: list[Failure] = field(default_factory=list)
     stat: str = "mean"  # the statistic over seeds in cells and score, one of STATS
+    unused: list[Unused] = field(default_factory=list)  # records it could not use, and why
 
     @property
     def labels(self) -> list[str]:
@@ -136,10 +150,19 @@ class Table:
 def _row_label(record: Mapping, board: Board) -> str:
     """The record's label, followed by the values of its task's text columns:
     "minilm-l6 (dense, HNSW32)"."""
-    label = record.get("label") or record.get("model") or "?"
-    texts = [text for column in _record_columns(record, board) if column.in_label
+    label = str(record.get("label") or record.get("model") or "?")
+    try:
+        columns = _record_columns(record, board)
+    except (PlmbenchError, TypeError, ValueError, AttributeError):
+        columns = []  # build_table lists the record as unused, with the reason
+    texts = [text for column in columns if column.in_label
              and (text := lookup_text(record, column.value)) is not None]
     return f"{label} ({', '.join(texts)})" if texts else label
+
+
+def source(record: Mapping) -> str:
+    """Where a record came from, for a message: its file, else its run directory."""
+    return str(record.get("_path") or record.get("run_dir") or record.get("run_id") or "a record")
 
 
 def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
@@ -148,7 +171,7 @@ def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dic
     for record in records:
         if record.get("status") != status or record.get("board") != board.name:
             continue
-        if not isinstance(record.get("task"), str):
+        if not isinstance(record.get("task"), str):  # read_records lists such files as unused
             continue
         label = _row_label(record, board)
         seed = record.get("seed", record.get("run_id"))
@@ -252,13 +275,30 @@ def _score(cells: dict[str, Cell], columns: list[Column], board: Board, stat: st
     return statistics.mean(statistics.mean(v) for v in by_task.values()), len(by_task)
 
 
-def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean") -> Table:
+def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tuple]]:
+    """(the record's columns, (column, value) for those it has a value of); PlmbenchError when a
+    value is there but no finite number (a metric written as a string, NaN)."""
+    columns = [c for c in _record_columns(record, board) if not c.in_label]
+    found = []
+    for column in columns:
+        value = lookup(record, column.value)
+        if value is None and (raw := _at(record, column.value)) is not None:
+            raise PlmbenchError(f"{column.value} is {raw!r}, not a finite number")
+        if value is not None:
+            found.append((column, value))
+    return columns, found
+
+
+def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean",
+                unused: Iterable[Unused] = ()) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
-    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average."""
+    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average.
+    ``unused``: records already found unusable (``bench.records.read_records``), listed with
+    those of the board whose values cannot be read."""
     board = get_board(board) if isinstance(board, str) else board
     if stat not in STATS:
         raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
-    records = list(records)
+    records, unused = list(records), list(unused)
     finished = _select(records, board)
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
     extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
@@ -268,9 +308,14 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     )
     n_records = 0
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
+    recipes: dict[tuple[str, str], dict[str, str]] = {}  # a recipe per row (board_points)
     for (label, protocol, _task, _seed), record in selected:
-        columns = [c for c in _record_columns(record, board) if not c.in_label]
-        found = [(c, value) for c in columns if (value := lookup(record, c.value)) is not None]
+        try:
+            columns, found = _record_values(record, board)
+            flops = _pretraining_flops(record)
+        except (PlmbenchError, TypeError, ValueError, AttributeError, RecursionError) as err:
+            unused.append(Unused(source(record), str(err)))
+            continue
         if not found:
             continue
         if board.rows == "label":
@@ -281,11 +326,14 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         for column, value in found:
             values[label, protocol][column.task, column.label].append(value)
         n_records += not record.get("baseline")  # runs used; a baseline is no run
+        recipes.setdefault((label, protocol), recipe(record))
         row = extras[label, protocol]
         row["baseline"] = bool(record.get("baseline"))
+        if isinstance(record.get("selected"), Mapping):  # bench.selection's chosen point
+            row.setdefault("selected", {})[record["task"]] = dict(record["selected"])
         size = record.get("encoder_parameters") or record.get("parameters")  # without a task head
         for key, value in (("parameters", size),
-                           ("compute", _pretraining_flops(record))):
+                           ("compute", flops)):
             if isinstance(value, int | float):
                 row[key] = max(value, row.get(key, value))
 
@@ -310,9 +358,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
-    protocols_per_label = defaultdict(set)
-    for label, protocol in values:
-        protocols_per_label[label].add(protocol)
+    names = row_names(list(values), recipes)
     rows = []
     for (label, protocol), by_column in values.items():
         extra = extras[label, protocol]
@@ -321,13 +367,14 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
             for old, new in zip(columns, shown, strict=True)
             if (old.task, old.label) in by_column
         }
-        name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
+        name = names[label, protocol]
         if board.rows == "label":  # a row of several protocols: a hash of them all
             joined = ",".join(sorted(protocols[label, protocol]))
             protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat), **extra))
+        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat), **extra,
+                        record_label=label, recipe=recipes.get((label, protocol), {})))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
-                  stat)
+                  stat, sorted(unused, key=lambda u: (u.source, u.why)))
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,

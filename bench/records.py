@@ -16,7 +16,8 @@ import os
 import platform
 import re
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -98,21 +99,43 @@ def _without(config: Mapping, dotted: frozenset[str] | set[str]) -> dict:
     return kept
 
 
-def config_hash(config: Mapping, ignore_task: bool = False) -> str:
-    """First 16 hex chars of sha256 over the canonical JSON of ``config``.
-
-    Ignores the ``VOLATILE_KEYS`` (seed, results_dir, run_name, label, logger ...) and
-    absolute path prefixes (the results directory's, for paths inside it); with
-    ``ignore_task`` also the task group, which gives the protocol hash: the same training
-    recipe applied to different tasks.
-    """
-    dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
-    kept = _without(config, dropped)
+def canonical_config(config: Mapping, ignore_task: bool = False,
+                     task_keys: Iterable[str] = ()) -> dict:
+    """``config`` as the hashes see it: without the ``VOLATILE_KEYS`` (seed, results_dir, label,
+    logger ...), absolute path prefixes shortened (the results directory's, for paths inside it);
+    with ``ignore_task`` also without the task group but for its ``task_keys`` (the task keys a
+    command line changed, such as a grid's ``task.batch_size``): the training recipe."""
+    kept = _without(config, VOLATILE_KEYS | ({"task"} if ignore_task else set()))
+    task = config.get("task")
+    if ignore_task and isinstance(task, Mapping):
+        recipe = {key: task[key] for key in task_keys if key in task}
+        if recipe:
+            kept["task"] = recipe
     results_dir = config.get("results_dir")
     results_dir = os.fspath(results_dir) if isinstance(results_dir, str | os.PathLike) else None
-    text = json.dumps(_canonical(kept, "config", results_dir), sort_keys=True,
+    return _canonical(kept, "config", results_dir)
+
+
+def config_hash(config: Mapping, ignore_task: bool = False, task_keys: Iterable[str] = ()) -> str:
+    """First 16 hex chars of sha256 over the canonical JSON of ``config`` (``canonical_config``).
+
+    With ``ignore_task`` (and the ``task_keys`` its command line changed) it is the protocol
+    hash: the same training recipe applied to different tasks, one row of a board; grid points
+    that differ in a task key (``task.batch_size=16,32``) are different protocols.
+    """
+    text = json.dumps(canonical_config(config, ignore_task, task_keys), sort_keys=True,
                       separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def task_keys_of(overrides: Sequence[str]) -> list[str]:
+    """The task keys the overrides change: ``task.batch_size=16`` -> ``batch_size``."""
+    keys = []
+    for override in overrides:
+        key = override.lstrip("+~").partition("=")[0]
+        if key.startswith("task."):
+            keys.append(key.split(".")[1])
+    return sorted(set(keys))
 
 
 def _distribution_version(name: str) -> str:
@@ -174,16 +197,51 @@ def write_record(run_dir: Path, record: dict) -> Path:
                         fix="free disk space or choose a writable results_dir=DIR")
 
 
-def read_record(path: str | Path) -> dict | None:
-    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+def load_record(path: str | Path) -> tuple[dict | None, str | None]:
+    """(the JSON object at ``path``, None), or (None, why there is none): unreadable, not JSON
+    (a truncated file), or not an object."""
     path = Path(path)
     if path.is_dir():
         path = path / RECORD_NAME
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    except UnicodeDecodeError:
+        return None, "is not UTF-8 text"
+    except ValueError as err:
+        return None, f"is not valid JSON ({err}): truncated or edited; re-run it"
+    if not isinstance(record, dict):
+        return None, f"holds a JSON {type(record).__name__}, not a record object"
+    return record, None
+
+
+def record_problem(record: Mapping) -> str | None:
+    """Why a board cannot use ``record`` (None: it can): no status, task or board, or an ok record
+    without metrics, or of a run asked to evaluate that holds no metric (it evaluated nothing)."""
+    if record.get("status") not in ("ok", "failed"):
+        return f"its status is {record.get('status')!r}, neither ok nor failed"
+    for key in ("task", "board"):
+        if not isinstance(record.get(key), str):
+            return f"its {key} is {record.get(key)!r}, not a name"
+    if record["status"] == "failed":
         return None
-    return record if isinstance(record, dict) else None
+    metrics = record.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return f"an ok record whose metrics are {metrics!r}, not a mapping"
+    config = record.get("config")
+    task = config.get("task") if isinstance(config, Mapping) else None
+    splits = task.get("splits") if isinstance(task, Mapping) else None
+    asked = splits.get("eval") if isinstance(splits, Mapping) else None
+    if asked and not any(metrics.values()) and not record.get("predictions"):
+        return (f"an ok record with no metric on {asked}: the run evaluated nothing; re-run it "
+                "with rows to evaluate (task.max_eval_samples > 0)")
+    return None
+
+
+def read_record(path: str | Path) -> dict | None:
+    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+    return load_record(path)[0]
 
 
 #: what a run's training cost, by the key it has in a record's ``pretraining`` and its own place
@@ -220,17 +278,37 @@ def pretraining_cost(init_from: str) -> dict | None:
     return cost
 
 
-def iter_records(results_dir: str | Path) -> Iterator[dict]:
-    """Every readable ``record.json`` below ``results_dir``, in path order; corrupt ones skipped."""
+@dataclass(frozen=True)
+class Unused:
+    """A record a board could not use (``source``: its path, or what else it was), and why;
+    every board lists these under its table, so no record is dropped in silence."""
+
+    source: str
+    why: str
+
+
+def read_records(results_dir: str | Path) -> tuple[list[dict], list[Unused]]:
+    """Every ``record.json`` below ``results_dir`` in path order: (the usable records, each with
+    its path under ``"_path"``; the others, with why they cannot be used)."""
     root = Path(results_dir)
     if not root.is_dir():
         raise PlmbenchError(
             f"results directory {root} does not exist; pass the results_dir your runs wrote to"
         )
+    records, unused = [], []
     for path in sorted(root.rglob(RECORD_NAME)):
-        record = read_record(path)
-        if record is not None:
-            yield record
+        record, why = load_record(path)
+        why = why or record_problem(record)
+        if why is not None:
+            unused.append(Unused(str(path), why))
+        else:
+            records.append({**record, "_path": str(path)})
+    return records, unused
+
+
+def iter_records(results_dir: str | Path) -> Iterator[dict]:
+    """The usable records below ``results_dir`` (``read_records``), in path order."""
+    yield from read_records(results_dir)[0]
 
 
 def run_variant(overrides: Sequence[str]) -> str:

@@ -38,9 +38,10 @@ from bench.records import (
     config_hash,
     pretraining_cost,
     software_versions,
+    task_keys_of,
     write_record,
 )
-from bench.run_dir import LOG_NAME, claimed, run_dir_of, run_log
+from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
 from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
 from lit_models.build import build_net
@@ -182,8 +183,11 @@ def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
                             "data files)")
 
 
-def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) -> dict:
-    """Run and record; a failure still writes a complete record with status failed.
+def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
+            variant: Sequence[str] = ()) -> dict:
+    """Run and record; a failure still writes a complete record with status failed, with its
+    kind (``failure_kind``). ``variant``: the overrides that change the configuration
+    (``bench.run_dir.effective_overrides``); the task keys among them are part of its protocol.
 
     The record's ``config`` holds the configuration that ran: its ``model`` section is the net
     actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
@@ -202,9 +206,10 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
         "init_from": cfg.init_from,
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
         "overrides": list(overrides or []),
+        "variant": list(variant),
         "config": config,
         "config_hash": config_hash(config),
-        "protocol_hash": config_hash(config, ignore_task=True),
+        "protocol_hash": config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
         "versions": software_versions(),
         "hardware": {
             "accelerator": cfg.trainer.accelerator,
@@ -246,17 +251,18 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
     try:
         check_config(cfg, overrides)
         normalize(cfg)
-        run_dir = run_dir_of(cfg, overrides, dirs)
+        current = config_hash(OmegaConf.to_container(cfg, resolve=True))
+        variant = effective_overrides(overrides, current, dirs)
+        run_dir = run_dir_of(cfg, variant)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))
         return None
     try:
-        current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         with claimed(run_dir, current, cfg.skip_completed, cfg.only_failed) as go:
             if not go:
                 return run_dir
             with run_log(run_dir):
-                record = execute(cfg, run_dir, overrides)
+                record = execute(cfg, run_dir, overrides, variant)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:

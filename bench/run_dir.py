@@ -35,7 +35,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig
 
 from bench.compose import composed_hash
-from bench.records import PATH_KEYS, config_hash, read_record, run_variant
+from bench.records import PATH_KEYS, read_record, run_variant
 from datamodules.errors import PlmbenchError
 
 log = logging.getLogger("plmbench")
@@ -68,13 +68,10 @@ def effective_overrides(overrides: Sequence[str], current_hash: str,
     return kept
 
 
-def run_dir_of(cfg: DictConfig, overrides: Sequence[str], dirs: Sequence[str] = ()) -> Path:
-    """``<results_dir>/<task>/<label>[/<variant>]/seed<N>`` (module docstring); a path that
-    would leave ``results_dir`` is refused in one line."""
-    from omegaconf import OmegaConf
-
-    current = config_hash(OmegaConf.to_container(cfg, resolve=True))
-    name = run_variant(effective_overrides(list(overrides), current, dirs))
+def run_dir_of(cfg: DictConfig, variant: Sequence[str]) -> Path:
+    """``<results_dir>/<task>/<label>[/<variant>]/seed<N>`` (module docstring), ``variant`` the
+    ``effective_overrides``; a path that would leave ``results_dir`` is refused in one line."""
+    name = run_variant(variant)
     parts = [cfg.task.name, cfg.label, *([name] if name else []), f"seed{cfg.seed}"]
     root = Path(os.path.normpath(Path(cfg.results_dir).absolute()))
     run_dir = Path(cfg.results_dir).joinpath(*map(str, parts))

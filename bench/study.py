@@ -139,11 +139,11 @@ def render_board(results_dir: Path, board_name: str) -> str:
     from bench.board_config import get_board
     from bench.board_text import render_markdown
     from bench.leaderboard import build_table
-    from bench.records import iter_records
+    from bench.records import read_records
 
     board = get_board(board_name)
-    records = list(iter_records(results_dir))
-    table = build_table(records + baseline_records(records, board.name), board)
+    records, unused = read_records(results_dir)
+    table = build_table(records + baseline_records(records, board.name), board, unused=unused)
     return render_markdown(table, str(results_dir))
 
 
