@@ -30,6 +30,7 @@ from bench.checkpoints import (
     checkpoint_dir,
     discard,
     resume_from,
+    rows_before,
 )
 from bench.compose import CONF_DIR, normalize
 from bench.config_check import check_config
@@ -55,11 +56,16 @@ log = logging.getLogger("plmbench")
 FAILURES: list[tuple[str, bool]] = []
 
 
-def make_logger(cfg: DictConfig, run_dir: Path):
+def make_logger(cfg: DictConfig, run_dir: Path, resumed: Path | None = None):
+    """The run's metrics logger; a resumed run's CSV keeps the rows logged before its
+    checkpoint (Lightning's CSVLogger would start the file afresh)."""
     from lightning.pytorch import loggers
 
     if cfg.name == "csv":
-        return loggers.CSVLogger(run_dir, name="logs", version="")
+        logger = loggers.CSVLogger(run_dir, name="logs", version="")
+        earlier = rows_before(Path(logger.log_dir) / "metrics.csv", resumed) if resumed else []
+        logger.experiment.metrics[:0] = earlier  # written back with the run's first rows
+        return logger
     if cfg.name == "tensorboard":
         return loggers.TensorBoardLogger(run_dir, name="logs", version="")
     if cfg.name == "wandb":
@@ -101,6 +107,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
     module.run_dir = run_dir  # where an evaluation writes its predictions
+    for note in getattr(module, "notes", []):
+        log.warning(note)
     trainer_args = OmegaConf.to_container(cfg.trainer)
     steps_decide(trainer_args)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
@@ -112,18 +120,18 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     dm.setup("fit")  # bad data fails here, in one line, before the Trainer starts
     throughput = Throughput()
     checkpoints = checkpoint_dir(run_dir, config_hash)
+    resumed = None if cfg.task.splits.train is None else resume_from(cfg.resume, checkpoints)
     trainer = L.Trainer(
         **trainer_args,
         default_root_dir=run_dir,
-        logger=make_logger(cfg.logger, run_dir),
+        logger=make_logger(cfg.logger, run_dir, resumed),
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
                    FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
     )
-    predictions, resumed = {}, None
+    predictions = {}
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
         predictions = family.predict(trainer, module, dm, run_dir, cfg)
     else:
-        resumed = resume_from(cfg.resume, checkpoints)
         if resumed is not None:
             log.info("resuming %s from %s", run_dir, resumed)
         # our own checkpoints hold RNG states (NumPy arrays), which weights_only refuses
@@ -149,6 +157,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
+        "notes": getattr(module, "notes", []),
         "resumed_from": None if resumed is None else str(resumed),
     }
 

@@ -24,7 +24,7 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.build import EXPORT_DIR, checkpoint_dir
 from lit_models.family import TaskFamily, check_max_length
-from lit_models.hf import load_head, to_hf
+from lit_models.hf import head_mismatch, load_head, to_hf
 from lit_models.metrics import build_metrics
 from lit_models.module import PlmModule
 
@@ -119,12 +119,21 @@ class Classification(TaskFamily):
         dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_head(
-            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
+        fine_tuned, mismatch = False, None
+        if cfg["init_from"] != "scratch":
+            directory = checkpoint_dir(cfg["init_from"])
+            fine_tuned = load_head(head, directory, arch.hf.classifier_names)
+            mismatch = None if fine_tuned else head_mismatch(head, directory,
+                                                            arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         module = LitClassifier(net, head, task["num_labels"], task["metrics"],
                                dm.eval_split_names, cfg["optim"])
+        if mismatch:
+            module.notes.append(
+                f"init_from={cfg['init_from']}: its classifier head does not fit the "
+                f"{task['num_labels']} label(s) of {task['name']} ({mismatch}): a new head "
+                "starts untrained")
         return module, dm
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:

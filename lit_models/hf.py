@@ -245,19 +245,37 @@ def task_labels(directory: str | Path, task: str) -> list[str] | None:
     return [id2label[str(i)] for i in range(len(id2label))]
 
 
-def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
-    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
-    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
-    untouched) when the checkpoint has none or one of other shapes (another label count)."""
+def _head_state(head: nn.Module, directory: str | Path, names: Mapping[str, str]
+                ) -> dict[str, Tensor] | None:
+    """The checkpoint's weights of ``head`` (``names``: our submodules -> the checkpoint's), by
+    our names; None when the checkpoint has no such head."""
     file = _weights_file(Path(directory))
     state = _read_weights(file) if file else {}
     theirs = {f"{ours}.{param}": f"{name}.{param}"
               for ours, name in names.items()
               for param in getattr(head, ours).state_dict()}  # a head may have no bias
     if not all(name in state for name in theirs.values()):
-        return False
-    weights = {ours: state[name] for ours, name in theirs.items()}
-    if any(weights[k].shape != v.shape for k, v in head.state_dict().items()):
+        return None
+    return {ours: state[name] for ours, name in theirs.items()}
+
+
+def head_mismatch(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> str | None:
+    """Why the checkpoint's head cannot be ``head`` ("out.weight is (2, 128), the task's
+    (1, 128)": another label count); None when it fits or the checkpoint has none."""
+    weights = _head_state(head, directory, names)
+    ours = head.state_dict()
+    wrong = [f"{key} is {tuple(weights[key].shape)}, the task's {tuple(value.shape)}"
+             for key, value in ours.items() if weights and weights[key].shape != value.shape]
+    return "; ".join(wrong) or None
+
+
+def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
+    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
+    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
+    untouched) when the checkpoint has none or one of other shapes (another label count:
+    ``head_mismatch`` says which)."""
+    weights = _head_state(head, directory, names)
+    if weights is None or any(weights[k].shape != v.shape for k, v in head.state_dict().items()):
         return False
     head.load_state_dict(weights)
     return True

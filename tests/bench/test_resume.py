@@ -5,6 +5,7 @@ leaves no partial record."""
 
 from __future__ import annotations
 
+import csv
 import errno
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import records
+from datamodules import files
 from bench.checkpoints import CHECKPOINT_DIR, LAST
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, read, records_under
@@ -59,6 +61,25 @@ def test_a_run_killed_part_way_resumes_to_the_metrics_of_an_uninterrupted_run(en
     assert record["metrics"] == expected["metrics"]
     assert record["throughput"]["train_samples"] == expected["throughput"]["train_samples"]
     assert not last.exists()  # a finished run's resume state is removed (checkpoint.keep=false)
+    # the resumed run's metrics.csv keeps the rows logged before the kill: the same steps and
+    # keys as the uninterrupted run's, each epoch's validation loss equal up to float noise
+    def rows(root: Path) -> list[dict]:
+        (file,) = root.rglob("metrics.csv")
+        with file.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+
+    before, after = rows(env / "whole"), rows(env / "killed")
+    assert [(r["step"], sorted(k for k, v in r.items() if v)) for r in after] == [
+        (r["step"], sorted(k for k, v in r.items() if v)) for r in before]
+    losses = [(float(a["validation/loss"]), float(b["validation/loss"])) for a, b in zip(
+        before, after, strict=True)]
+    assert len(losses) >= 3 and all(a == pytest.approx(b, rel=1e-4) for a, b in losses)
+    # its lock is gone, and run.log holds both attempts: the kill left no traceback, the
+    # resumption says where it resumed from
+    run_dir = last.parent.parent.parent
+    assert not (run_dir / ".lock").exists()
+    log = (run_dir / "run.log").read_text()
+    assert "stale lock" in resumed.out + resumed.err + log and f"from {last}" in log
 
 
 def test_the_same_run_twice_gives_identical_metrics(env):
@@ -90,7 +111,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_record(tmp_path, monkeypa
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     records.write_record(tmp_path, {"status": "ok", "seed": 0})
-    monkeypatch.setattr(records.os, "fsync", disk_full)
+    monkeypatch.setattr(files.os, "fsync", disk_full)
     with pytest.raises(PlmbenchError, match="No space left on device.*results_dir"):
         records.write_record(tmp_path, {"status": "ok", "seed": 1})
     assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
