@@ -17,7 +17,7 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   to train on and to evaluate (``task.max_eval_samples=0`` would record an "ok" run that
   evaluated nothing), step and epoch budgets;
 - paths: the label and the task name, which name the run's directory, stay inside
-  ``results_dir`` (no ``..``, no absolute path).
+  ``results_dir`` (no ``..``, no absolute path); ``init_from`` names a directory that exists.
 """
 
 from __future__ import annotations
@@ -237,3 +237,20 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
         raise PlmbenchError(f"seed={config.get('seed')!r}: a seed is a whole number")
     check_path_part(config["label"], "label")
     check_path_part(config["task"].get("name"), "task.name")
+    check_start(config)
+
+
+def check_start(config: Mapping) -> None:
+    """Where the run starts: ``init_from`` names a checkpoint directory that is there, and
+    ``resume`` a known mode."""
+    from bench.checkpoints import RESUME_MODES
+    from lit_models.build import checkpoint_dir
+
+    init_from = str(config.get("init_from"))
+    if init_from.partition(":")[0] in ("hf", "ckpt"):
+        checkpoint_dir(init_from)
+    elif init_from != "scratch":
+        raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
+    if config.get("resume") not in RESUME_MODES:
+        raise PlmbenchError(f"resume={config.get('resume')!r} is unknown: use "
+                            f"{' or '.join(RESUME_MODES)}")

@@ -261,7 +261,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         check_config(cfg, overrides)
         normalize(cfg)
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
-        variant = effective_overrides(overrides, current, dirs)
+        variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))

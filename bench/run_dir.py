@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -31,10 +32,11 @@ import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from lightning.pytorch.utilities import rank_zero_only
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig
 
-from bench.compose import composed_hash
+from bench.compose import CONF_DIR, compose_config, composed_hash
 from bench.records import PATH_KEYS, read_record, run_variant
 from datamodules.errors import PlmbenchError
 
@@ -48,24 +50,53 @@ LOG_NAME = "run.log"
 OWN_LOGGERS = ("lightning.pytorch", "lightning.fabric", "py.warnings")
 
 
-def effective_overrides(overrides: Sequence[str], current_hash: str,
+def _is_group(key: str, dirs: Sequence[str]) -> bool:
+    """Whether an override's key picks a config group's option (``trainer=cpu``)."""
+    return "/" in key or any((Path(root) / key).is_dir() for root in (CONF_DIR, *dirs))
+
+
+def effective_overrides(overrides: Sequence[str], cfg: DictConfig, current_hash: str,
                         dirs: Sequence[str] = ()) -> list[str]:
-    """The overrides without which the configuration would hash otherwise: each is left out in
-    turn and the rest composed again (``dirs``: the ``--config-dir`` search path)."""
+    """The overrides without which ``cfg`` (what they compose, hashing to ``current_hash``) would
+    be another configuration: a value that differs from the one the groups' YAMLs give (those
+    composed alone, once), a key added or deleted, a group option whose leaving-out changes the
+    hash (``dirs``: the ``--config-dir`` search path)."""
+    parsed = OverridesParser.create().parse_overrides(list(overrides))
+    groups = [o.input_line for o in parsed if _is_group(o.key_or_group, dirs)]
+    defaults = _composed(tuple(groups), tuple(dirs))
     kept = []
-    for i, override in enumerate(overrides):
-        key = override.lstrip("+~").partition("=")[0]
-        if key in PATH_KEYS:
-            kept.append(override)  # named by the path or the label already; run_variant drops it
-            continue
-        rest = [*overrides[:i], *overrides[i + 1:]]
-        try:
-            changes = composed_hash(rest, dirs) != current_hash
-        except PlmbenchError:  # the rest does not compose without it: it matters
-            changes = True
-        if changes:
-            kept.append(override)
+    for override in parsed:
+        key, line = override.key_or_group, override.input_line
+        if key in PATH_KEYS or override.is_delete() or override.is_add():
+            kept.append(line)  # named by the path already (run_variant drops it), or no value
+        elif line in groups:
+            rest = [o for o in overrides if o != line]
+            try:
+                if composed_hash(rest, dirs) != current_hash:
+                    kept.append(line)
+            except PlmbenchError:  # the rest does not compose without it: it matters
+                kept.append(line)
+        elif _value(defaults, key) != _value(cfg, key):
+            kept.append(line)
     return kept
+
+
+@functools.lru_cache(maxsize=16)
+def _composed(groups: tuple[str, ...], dirs: tuple[str, ...]) -> DictConfig:
+    return compose_config(list(groups), "fix the override", dirs)
+
+
+def _value(cfg: DictConfig, key: str) -> str:
+    """The resolved value at a dotted key as canonical JSON ("<absent>" where there is none)."""
+    from omegaconf import OmegaConf
+
+    marker = object()
+    value = OmegaConf.select(cfg, key, default=marker)
+    if value is marker:
+        return "<absent>"
+    if isinstance(value, DictConfig | ListConfig):
+        value = OmegaConf.to_container(value, resolve=True)
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def run_dir_of(cfg: DictConfig, variant: Sequence[str]) -> Path:
