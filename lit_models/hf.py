@@ -28,7 +28,7 @@ from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokeniz
 from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
@@ -159,7 +159,11 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
     known = {f.name for f in fields(arch.config)}
-    return arch, arch.config(**{k: v for k, v in hf_config.items() if k in known})
+    values = {k: v for k, v in hf_config.items() if k in known}
+    if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
+            hf_config.get("eos_token_id"), int):  # GPT-2 has no pad: its end pads, masked
+        values["pad_token_id"] = hf_config["eos_token_id"]
+    return arch, arch.config(**values)
 
 
 def _architectures(directory: Path) -> list[str]:
@@ -197,7 +201,7 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     else:
         net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
-    return net, load_tokenizer(directory)
+    return net, load_tokenizer(directory, arch.tokenizer)
 
 
 def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
