@@ -8,7 +8,9 @@
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
                          [--compare DIR_A DIR_B]
-    plmbench perf [overrides...]           MLM training throughput: ours vs transformers
+    plmbench perf [overrides...]           time our pretraining, fine-tuning and inference steps
+                                           against transformers' (sdpa, eager); --lengths: memory
+                                           and time against length; --generate: decoding tokens/s
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
 
@@ -127,10 +129,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_data(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
+def aligned(header: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    """A plain-text table: every name whole (never cut to a terminal's width), the ``numeric``
+    columns right-aligned."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
+    def line(cells: list[str]) -> str:
+        padded = [c.rjust(w) if i in numeric else c.ljust(w)
+                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def cmd_data(args: argparse.Namespace) -> int:
     from datamodules.sources import list_mirror, mirror_dataset, mirror_root
 
     if args.data_cmd == "mirror":
@@ -142,11 +154,10 @@ def cmd_data(args: argparse.Namespace) -> int:
         print(f"no datasets under {mirror_root()}: point PLMBENCH_DATA at a mirror, or fill one "
               "with `plmbench data mirror DATASET [CONFIG]`")
         return 0
-    table = Table("dataset", "config", "split", "rows", "MB", title=f"mirror: {mirror_root()}")
-    for entry in entries:
-        table.add_row(entry["dataset"], entry["config"], entry["split"], f"{entry['rows']:,}",
-                      f"{entry['bytes'] / 1e6:.1f}")
-    Console().print(table)
+    rows = [[e["dataset"], e["config"], e["split"], f"{e['rows']:,}", f"{e['bytes'] / 1e6:.1f}"]
+            for e in entries]
+    print(f"mirror: {mirror_root()}")
+    print(aligned(["dataset", "config", "split", "rows", "MB"], rows, numeric={3, 4}))
     return 0
 
 
@@ -160,8 +171,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("run", help="train/evaluate one config, or a sweep with -m (Hydra overrides)",
                    add_help=False)
-    sub.add_parser("perf", help="MLM training throughput vs transformers (Hydra overrides)",
-                   add_help=False)
+    sub.add_parser("perf", help="time pretraining, fine-tuning and inference steps against "
+                   "transformers (--lengths, --generate; plmbench perf --help)", add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")

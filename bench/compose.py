@@ -168,7 +168,7 @@ def _one_line(err: Exception, overrides: list[str], fix: str) -> PlmbenchError:
         options = _group_options(group)
         near = nearest(option, options)
         hint = f"did you mean {group}={near}? " if near else ""
-        listed = ", ".join(options[:15]) + (", ..." if len(options) > 15 else "")
+        listed = ", ".join(options[:60]) + (", ..." if len(options) > 60 else "")
         return PlmbenchError(f"{group}={option}: there is no conf/{group}/{option}.yaml; {hint}"
                              f"options: {listed} (`plmbench run --help` lists them all)")
     cause = err.__cause__

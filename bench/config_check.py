@@ -237,6 +237,11 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
         raise PlmbenchError(f"seed={config.get('seed')!r}: a seed is a whole number")
     check_path_part(config["label"], "label")
     check_path_part(config["task"].get("name"), "task.name")
+    splits = config["task"].get("splits") or {}
+    evals = splits.get("eval") or []
+    for split in [splits.get("train"), *([evals] if isinstance(evals, str) else evals)]:
+        if split is not None:  # eval splits name prediction files: <run dir>/predictions/<split>
+            check_path_part(split, "task.splits")
     check_start(config)
 
 

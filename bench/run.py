@@ -63,8 +63,9 @@ def make_logger(cfg: DictConfig, run_dir: Path, resumed: Path | None = None):
 
     if cfg.name == "csv":
         logger = loggers.CSVLogger(run_dir, name="logs", version="")
-        earlier = rows_before(Path(logger.log_dir) / "metrics.csv", resumed) if resumed else []
-        logger.experiment.metrics[:0] = earlier  # written back with the run's first rows
+        if resumed and rank_zero_only.rank == 0:  # other ranks' loggers write nothing
+            earlier = rows_before(Path(logger.log_dir) / "metrics.csv", resumed)
+            logger.experiment.metrics[:0] = earlier  # written back with the run's first rows
         return logger
     if cfg.name == "tensorboard":
         return loggers.TensorBoardLogger(run_dir, name="logs", version="")

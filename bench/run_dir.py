@@ -63,7 +63,8 @@ def effective_overrides(overrides: Sequence[str], cfg: DictConfig, current_hash:
     hash (``dirs``: the ``--config-dir`` search path)."""
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     groups = [o.input_line for o in parsed if _is_group(o.key_or_group, dirs)]
-    defaults = _composed(tuple(groups), tuple(dirs))
+    search = [o.input_line for o in parsed if o.key_or_group.startswith("hydra.")]
+    defaults = _composed(tuple(groups + search), tuple(dirs))
     kept = []
     for override in parsed:
         key, line = override.key_or_group, override.input_line

@@ -209,6 +209,9 @@ KINDS = {
     "a task name that leaves results_dir": Kind([], [
         "task.name='../../escaped' would place the run outside results_dir"],
         setup=lambda env: own_task(env, name="../../escaped"), extra=outside),
+    "a split name that leaves the run directory": Kind(["task.splits.eval=[../../../escaped]"], [
+        "task.splits='../../../escaped' would place the run outside results_dir"],
+        extra=outside),
     "a checkpoint directory that is not there": Kind(["init_from=ckpt:/no/such/run"], [
         "init_from=ckpt:/no/such/run: no directory /no/such/run"]),
     "unknown init_from": Kind(["init_from=bert"], ["init_from='bert': use scratch"]),
