@@ -20,10 +20,15 @@ Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 import argparse
 import sys
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 DEFAULT_RESULTS = "results"
 
@@ -64,9 +69,25 @@ def cmd_rerun(path: str) -> int:
     return cmd_run([*overrides, "skip_completed=false"])
 
 
+def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfig"]]:
+    """(overrides, composed config) of every run ``plmbench run ARGS`` would make, each checked
+    (``bench.config_check.check_config``); nothing for a command that only asks for help."""
+    from bench.compose import INFO_FLAGS, compose_config, config_dirs, points, split_command
+    from bench.config_check import check_config
+
+    flags, overrides = split_command(args)
+    if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
+        return
+    dirs = config_dirs(flags)
+    multirun = any(flag in ("-m", "--multirun") for flag in flags)
+    for point in points(overrides) if multirun else [overrides]:
+        cfg = compose_config(point, "fix the override", dirs)
+        check_config(cfg, point)
+        yield point, cfg
+
+
 def cmd_run(args: list[str]) -> int:
     from bench import run
-    from bench.compose import command_configs
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]

@@ -6,7 +6,7 @@ first, through Hydra's compose API over the same search path (``--config-dir`` i
 sweep's points one by one, in the order Hydra's basic sweeper runs them, each checked by
 ``bench.config_check``. Where one does not compose, Hydra's error becomes one line that names the
 override and the nearest valid option or key (``PlmbenchError``, exit status 2), so a sweep fails
-before any of its points trains.
+before any of its points trains (``bench.cli``'s ``command_configs`` composes and checks them).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -184,19 +184,3 @@ def _one_line(err: Exception, overrides: list[str], fix: str) -> PlmbenchError:
                              "is refused, with + too)")
     reason = " ".join(str(err).split("\n")[0].split())
     return PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); {fix}")
-
-
-def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], DictConfig]]:
-    """(overrides, composed config) of every run ``plmbench run ARGS`` would make, each checked
-    (``bench.config_check.check_config``); nothing for a command that only asks for help."""
-    from bench.config_check import check_config
-
-    flags, overrides = split_command(args)
-    if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
-        return
-    dirs = config_dirs(flags)
-    multirun = any(flag in ("-m", "--multirun") for flag in flags)
-    for point in points(overrides) if multirun else [overrides]:
-        cfg = compose_config(point, "fix the override", dirs)
-        check_config(cfg, point)
-        yield point, cfg

@@ -248,8 +248,9 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
+    # the search path's directories of the command line (--config-dir, hydra.searchpath)
     dirs = [source.path for source in hydra_cfg.runtime.config_sources
-            if source.provider == "command-line" and source.schema == "file"]
+            if "command-line" in source.provider and source.schema == "file"]
     run_one(cfg, list(hydra_cfg.overrides.task), dirs)
 
 
