@@ -315,7 +315,9 @@ def test_a_diverging_configuration_is_skipped_until_rerun_failed(env):
     args = run_args(TINY, ["optim.lr=1e12", "trainer.gradient_clip_val=null",
                            "trainer.max_steps=6", f"results_dir={results}"])
     first = plmbench(*args)
-    assert first.rc == 2 and "training loss is nan" in one_error_line(first)
+    line = one_error_line(first)
+    assert first.rc == 2 and "training loss is nan" in line and "the run diverged" in line
+    assert "lower optim.lr" in line
     (path,) = records_under(results)
     record = read(path.parent)
     assert record["failure_kind"] == "configuration"
