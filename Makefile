@@ -38,8 +38,9 @@ quickstart: $(STAMP)
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0 trainer.max_epochs=10
 	$(BIN)/plmbench leaderboard results/quickstart
 
+# the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

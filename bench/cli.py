@@ -19,31 +19,18 @@ Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 
 import argparse
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import records
 from datamodules.errors import PlmbenchError
-from datamodules.files import atomic_write
+from datamodules.files import atomic_write_text
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
 DEFAULT_RESULTS = "results"
-
-
-def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
-            pass
-    except OSError as err:
-        raise PlmbenchError(
-            f"results directory {directory} is not writable ({err.strerror}): "
-            "choose another with results_dir=DIR"
-        ) from None
 
 
 def cmd_rerun(path: str) -> int:
@@ -94,7 +81,7 @@ def cmd_run(args: list[str]) -> int:
     # every configuration composes and passes its checks before the first one runs
     configs = list(command_configs(args))
     for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
-        check_writable(Path(directory))
+        records.check_writable(Path(directory))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -143,7 +130,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
                      "html": lambda: render_html(table)}
         text = renderers[args.format]()
     if args.out:
-        atomic_write(args.out, text, fix="pass --out a path in a writable directory")
+        atomic_write_text(args.out, text, fix="pass --out a path in a writable directory")
         print(f"wrote {args.out}")
     else:
         print(text)

@@ -6,7 +6,7 @@ fail later, or worse, train something else than asked. ``check_config`` refuses 
 one line (``PlmbenchError``: exit status 2, no record), each section against what reads it:
 
 - keys: the top level and ``checkpoint`` against ``conf/config.yaml``; ``model`` against its
-  architecture's config fields and the preset keys (``lit_models.build.check_preset``);
+  architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
   ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile`` and ``dataloader``);
   ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
   in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
@@ -146,7 +146,7 @@ def check_trainer(trainer: Mapping) -> None:
 
 def check_model(model: Mapping) -> None:
     from lit_models.archs import get_arch
-    from lit_models.build import check_preset
+    from lit_models.core.build import check_preset
 
     arch = get_arch(model.get("arch"))
     check_preset(arch, model)
@@ -249,7 +249,7 @@ def check_start(config: Mapping) -> None:
     """Where the run starts: ``init_from`` names a checkpoint directory that is there, and
     ``resume`` a known mode."""
     from bench.checkpoints import RESUME_MODES
-    from lit_models.build import checkpoint_dir
+    from lit_models.core.build import checkpoint_dir
 
     init_from = str(config.get("init_from"))
     if init_from.partition(":")[0] in ("hf", "ckpt"):

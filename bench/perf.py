@@ -9,7 +9,7 @@ non-pad tokens/s, with
 
 - the FLOPs each implementation performs in a step (``torch.utils.flop_counter``: matmuls and
   attention, forward and backward), as achieved FLOP/s and model FLOP utilisation (MFU) against
-  the device's peak (``lit_models/peak_flops.py``: a datasheet table for A100/H100/H200, on CPU
+  the device's peak (``lit_models/core/peak_flops.py``: a datasheet table for A100/H100/H200, on CPU
   the measured peak of large float32 matmuls on the same threads);
 - memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
   peak during a step above what it held before it.
@@ -27,18 +27,17 @@ against transformers' ``generate`` (``bench/perf_generation.py``).
 import argparse
 import contextlib
 import json
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, Workload, special_ids
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
-from lit_models.peak_flops import cpu_matmul_peak, device_peak_flops
+from lit_models.core.peak_flops import cpu_matmul_peak, device_peak_flops
 
 aten = torch.ops.aten
 
@@ -55,45 +54,6 @@ def _cpu_flash_backward(grad_out, query, key, value, *args, out_shape=None, **kw
 CPU_ATTENTION_FLOPS = {aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash,
                        aten._scaled_dot_product_flash_attention_for_cpu_backward:
                            _cpu_flash_backward}
-
-
-def saved_activation_bytes(step: Callable[[], torch.Tensor]) -> int:
-    """Bytes of the tensors autograd saves for backward in one forward (activation memory)."""
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        step()
-    return sum(seen.values())
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_steps(step: Callable[[], None], device: torch.device, warmup: int, repeats: int) -> float:
-    """Median seconds of one call of ``step`` after ``warmup`` calls."""
-    return time_interleaved({"step": step}, device, warmup, repeats)["step"]
-
-
-def time_interleaved(steps: dict[str, Callable[[], None]], device: torch.device, warmup: int,
-                     repeats: int) -> dict[str, float]:
-    """Median seconds of one call of each step, the steps called in turn, ``warmup`` rounds
-    first."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for i in range(warmup + repeats):
-        for name, step in steps.items():
-            _synchronize(device)
-            start = time.perf_counter()
-            step()
-            _synchronize(device)
-            if i >= warmup:
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
@@ -142,18 +102,6 @@ def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: boo
     return counter.get_total_flops()
 
 
-def step_memory(step: Callable[[], None], device: torch.device) -> float | None:
-    """MiB the CUDA allocator's peak rose above what it held before one step."""
-    if device.type != "cuda":
-        return None
-    _synchronize(device)
-    before = torch.cuda.memory_allocated(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    step()
-    _synchronize(device)
-    return (torch.cuda.max_memory_allocated(device) - before) / 2**20
-
-
 def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
     from bench.compose import compose_config
@@ -165,8 +113,8 @@ def model_config(overrides: list[str]):
 def arch_and_config(model_cfg):
     """The preset's architecture and net config: its own sizes for a scratch preset, its
     checkpoint's (config.json only: timing needs no trained weights) for ``hf:``/``ckpt:``."""
-    from lit_models.build import checkpoint_dir, net_config
-    from lit_models.hf import read_config
+    from lit_models.core.build import checkpoint_dir, net_config
+    from lit_models.core.hf import read_config
 
     if model_cfg.init_from == "scratch":
         arch = get_arch(model_cfg.arch)

@@ -20,12 +20,13 @@ from dataclasses import asdict
 
 import torch
 
-from bench.perf import special_ids, time_steps
+from bench.perf_timing import time_steps
+from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
-from lit_models.build import net_config
-from lit_models.generation import GenerationConfig, generate
-from lit_models.hf import hf_state_dict
+from lit_models.core.build import net_config
+from lit_models.core.generation import GenerationConfig, generate
+from lit_models.core.hf import hf_state_dict
 
 IMPLEMENTATIONS = ("plmbench", "plmbench, no cache", "transformers", "transformers, no cache")
 

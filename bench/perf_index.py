@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
 from datamodules.sources import load_split
-from lit_models.retrievers import load_bi_encoder
+from lit_models.core.retrievers import load_bi_encoder
 from retrieval.index import IndexSettings, empty_index, index_bytes, set_search_params, train
 from retrieval.passages import build_corpus
 from retrieval.retriever import dense_retriever

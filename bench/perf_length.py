@@ -18,11 +18,11 @@ import argparse
 
 import torch
 
-from bench.perf import saved_activation_bytes, time_steps
+from bench.perf_timing import saved_activation_bytes, time_steps
 from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
-from lit_models.build import net_config
+from lit_models.core.build import net_config
 
 
 def encoders(model_cfg, against: str, device: torch.device) -> dict[str, torch.nn.Module]:

@@ -39,8 +39,8 @@ from datamodules.collate import (
     label_positions,
 )
 from lit_models.archs import Arch
-from lit_models.classify import LitClassifier
-from lit_models.hf import hf_checkpoint
+from lit_models.core.hf import hf_checkpoint
+from lit_models.families.classify import LitClassifier
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
 
 #: transformers' attention implementations each reference is measured with

@@ -2,7 +2,7 @@
 
 A record is what makes a leaderboard reproducible without re-running anything (DESIGN.md,
 contracts 7 and 8; schema version 1 in the sprint contract, section D). This module writes a
-record atomically (``datamodules.files.atomic_write``: a reader sees the old record or the new
+record atomically (``datamodules.files.atomic_write_text``: a reader sees the old record or the new
 one, never half of one), reads records back while skipping corrupt ones, and
 computes the config hash that says "same experiment" across checkouts and seeds.
 """
@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -24,7 +25,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from datamodules.errors import PlmbenchError
-from datamodules.files import atomic_write
+from datamodules.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -187,14 +188,27 @@ def software_versions() -> dict:
     return versions
 
 
+def check_writable(directory: Path) -> None:
+    """Fail before anything is written if runs could not leave their records in ``directory``."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as err:
+        raise PlmbenchError(
+            f"results directory {directory} is not writable ({err.strerror}): "
+            "choose another with results_dir=DIR"
+        ) from None
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
-    """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write``, flushed to
+    """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write_text``, flushed to
     disk) and return that path: a reader sees the old record or the new one, and a failed write
     leaves the previous record untouched. A full disk or an unwritable directory is one
     PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file."""
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
-    return atomic_write(Path(run_dir) / RECORD_NAME, text, sync=True,
-                        fix="free disk space or choose a writable results_dir=DIR")
+    return atomic_write_text(Path(run_dir) / RECORD_NAME, text,
+                             fix="free disk space or choose a writable results_dir=DIR")
 
 
 def load_record(path: str | Path) -> tuple[dict | None, str | None]:

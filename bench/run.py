@@ -45,9 +45,9 @@ from bench.records import (
 from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
 from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
-from lit_models.build import build_net
-from lit_models.family import TaskFamily
-from lit_models.throughput import Throughput
+from lit_models.core.build import build_net
+from lit_models.core.family import TaskFamily
+from lit_models.core.throughput import Throughput
 
 log = logging.getLogger("plmbench")
 

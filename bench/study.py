@@ -40,9 +40,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from bench import run
 from bench.compose import compose_config, points
-from bench.records import read_record
+from bench.records import check_writable, read_record
 from datamodules.errors import PlmbenchError
-from datamodules.files import atomic_write
+from datamodules.files import atomic_write_text
 
 #: "{name}" in an override: the run directory of the study's entry ``name``
 REFERENCE = re.compile(r"\{(\w+)\}")
@@ -106,7 +106,6 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
 
 def run_study(overrides: list[str]) -> DictConfig:
     """Run every entry of the study the overrides compose, in order; the composed config."""
-    from bench.cli import check_writable
 
     cfg = composed(overrides)
     entries = study_runs(cfg)
@@ -156,7 +155,7 @@ def cmd_study(overrides: list[str]) -> int:
     results_dir, board = Path(cfg.results_dir), cfg.study.get("board")
     if board:
         text = render_board(results_dir, board)
-        atomic_write(results_dir / f"{board}.md", text)
+        atomic_write_text(results_dir / f"{board}.md", text)
         print(text)
         print(f"wrote {results_dir / f'{board}.md'}")
     return 0

@@ -1,58 +1,70 @@
-"""The one way plmbench writes a file that others read: all of it or none of it.
-
-``atomic_write`` writes to a temporary file beside the target (the same filesystem, so
-``os.replace`` is an atomic rename, POSIX ``rename(2)``): a reader, or a run killed mid-write,
-sees the old file or the new one, never half of one, and nothing is left behind on failure.
-The temporary file is created as ``open()`` creates files (mode 0666 under the user's umask),
-not ``tempfile``'s private 0600, so records, boards and predictions can be read by whoever may
-read the results directory. Records, boards, prediction files, the data mirror and the FAISS
-indexes all go through it.
-"""
+"""Files that appear whole or not at all: every file plmbench writes (records, boards, prediction
+files, exports, mirrored Parquet, FAISS indexes) is written beside its target and renamed onto it
+(``os.replace``, atomic on one filesystem), so a reader never sees half a file and a failure
+leaves the previous version untouched. The file gets the permissions a plain ``open`` would give
+under the user's umask (a temp file is created private, 0600)."""
 
 import contextlib
 import os
+import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from datamodules.errors import PlmbenchError
 
-#: what a failed write suggests unless the caller names a better fix
-DEFAULT_FIX = "free disk space or choose a writable location"
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
-def atomic_write(path: str | Path, content: str | bytes | Callable[[Path], object], *,
-                 encoding: str = "utf-8", sync: bool = False, fix: str = DEFAULT_FIX) -> Path:
-    """Write ``content`` to ``path`` atomically; ``path``.
-
-    ``content`` is text (written with ``encoding``, newlines as given), bytes, or a function
-    that writes the file at the path it is given (a library's own writer: Parquet, FAISS).
-    ``sync`` flushes the data to disk before the rename (records: a power cut leaves the old
-    record or the new one). Parent directories are created. An ``OSError`` (a full disk, a
-    read-only directory) is a ``PlmbenchError`` naming ``path`` and ``fix``.
-    """
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A fresh path beside ``path`` for a writer that takes a file name (``faiss.write_index``,
+    ``Dataset.to_parquet``); renamed onto ``path`` when the block ends without an error, removed
+    when it raises. The parent directory is created."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    partial = Path(name)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if callable(content):
-            content(tmp)
-        else:
-            data = content.encode(encoding) if isinstance(content, str) else content
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                if sync:
-                    handle.flush()
-                    os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise PlmbenchError(f"cannot write {path} ({err.strerror or err}): {fix}") from None
-        raise
-    return path
+        yield partial
+        partial.chmod(0o666 & ~_umask())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+                 newline: str | None = None) -> Iterator[IO]:
+    """``open(path, mode)`` for writing, atomically: the handle writes a temp file that is
+    flushed to disk and renamed onto ``path`` when the block ends without an error."""
+    binary = "b" in mode
+    with atomic_path(path) as partial, open(
+            partial, mode, encoding=None if binary else encoding,
+            newline=None if binary else newline) as handle:
+        yield handle
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def atomic_write_text(path: str | Path, text: str, fix: str | None = None) -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8); returns ``path``. With ``fix``, an
+    ``OSError`` (a full disk, a read-only directory) is one PlmbenchError line naming ``path``
+    and the fix."""
+    try:
+        with atomic_write(path) as handle:
+            handle.write(text)
+    except OSError as err:
+        if fix is None:
+            raise
+        raise PlmbenchError(f"cannot write {path} ({err.strerror or err}): {fix}") from None
+    return Path(path)
 
 
 def staging_dir(target: str | Path) -> Path:

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datamodules.errors import PlmbenchError
-from datamodules.files import atomic_write
+from datamodules.files import atomic_path
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 CONNECT_TIMEOUT_S = 2.0
@@ -213,6 +213,7 @@ def mirror_dataset(
     written = []
     for split, data in splits.items():
         path = root / dataset / (config or data.info.config_name or "default") / f"{split}.parquet"
-        # atomic: readers never see a half-written file
-        written.append(atomic_write(path, lambda tmp, data=data: data.to_parquet(str(tmp))))
+        with atomic_path(path) as partial:  # readers never see a half-written file
+            data.to_parquet(str(partial))
+        written.append(path)
     return written

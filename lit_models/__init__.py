@@ -1,2 +1,4 @@
-"""Pure-torch architectures (nets/), pretraining objectives (objectives/), the LightningModules
-that train them, and Hugging Face checkpoint interop (hf.py)."""
+"""Models and how they train, in layers (README, "Layout"): ``nets/`` (plain torch) and
+``metrics/`` at the bottom, ``archs/`` (the architecture registry), ``objectives/`` (pretraining),
+``core/`` (machinery the task families share) and ``families/`` (a TaskFamily and its
+LightningModule each) on top."""

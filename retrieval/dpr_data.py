@@ -13,8 +13,8 @@ import datasets
 
 from datamodules.errors import PlmbenchError
 from datamodules.squad import load_examples
+from lit_models.metrics.retrieval import has_answer
 from retrieval.bm25 import BM25Index
-from retrieval.metrics import has_answer
 from retrieval.passages import split_words
 
 #: BM25 passages looked at for a hard negative (the first without the answer is taken)

@@ -21,8 +21,8 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 from torch.utils.data import DataLoader, Dataset
 
+from lit_models.metrics.retrieval import throughput
 from retrieval.encoders import BiEncoder
-from retrieval.metrics import throughput
 
 
 class _Rows(Dataset):

@@ -30,7 +30,7 @@ import faiss
 import numpy as np
 
 from datamodules.errors import PlmbenchError
-from datamodules.files import atomic_write
+from datamodules.files import atomic_path, atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -142,16 +142,18 @@ class DenseIndex:
 
     def save(self, path: str | Path) -> Path:
         """``path`` and ``path``.json, each written to a temporary name and renamed."""
-        path = atomic_write(path, lambda tmp: faiss.write_index(self.index, str(tmp)))
-        meta = {**self.meta, "factory": self.settings.factory,
-                "search_params": self.settings.search_params,
-                "ef_construction": self.settings.ef_construction,
-                "train_size": self.settings.train_size, "seed": self.settings.seed,
-                "dim": int(self.index.d), "ntotal": self.size, "bytes": path.stat().st_size,
-                "sha256": file_digest(path),
-                "encoder": self.encoder_fingerprint, "corpus": self.corpus_fingerprint,
-                "build_seconds": self.build_seconds}
-        atomic_write(_meta_path(path), json.dumps(meta, indent=1))
+        path = Path(path)
+        with atomic_path(path) as partial:
+            faiss.write_index(self.index, str(partial))
+            meta = {**self.meta, "factory": self.settings.factory,
+                    "search_params": self.settings.search_params,
+                    "ef_construction": self.settings.ef_construction,
+                    "train_size": self.settings.train_size, "seed": self.settings.seed,
+                    "dim": int(self.index.d), "ntotal": self.size,
+                    "bytes": partial.stat().st_size, "sha256": file_digest(partial),
+                    "encoder": self.encoder_fingerprint, "corpus": self.corpus_fingerprint,
+                    "build_seconds": self.build_seconds}
+        atomic_write_text(_meta_path(path), json.dumps(meta, indent=1))
         return path
 
     @classmethod

@@ -27,11 +27,11 @@ import numpy as np
 import torch
 
 from datamodules.tokenization import cache_root
+from lit_models.metrics.retrieval import throughput
 from retrieval.bm25 import BM25Index
 from retrieval.encode import encode_passages
 from retrieval.encoders import BiEncoder
 from retrieval.index import DenseIndex, IndexSettings, index_bytes
-from retrieval.metrics import throughput
 from retrieval.passages import corpus_fingerprint
 
 

@@ -2,7 +2,7 @@
 <mask>: §2.1 uses GPT-2's BPE), transformers' ``Bart*`` layout, denoising pretraining
 (``objective=denoising``). An encoder-decoder: no classification head here (BART's own, §3.1,
 pools the decoder's final eos state; not implemented), so GLUE reads its tasks as text, as for
-T5 (``lit_models/text_to_text.py``)."""
+T5 (``lit_models/families/text_to_text.py``)."""
 
 from datamodules import tokenization
 from lit_models.archs.spec import Arch, HFLayout

@@ -3,7 +3,7 @@
 inputs "text </s>", no start token), transformers' ``T5*`` layout (v1.0's ReLU feed-forward ``wi``
 and v1.1's gated ``wi_0``/``wi_1``), span-corruption pretraining (``objective=span_corruption``)
 and text-to-text fine-tuning: summarization (``summarize: ``) and GLUE with labels as words
-(``lit_models/text_to_text.py``). An encoder-decoder: no classification head."""
+(``lit_models/families/text_to_text.py``). An encoder-decoder: no classification head."""
 
 from datamodules.tokenization import TokenizerSpec
 from lit_models.archs.spec import Arch, HFLayout

@@ -23,14 +23,9 @@ from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
-from lit_models.nets.bert import (
-    BertConfig,
-    BertEmbeddings,
-    BertModel,
-    EncoderForMaskedLM,
-    bert_layer,
-)
+from lit_models.nets.bert import BertConfig, BertEmbeddings, BertModel, bert_layer
 from lit_models.nets.blocks import TransformerLayer, init_normal_
+from lit_models.nets.masked_lm import EncoderForMaskedLM
 
 #: cross-layer parameter sharing (Table 4): which sub-layers all L layers share
 SHARING = ("all", "attention", "ffn", "none")

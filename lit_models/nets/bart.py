@@ -13,7 +13,7 @@ per-token ``final_logits_bias`` added to the LM logits. §2.2 (the corruptions) 
 
 The parity API: ``BartModel(input_ids=, attention_mask=, decoder_input_ids=)`` returns the
 decoder's ``last_hidden_state``; ``encode()`` and ``decode()`` run one side each, ``decode`` with
-a ``LayerCache`` per decoder layer for incremental generation (``lit_models/generation.py``).
+a ``LayerCache`` per decoder layer for incremental generation (``lit_models/core/generation.py``).
 Decoder inputs are right-padded and causal, so they need no padding mask: a position never sees
 the pads after it. ``activation_dropout`` is the dropout inside the feed-forward (0 in the base
 configuration).
@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from lit_models.nets.attention import LayerCache
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_normal_, padding_mask
+from lit_models.nets.outputs import Seq2SeqOutput, shift_right
 
 #: fairseq keeps position rows 0 and 1 unused: position p reads row p + 2
 POSITION_OFFSET = 2
@@ -75,12 +76,6 @@ class BartConfig:
     @property
     def intermediate_size(self) -> int:
         return self.encoder_ffn_dim
-
-
-@dataclass
-class Seq2SeqOutput:
-    last_hidden_state: Tensor  # the decoder's, [B, T, H]
-    encoder_last_hidden_state: Tensor  # [B, S, H]
 
 
 def _layer(config: BartConfig, heads: int, ffn: int, cross_attention: bool) -> TransformerLayer:
@@ -164,13 +159,6 @@ class BartModel(nn.Module):
                                             self.config.pad_token_id)
         memory = self.encode(input_ids, attention_mask)
         return Seq2SeqOutput(self.decode(decoder_input_ids, memory, attention_mask), memory)
-
-
-def shift_right(labels: Tensor, start_token_id: int, pad_token_id: int) -> Tensor:
-    """Teacher-forcing decoder inputs: [start, y_1 .. y_{T-1}], ignored labels (-100) as pads."""
-    shifted = labels.new_full(labels.shape, start_token_id)
-    shifted[:, 1:] = labels[:, :-1]
-    return shifted.masked_fill(shifted == -100, pad_token_id)
 
 
 class BartForConditionalGeneration(nn.Module):

@@ -24,8 +24,10 @@ import torch
 from torch import Tensor, nn
 
 from lit_models.nets.attention import attend
-from lit_models.nets.bert import BertConfig, EncoderForMaskedLM, EncoderOutput
+from lit_models.nets.bert import BertConfig
 from lit_models.nets.blocks import FeedForward, init_normal_, padding_mask
+from lit_models.nets.masked_lm import EncoderForMaskedLM
+from lit_models.nets.outputs import EncoderOutput
 
 
 @dataclass

@@ -20,11 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.bert import (
-    BertForPreTraining,
-    BertModel,
-    EncoderForMaskedLM,
-)
+from lit_models.nets.bert import BertForPreTraining, BertModel
+from lit_models.nets.masked_lm import EncoderForMaskedLM
 
 
 @dataclass

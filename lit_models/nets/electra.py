@@ -22,14 +22,10 @@ from dataclasses import dataclass, replace
 from torch import Tensor, nn
 
 from lit_models.nets.attention import Unpadding
-from lit_models.nets.bert import (
-    BertConfig,
-    BertEmbeddings,
-    BertModel,
-    EncoderForMaskedLM,
-    EncoderOutput,
-)
+from lit_models.nets.bert import BertConfig, BertEmbeddings, BertModel
 from lit_models.nets.blocks import activation, init_normal_, padding_mask
+from lit_models.nets.masked_lm import EncoderForMaskedLM
+from lit_models.nets.outputs import EncoderOutput
 
 
 @dataclass

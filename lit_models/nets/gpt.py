@@ -12,7 +12,7 @@ residual layers (2 per block).
 
 As in OpenAI's release (and transformers' ``GPT2Model``): the token embeddings have no padding
 row, position ids are 0 .. T - 1 after the positions already in a cache unless given (generation
-counts them over the non-pad tokens of a left-padded prompt, ``lit_models/generation.py``), and
+counts them over the non-pad tokens of a left-padded prompt, ``lit_models/core/generation.py``), and
 ``token_type_ids``, when given, are looked up in the token embeddings and added. Padding: a key
 that is a pad is never attended; a pad query (left padding puts them before every real token, so
 the causal mask would leave them nothing) attends to its causal window, pads included, so that
@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lit_models.nets.attention import LayerCache
-from lit_models.nets.bert import EncoderOutput
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_normal_, padding_mask
+from lit_models.nets.outputs import EncoderOutput
 
 
 @dataclass

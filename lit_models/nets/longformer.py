@@ -17,8 +17,9 @@ import torch
 from torch import Tensor, nn
 
 from lit_models.nets.attention import split_heads
-from lit_models.nets.bert import EncoderForMaskedLM, EncoderOutput
 from lit_models.nets.blocks import init_normal_
+from lit_models.nets.masked_lm import EncoderForMaskedLM
+from lit_models.nets.outputs import EncoderOutput
 from lit_models.nets.roberta import RobertaConfig, RobertaModel
 from lit_models.nets.sliding_attention import sliding_window_attention
 

@@ -14,12 +14,8 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from lit_models.nets.bert import (
-    BertConfig,
-    BertEmbeddings,
-    BertModel,
-    EncoderForMaskedLM,
-)
+from lit_models.nets.bert import BertConfig, BertEmbeddings, BertModel
+from lit_models.nets.masked_lm import EncoderForMaskedLM
 
 
 @dataclass

@@ -19,12 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.bert import (
-    BertConfig,
-    BertModel,
-    EncoderForMaskedLM,
-)
+from lit_models.nets.bert import BertConfig, BertModel
 from lit_models.nets.blocks import activation, init_normal_
+from lit_models.nets.masked_lm import EncoderForMaskedLM
 
 
 @dataclass

@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lit_models.nets.attention import LayerCache
-from lit_models.nets.bart import Seq2SeqOutput, shift_right
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, padding_mask
+from lit_models.nets.outputs import Seq2SeqOutput, shift_right
 
 
 @dataclass

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torch.utils.data import get_worker_info
 
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape
+from lit_models.objectives.flops import EncoderShape
 
 #: documents -> sentences -> token ids (no special tokens), what example builders take
 Documents = list[list[list[int]]]

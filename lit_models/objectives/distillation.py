@@ -12,8 +12,8 @@ scaled by T^2 so its gradients keep their size as T changes (Hinton et al. 2015,
 over those positions; L_cos is 1 - cos(h_s, h_t) of the last hidden states, averaged over the
 non-padding tokens; the inputs are MLM's, dynamically masked, without NSP (§3).
 
-The teacher (``teacher: ckpt:<run dir>`` or ``hf:<dir>``; by default the run's own
-``init_from``) is loaded with ``from_hf`` when the objective is checked against the student,
+The teacher (the YAML's ``teacher.checkpoint``: ``ckpt:<run dir>`` or ``hf:<dir>``; by default
+the run's own ``init_from``) is loaded by the run and passed in as (net with heads, tokenizer),
 frozen and kept in eval mode; it is no part of the trained module (its parameters are neither
 counted nor optimised) and follows the batches to their device.
 """
@@ -33,7 +33,7 @@ from datamodules.collate import (
 )
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
+from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
 from lit_models.objectives.mlm import MaskedLM, masked_lm_loss
 
 
@@ -61,47 +61,35 @@ class Distillation(MaskedLM):
 
     eval_metrics = ("mlm_loss", "distillation_loss", "cosine_loss")
 
-    def __init__(self, teacher: str, name: str = "distillation", temperature: float = 2.0,
-                 alpha_ce: float = 5.0, alpha_mlm: float = 2.0, alpha_cos: float = 1.0,
-                 **masking) -> None:
+    def __init__(self, teacher: tuple[nn.Module, TextTokenizer], name: str = "distillation",
+                 temperature: float = 2.0, alpha_ce: float = 5.0, alpha_mlm: float = 2.0,
+                 alpha_cos: float = 1.0, **masking) -> None:
         super().__init__(name=name, **masking)
         if temperature <= 0:
             raise PlmbenchError(f"temperature={temperature} must be > 0; DistilBERT uses 2")
-        self.teacher_from = teacher
         self.temperature = temperature
         self.alphas = {"distillation_loss": alpha_ce, "mlm_loss": alpha_mlm,
                        "cosine_loss": alpha_cos}
-        self.teacher: nn.Module | None = None
+        self.teacher, self.teacher_tokenizer = teacher
+        self.teacher.eval().requires_grad_(False)
 
     def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        """Load the teacher and check that it reads the student's vocabulary and width."""
+        """The teacher must read the student's vocabulary and have its width and an MLM head."""
         super().check(net, tokenizer)
-        from lit_models.build import checkpoint_dir
-        from lit_models.hf import from_hf
-
-        if self.teacher_from.partition(":")[0] not in ("ckpt", "hf"):
+        if self.teacher_tokenizer.backend.get_vocab() != tokenizer.backend.get_vocab():
             raise PlmbenchError(
-                f"objective.teacher={self.teacher_from}: distillation needs a pretrained teacher; "
-                "set objective.teacher=ckpt:<run dir> or hf:<dir> (or init_from, its default)"
-            )
-        teacher, teacher_tokenizer = from_hf(checkpoint_dir(self.teacher_from), with_heads=True)
-        if teacher_tokenizer.backend.get_vocab() != tokenizer.backend.get_vocab():
-            raise PlmbenchError(
-                f"the teacher {self.teacher_from} and the student have different vocabularies; "
+                "the teacher (objective.teacher) and the student have different vocabularies; "
                 "start the student from the teacher (init_from=<the teacher>)"
             )
-        if teacher.config.hidden_size != net.config.hidden_size or not hasattr(teacher,
-                                                                                "mlm_head"):
+        if self.teacher.config.hidden_size != net.config.hidden_size or not hasattr(
+                self.teacher, "mlm_head"):
             raise PlmbenchError(
-                f"the teacher {self.teacher_from} needs a masked-LM head and the student's hidden "
-                f"size {net.config.hidden_size} (it has {teacher.config.hidden_size}) for the "
-                "cosine loss; pick a student preset of the teacher's width"
+                "the teacher (objective.teacher) needs a masked-LM head and the student's hidden "
+                f"size {net.config.hidden_size} (it has {self.teacher.config.hidden_size}) for "
+                "the cosine loss; pick a student preset of the teacher's width"
             )
-        self.teacher = teacher.eval().requires_grad_(False)
 
     def _teacher(self, device: torch.device) -> nn.Module:
-        if self.teacher is None:
-            raise PlmbenchError("the distillation objective has no teacher yet; call check()")
         if next(self.teacher.parameters()).device != device:
             self.teacher.to(device)
         return self.teacher.eval()

@@ -35,8 +35,8 @@ from datamodules.collate import (
 from datamodules.errors import PlmbenchError
 from datamodules.packing import PackingConfig, collate_packed
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.base import PretrainingObjective, perplexity
+from lit_models.objectives.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.ngram import ngram_starts
 from lit_models.objectives.nsp import LABEL_KEYS, make_segment_pairs, next_sentence_loss
 

@@ -29,8 +29,8 @@ from datamodules.collate import (
 )
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
 from lit_models.objectives.base import perplexity
+from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_head_forward_flops
 from lit_models.objectives.mlm import MaskedLM
 
 

@@ -19,7 +19,8 @@ Span finders (``SalientSpans``): dates by a regular expression (``DATE``: "12 Ma
 heuristic (``capitalised_runs``: maximal runs of capitalised words, joined by inner connectives
 such as "of", and not merely the sentence's capitalised first word), since the mirror has no
 CoNLL-2003 to train REALM's tagger on; or by any callable ``text -> [(start, end)]`` given as
-``entities`` (REALM's tagger: ``lit_models.entity_tagger.TaggerEntities``, built by Hydra from
+``entities`` (REALM's tagger: ``lit_models.families.entity_tagger.TaggerEntities``, built by Hydra
+from
 the objective's config, so this module never imports it; a finder with a ``find_batch(texts)``
 gets a split's sentences at once). Character spans become tokens through the fast
 tokenizer's offsets. Sentences come as text (``reads_text``): the DataModule hands this objective
@@ -122,7 +123,7 @@ class SalientSpans:
         if isinstance(entities, str) and entities not in ("heuristic", "none"):
             raise PlmbenchError(f"salient span entities={entities!r}: use heuristic, none or a "
                                 "callable text -> [(start, end)] given by its _target_ (a "
-                                "tagger: lit_models.entity_tagger.TaggerEntities)")
+                                "tagger: lit_models.families.entity_tagger.TaggerEntities)")
         self.dates = dates
         self.entities = {"heuristic": capitalised_runs, "none": None}.get(entities, entities) \
             if isinstance(entities, str) else entities

@@ -33,7 +33,7 @@ from datamodules.collate import (
 from datamodules.errors import PlmbenchError
 from datamodules.packing import collate_packed
 from datamodules.tokenization import TextTokenizer
-from lit_models.flops import EncoderShape
+from lit_models.objectives.flops import EncoderShape
 from lit_models.objectives.mlm import MaskedLM, MaskingConfig, MLMCollator, masked_lm_loss
 
 

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from datamodules.collate import IGNORE_INDEX, at_positions, label_positions, pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
-from lit_models.nets.bart import shift_right
+from lit_models.nets.outputs import shift_right
 from lit_models.objectives.base import (
     Documents,
     ExampleRandomness,

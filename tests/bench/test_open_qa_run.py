@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lit_models.retrievers import build_corpus_of
+from lit_models.core.retrievers import build_corpus_of
 from tests.bench.invoke import plmbench, read, run_dir
 
 TINY = ["task=open_qa/squad_open", "model=bert-tiny", "task.max_train_samples=16",

@@ -16,8 +16,8 @@ from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, pretrain
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
-from lit_models.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
-from lit_models.hf import hf_state_dict
+from lit_models.core.hf import hf_state_dict
+from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
 from tests.conftest import require
 
 transformers = require("transformers")
@@ -152,7 +152,8 @@ def test_parity_holds_with_random_biases_and_layer_norms(name):
 
 
 def test_flops_are_counted_as_the_closed_form_has_them():
-    """torch's FLOP counter over a step equals Kaplan et al.'s count (lit_models/flops.py) plus
+    """torch's FLOP counter over a step equals Kaplan et al.'s count
+    (lit_models/objectives/flops.py) plus
     the pooler's forward (nothing flows back through it in MLM), on CPU too, where SDPA runs a
     kernel the counter needs our formula for; the flash kernels' backward recomputes the
     attention scores, which the counter counts (half an attention forward more)."""

@@ -10,7 +10,7 @@ import pytest
 
 from bench.leaderboard import build_table
 from bench.records import iter_records
-from lit_models.hf import from_hf
+from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")

@@ -24,8 +24,8 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS
-from lit_models.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
-from lit_models.tagging import LitTagger
+from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
+from lit_models.families.tagging import LitTagger
 from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(

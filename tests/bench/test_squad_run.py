@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.bench.invoke import plmbench, read, run_dir
-from tests.lit_models import official_squad
+from tests.lit_models.metrics import official_squad
 
 TINY = ["model=bert-tiny", "task.max_train_samples=48", "task.max_eval_samples=40",
         "trainer.max_steps=3", "trainer.enable_progress_bar=false", "task.max_length=128",

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR
 from datamodules.base import PlmDataModule
-from lit_models.module import PlmModule
+from lit_models.core.module import PlmModule
 from tests.bench.invoke import plmbench, read, reset_cli_state, run_dir
 
 #: keys of a trainer preset that are ours, not lightning.Trainer arguments

@@ -11,8 +11,8 @@ import torch
 from datamodules.collate import IGNORE_INDEX, token_mask
 from datamodules.packing import PackingConfig, collate_packed, efficiency, pack_examples
 from datamodules.tokenization import load_tokenizer
+from lit_models.families.pretrain import pretraining_datamodule
 from lit_models.objectives.mlm import MaskedLM
-from lit_models.pretrain import pretraining_datamodule
 
 WIKIPEDIA = dict(
     name="wikipedia-sample", dataset="wikipedia_en_sample", config="enwiki_pages_56.5M-57.0M",

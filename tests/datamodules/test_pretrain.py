@@ -16,8 +16,8 @@ from datamodules.errors import PlmbenchError
 from datamodules.pretrain import split_documents, vocabulary_corpus
 from datamodules.sources import mirror_path
 from datamodules.tokenization import BERT, load_tokenizer, train_tokenizer
+from lit_models.families.pretrain import pretraining_datamodule
 from lit_models.objectives.mlm import IGNORE_INDEX, MaskedLM, MaskingConfig
-from lit_models.pretrain import pretraining_datamodule
 
 
 def corpus_datamodule(task, tokenizer, masking: MaskingConfig, nsp: bool, seed: int = 0):

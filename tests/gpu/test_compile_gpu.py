@@ -6,10 +6,10 @@ import copy
 import pytest
 import torch
 
+from lit_models.families.pretrain import LitPretrain
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.objectives.mlm import MaskedLM
-from lit_models.pretrain import LitPretrain
-from tests.lit_models.test_compile import OPTIM, SIZES, batch
+from tests.lit_models.core.test_compile import OPTIM, SIZES, batch
 
 CUDA = torch.device("cuda")
 

@@ -14,7 +14,7 @@ import torch
 from bench.perf import measure, render
 from bench.run import CONF_DIR
 from lit_models.archs import ARCHS
-from lit_models.peak_flops import chip
+from lit_models.core.peak_flops import chip
 
 
 def args(**changes) -> argparse.Namespace:

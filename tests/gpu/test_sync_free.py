@@ -11,7 +11,9 @@ import torch
 
 from datamodules.collate import pad_collate
 from datamodules.packing import collate_packed, pack_examples
-from lit_models.classify import LitClassifier
+from lit_models.core.throughput import Throughput
+from lit_models.families.classify import LitClassifier
+from lit_models.families.pretrain import LitPretrain
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.electra import ElectraConfig, ElectraForPreTraining
 from lit_models.nets.heads import PooledClassifier
@@ -20,8 +22,6 @@ from lit_models.objectives.mlm import MaskedLM, MaskingConfig, MLMCollator
 from lit_models.objectives.nsp import LABEL_KEYS
 from lit_models.objectives.rtd import ReplacedTokenDetection
 from lit_models.objectives.span import SpanBoundaryObjective, SpanMaskingCollator, SpanMaskingConfig
-from lit_models.pretrain import LitPretrain
-from lit_models.throughput import Throughput
 
 CUDA = torch.device("cuda")
 VOCAB, SPECIALS = 200, 5

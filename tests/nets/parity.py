@@ -9,7 +9,7 @@ from torch.nn.utils import vector_to_parameters
 from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs.spec import Arch
-from lit_models.hf import from_hf, load_head, to_hf
+from lit_models.core.hf import from_hf, load_head, to_hf
 
 #: max abs difference allowed against transformers, float32
 TOLERANCE = 1e-5

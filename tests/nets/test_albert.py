@@ -13,8 +13,8 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.build import net_config
-from lit_models.hf import from_hf, to_hf
+from lit_models.core.build import net_config
+from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, assert_classifier_round_trips, assert_close, randomize_

@@ -8,7 +8,7 @@ import torch
 from torch.nn.utils import vector_to_parameters
 
 from datamodules.collate import pad_collate
-from lit_models.hf import load_hf_state_dict
+from lit_models.core.hf import load_hf_state_dict
 from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask

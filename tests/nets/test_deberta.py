@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, to_hf
+from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM, DebertaModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, assert_classifier_round_trips, batch, max_diff, randomize_

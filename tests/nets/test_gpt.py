@@ -11,7 +11,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, to_hf
+from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel, GPTModel
 from tests.conftest import require
 from tests.nets.parity import (
@@ -149,7 +149,7 @@ def test_gpt2_small_has_the_papers_size():
     from omegaconf import OmegaConf
 
     from bench.run import CONF_DIR
-    from lit_models.build import net_config
+    from lit_models.core.build import net_config
 
     preset = OmegaConf.load(CONF_DIR / "model" / "gpt2-small.yaml")
     with torch.device("meta"):

@@ -11,7 +11,7 @@ from bench.run import CONF_DIR
 from datamodules.collate import encoder_inputs
 from datamodules.packing import collate_packed, pack_examples
 from lit_models.archs import ARCHS, get_arch
-from lit_models.build import net_config
+from lit_models.core.build import net_config
 from tests.nets.parity import TOLERANCE, randomize_
 
 VOCAB = 120

@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, to_hf
+from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.t5 import (
     T5Config,
     T5ForConditionalGeneration,
@@ -168,7 +168,7 @@ def test_presets_have_the_papers_sizes(preset, parameters):
     from omegaconf import OmegaConf
 
     from bench.run import CONF_DIR
-    from lit_models.build import net_config
+    from lit_models.core.build import net_config
 
     cfg = OmegaConf.load(CONF_DIR / "model" / f"{preset}.yaml")
     with torch.device("meta"):

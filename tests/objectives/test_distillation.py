@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import BERT, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import from_hf, to_hf
+from lit_models.core.build import pretrained_net
+from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.distilbert import student_of_bert
@@ -81,8 +82,8 @@ def train(objective, net, tokenizer, steps: int = 25) -> list[float]:
 
 def test_distillation_trains_the_student_with_a_frozen_teacher(tokenizer, tmp_path):
     directory = teacher_dir(tokenizer, tmp_path)
-    objective = Distillation(teacher=f"hf:{directory}", alpha_ce=5.0, alpha_mlm=2.0,
-                             alpha_cos=1.0)
+    objective = Distillation(teacher=pretrained_net(f"hf:{directory}"), alpha_ce=5.0,
+                             alpha_mlm=2.0, alpha_cos=1.0)
     teacher_net, _ = from_hf(directory, with_heads=True)
     student = get_arch("distilbert").init_from_arch["bert"](teacher_net, True)
     objective.check(student, tokenizer)
@@ -108,9 +109,9 @@ def test_a_student_must_read_the_teachers_vocabulary(tokenizer, tmp_path):
         vocab_size=other.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64)))
     with pytest.raises(PlmbenchError, match="different vocabularies"):
-        Distillation(teacher=f"hf:{directory}").check(student, other)
-    with pytest.raises(PlmbenchError, match="needs a pretrained teacher"):
-        Distillation(teacher="scratch").check(student, other)
+        Distillation(teacher=pretrained_net(f"hf:{directory}")).check(student, other)
+    with pytest.raises(PlmbenchError, match="needs a pretrained net"):
+        pretrained_net("scratch")
 
 
 def test_albert_pretrains_with_sop_and_ngram_masking():

@@ -16,7 +16,7 @@ from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.hf import to_hf
+from lit_models.core.hf import to_hf
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from lit_models.objectives.span_corruption import (
     SpanConfig,

@@ -1,0 +1,143 @@
+"""Build a net and its tokenizer from a model preset and ``init_from``.
+
+``init_from`` is one of:
+- ``scratch``: a fresh net of the preset's sizes and a vocabulary of the architecture's tokenizer
+  family (or of the preset's ``vocabulary_family``, so architectures can share one vocabulary
+  algorithm in a comparison) trained on the run's own (capped) training text, cached by a
+  fingerprint of the corpus;
+- ``hf:<dir>``: a Hugging Face checkpoint directory, imported by ``lit_models.core.hf.from_hf``;
+- ``ckpt:<dir>``: a plmbench run directory (or its ``model/`` export), which holds the same
+  Hugging Face layout.
+The architecture comes from the registry (``lit_models.archs``): the preset's ``arch`` for scratch
+nets, the checkpoint's ``model_type`` otherwise (they must agree, unless the preset's architecture
+starts from the checkpoint's: a DistilBERT student from a BERT teacher, with its vocabulary).
+"""
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from torch import nn
+
+from datamodules.errors import PlmbenchError
+from datamodules.keys import check_keys
+from datamodules.tokenization import (
+    FAMILIES,
+    TextTokenizer,
+    TokenizerSpec,
+    scratch_tokenizer,
+)
+from lit_models.archs import Arch, get_arch
+from lit_models.core.hf import from_hf, read_config
+
+#: the subdirectory a run exports its net and tokenizer to (Hugging Face layout)
+EXPORT_DIR = "model"
+#: what a model preset holds besides its architecture's config fields, and who reads it
+PRESET_KEYS = frozenset({
+    "name",                 # the preset's name: the default label (conf/config.yaml)
+    "arch",                 # the architecture's registered name (lit_models/archs)
+    "init_from",            # the default init_from (conf/config.yaml)
+    "objective",            # the preset's pretraining objective (bench/run.py normalize)
+    "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
+    "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
+    "pretrain_batch_size",
+    "summarize_prefix",     # prepended to summarization sources (conf/task/summarization)
+    "vocabulary_family",    # a scratch vocabulary's family (vocabulary_spec)
+    "lowercase",            # a scratch vocabulary's normalisation (build_net)
+})
+
+
+def check_preset(arch: Arch, model_cfg: Mapping) -> None:
+    """A preset (with its overrides) holds only keys something reads: its architecture's config
+    fields and ``PRESET_KEYS``; a misspelled one is an error naming the nearest."""
+    known = {f.name for f in dataclasses.fields(arch.config)} | PRESET_KEYS
+    check_keys(model_cfg, known, f"model={model_cfg.get('name')} ({arch.name})", "model.")
+
+
+def net_config(arch: Arch, model_cfg: Mapping, vocab_size: int, pad_token_id: int):
+    """The arch's config dataclass from the preset's fields of the same names (``check_preset``
+    refuses any other key but ``PRESET_KEYS``)."""
+    check_preset(arch, model_cfg)
+    names = {f.name for f in dataclasses.fields(arch.config)}
+    values = {k: v for k, v in model_cfg.items() if k in names}
+    values.update(vocab_size=vocab_size, pad_token_id=pad_token_id)
+    return arch.config(**values)
+
+
+def vocabulary_spec(arch: Arch, model_cfg: Mapping) -> TokenizerSpec:
+    """The spec of a scratch vocabulary: the arch's own, or, with the preset's
+    ``vocabulary_family`` (wordpiece | bpe | unigram), that family with the arch's special tokens
+    and templates. Its transformers class then reads tokenizer.json as it is
+    (PreTrainedTokenizerFast): the arch's own class would rebuild its own family's pipeline."""
+    family = model_cfg.get("vocabulary_family")
+    if family is None or family == arch.tokenizer.family:
+        return arch.tokenizer
+    if family not in FAMILIES:
+        raise PlmbenchError(f"model.vocabulary_family={family!r}: use null (the architecture's "
+                            f"own) or one of {', '.join(FAMILIES)}")
+    return dataclasses.replace(arch.tokenizer, family=family,
+                               tokenizer_class="PreTrainedTokenizerFast")
+
+
+def checkpoint_dir(init_from: str) -> Path:
+    """The Hugging Face layout directory that ``hf:`` or ``ckpt:`` points at."""
+    kind, _, where = init_from.partition(":")
+    path = Path(where).expanduser()
+    if kind == "ckpt" and (path / EXPORT_DIR).is_dir():
+        path = path / EXPORT_DIR
+    if not path.is_dir():
+        raise PlmbenchError(
+            f"init_from={init_from}: no directory {path}; point it at a Hugging Face checkpoint "
+            f"(hf:<dir>) or a finished plmbench run saved with its model (ckpt:<run dir>)"
+        )
+    return path
+
+
+def pretrained_net(checkpoint: str, role: str = "init_from") -> tuple[nn.Module, TextTokenizer]:
+    """A pretrained net with its pretraining heads and its tokenizer, from ``hf:<dir>`` or
+    ``ckpt:<run dir>``: what the task YAMLs and objectives name by ``_target_`` when they need
+    one besides the run's net (DistilBERT's teacher). ``role`` names the setting in errors."""
+    if checkpoint.partition(":")[0] not in ("ckpt", "hf"):
+        raise PlmbenchError(f"{role}={checkpoint}: needs a pretrained net; set it to "
+                            "ckpt:<run dir> or hf:<dir>")
+    return from_hf(checkpoint_dir(checkpoint), with_heads=True)
+
+
+def build_net(
+    model_cfg: Mapping,
+    init_from: str,
+    with_heads: bool,
+    vocabulary_corpus: Callable[[], tuple[str, Iterable[str]]],
+) -> tuple[nn.Module, TextTokenizer]:
+    """(net, tokenizer): an encoder, or with ``with_heads`` the encoder and pretraining heads.
+
+    ``vocabulary_corpus()`` gives (a key for the corpus, its texts) for scratch vocabularies.
+    """
+    arch = get_arch(model_cfg["arch"])
+    kind = init_from.partition(":")[0]
+    if kind in ("hf", "ckpt"):
+        directory = checkpoint_dir(init_from)
+        found, _ = read_config(directory, arch)
+        if found is arch:
+            return from_hf(directory, with_heads=with_heads, arch=arch)
+        if found.name not in arch.init_from_arch:
+            raise PlmbenchError(
+                f"init_from={init_from} is a {found.name} checkpoint but model={model_cfg['name']} "
+                f"is a {arch.name} preset; pick a {found.name} preset"
+            )
+        other, tokenizer = from_hf(directory, with_heads=True)
+        try:
+            return arch.init_from_arch[found.name](other, with_heads), tokenizer
+        except ValueError as err:
+            raise PlmbenchError(f"model={model_cfg['name']} from {init_from}: {err}") from None
+    if init_from != "scratch":
+        raise PlmbenchError(f"init_from={init_from!r}: use scratch, ckpt:<run dir> or hf:<dir>")
+    key, texts = vocabulary_corpus()
+    tokenizer = scratch_tokenizer(vocabulary_spec(arch, model_cfg), lambda: texts,
+                                  model_cfg["vocab_size"],
+                                  model_cfg.get("lowercase", False), key)
+    config = net_config(arch, model_cfg, tokenizer.vocab_size, tokenizer.special.pad)
+    try:
+        return (arch.pretraining if with_heads else arch.encoder)(config), tokenizer
+    except ValueError as err:  # nets reject impossible sizes with plain errors
+        raise PlmbenchError(f"model={model_cfg['name']}: {err}") from None

@@ -1,0 +1,99 @@
+"""Task families: what a task YAML's ``family`` names (``_target_``, built by Hydra's
+``instantiate``) and ``bench/run.py`` calls without knowing which family it is.
+
+A family is a DataModule + a LightningModule + what it writes besides metrics: it trains the
+scratch vocabulary on its own training text, builds both modules from the composed config, the
+net and its tokenizer, and after the run writes its predictions and exports.
+"""
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import lightning as L
+from torch import nn
+
+from datamodules.base import PlmDataModule
+from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer
+from lit_models.archs import ARCHS, Arch
+from lit_models.archs.spec import KINDS
+
+
+class TaskFamily:
+    #: whether the net is built with its pretraining heads
+    with_heads: bool = False
+    #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
+    kinds: tuple[str, ...] = ("encoder",)
+
+    def for_arch(self, arch: Arch, task: Mapping) -> "TaskFamily":
+        """The family that trains ``arch`` on ``task``: this one, once ``check_arch`` passes."""
+        self.check_arch(arch, task)
+        return self
+
+    def check_arch(self, arch: Arch, task: Mapping) -> None:
+        """Refuse, in one line, an architecture of a kind this family cannot train."""
+        if arch.kind not in self.kinds:
+            fitting = sorted(a.name for a in ARCHS.values() if a.kind in self.kinds)
+            raise PlmbenchError(
+                f"task {task['name']} trains {' or '.join(self.kinds)} models, and {arch.name} "
+                f"is of kind {arch.kind}; pick a preset of {fitting}"
+            )
+
+    def vocabulary_corpus(self, task: Mapping) -> tuple[str, Iterable[str]]:
+        """(a key identifying the text, the text) a scratch vocabulary is trained on."""
+        raise NotImplementedError
+
+    def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer
+              ) -> tuple[L.LightningModule, PlmDataModule]:
+        raise NotImplementedError
+
+    def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
+                run_dir: Path, cfg: Mapping) -> dict[str, str]:
+        """Predictions of every eval split of a task without a training split; split -> file
+        relative to ``run_dir``."""
+        raise PlmbenchError(f"task {cfg['task']['name']} has no training split; give it one")
+
+    def evaluation_outputs(self, module: L.LightningModule, run_dir: Path, cfg: Mapping
+                           ) -> dict[str, str]:
+        """Write what the last evaluation produced besides metrics (generated text ...);
+        split -> file relative to ``run_dir``."""
+        return {}
+
+    def export(self, module: L.LightningModule, tokenizer: TextTokenizer, run_dir: Path,
+               cfg: Mapping) -> None:
+        """Write what the run leaves besides its record (a trained model, ...)."""
+
+    def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
+        """Metrics per eval split of a reference computed from the task's data alone, with no
+        training, that every score of the task is read against; None: the family has none."""
+        return None
+
+
+class ByKind(TaskFamily):
+    """One family per architecture kind, as a task YAML names them (``family: {_target_:
+    lit_models.core.family.ByKind, encoder: {...}, encoder-decoder: {...}}``): GLUE is
+        classification for encoders and decoders, text-to-text for encoder-decoders (T5)."""
+
+    def __init__(self, **families: TaskFamily) -> None:
+        unknown = sorted(set(families) - set(KINDS))
+        if unknown:
+            raise PlmbenchError(f"family kinds {unknown} are unknown: use {list(KINDS)}")
+        self.families = families
+        self.kinds = tuple(families)
+
+    def for_arch(self, arch: Arch, task: Mapping) -> TaskFamily:
+        self.check_arch(arch, task)
+        return self.families[arch.kind].for_arch(arch, task)
+
+    def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
+        """The families of one task read the same data: the first baseline any of them has."""
+        return next((b for f in self.families.values() if (b := f.baseline(task))), None)
+
+
+def check_max_length(task: Mapping, net: nn.Module) -> None:
+    """A task may not cut inputs longer than the net's position embeddings cover."""
+    if task["max_length"] > net.config.max_length:
+        raise PlmbenchError(
+            f"task.max_length={task['max_length']} exceeds the {net.config.max_length} positions "
+            f"of the model; set task.max_length<={net.config.max_length}"
+        )

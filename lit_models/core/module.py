@@ -1,0 +1,70 @@
+"""What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
+collected from the last validation pass, the step at which that pass ran, the prediction
+files an evaluation wrote into the run directory (Design contract 10), and ``torch.compile`` of
+its encoders (``trainer.compile``)."""
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import lightning as L
+import torch.distributed
+
+from lit_models.archs import ARCHS
+from lit_models.core.optim import configure_optimizer
+
+
+class PlmModule(L.LightningModule):
+    """Base class: subclasses fill ``self.last_metrics[split][name]`` at each validation end."""
+
+    def __init__(self, optim: Mapping, num_layers: int) -> None:
+        super().__init__()
+        self.optim_cfg = dict(optim)
+        self.num_layers = num_layers
+        self.last_metrics: dict[str, dict[str, float]] = {}
+        self.validated_at_step = -1
+        #: the run directory (set by the run); a module that writes predictions puts them under
+        #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
+        self.run_dir: Path | None = None
+        self.predictions: dict[str, str] = {}
+        #: what the run must say in its log and its record about how it was set up (a
+        #: checkpoint's head that does not fit the task, so the task's starts untrained)
+        self.notes: list[str] = []
+
+    def compile_encoders(self, backend: str = "inductor") -> list[str]:
+        """``torch.compile`` (``backend``) every registered architecture's encoder inside this
+        module, where a step's FLOPs are (ELECTRA's generator and discriminator both); heads
+        and losses run eagerly. Compiled in place (``nn.Module.compile``): parameter names,
+        checkpoints and exports are unchanged. Returns the compiled modules' names."""
+        encoders = tuple({arch.encoder for arch in ARCHS.values()})
+        compiled: list[str] = []
+        for name, module in self.named_modules():
+            inside = any(name.startswith(f"{outer}.") for outer in compiled)
+            if isinstance(module, encoders) and not inside:
+                module.compile(backend=backend)
+                compiled.append(name)
+        return compiled
+
+    def configure_optimizers(self) -> dict:
+        total_steps = int(self.trainer.estimated_stepping_batches)
+        return configure_optimizer(self, self.optim_cfg, total_steps, self.num_layers)
+
+    def record_metrics(self, split: str, values: Mapping[str, float]) -> None:
+        """Log ``<split>/<name>`` and keep the values for the run record."""
+        values = {name: float(v) for name, v in values.items()}
+        self.last_metrics[split] = values
+        # torchmetrics already reduced the values over ranks: the sync is a no-op all-reduce
+        self.log_dict({f"{split}/{k}": v for k, v in values.items()}, prog_bar=True,
+                      add_dataloader_idx=False, sync_dist=True)
+        self.validated_at_step = self.global_step
+
+    def gather_indexed(self, items: Iterable[tuple[int, object]]) -> list[tuple[int, object]]:
+        """Every process's (example index, output) pairs, on every process, one per index, in
+        index order. Under DDP the evaluation's sampler gives each process a share of the
+        examples and pads the shares with repeats, so outputs computed per process (generated
+        text, span logits) are gathered here before they are scored or written."""
+        items = list(items)
+        if self.trainer.world_size > 1:
+            shares: list = [None] * self.trainer.world_size
+            torch.distributed.all_gather_object(shares, items)
+            items = [item for share in shares for item in share]
+        return sorted(dict(items).items(), key=lambda item: item[0])

@@ -1,0 +1,71 @@
+"""The closed-book reader: a sequence-to-sequence model answers the question from its parameters
+alone, with no retrieved passage (Roberts et al. 2020, "How Much Knowledge Can You Pack Into the
+Parameters of a Language Model?"; BART as in Lewis et al. 2020 (RAG), Table 1's closed-book row).
+
+It trains as the summarization family does (teacher-forced NLL of the answer,
+``lit_models.families.seq2seq``) on question -> first answer pairs, and is scored as every open-QA
+reader:
+exact match against any reference, predictions in ``<run dir>/predictions/<split>.jsonl`` with an
+empty passage list.
+"""
+
+from collections.abc import Mapping
+
+from datamodules.errors import PlmbenchError
+from datamodules.open_qa import ClosedBookDataModule
+from datamodules.predictions import write_jsonl
+from lit_models.core.generation import GenerationConfig
+from lit_models.families.open_qa.reader import Reader
+from lit_models.families.seq2seq import LitSeq2Seq
+from lit_models.metrics.exact_match import exact_match
+
+
+class LitClosedBook(LitSeq2Seq):
+    """Generates answers; EM against the DataModule's references."""
+
+    def __init__(self, *args, match: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.match = match
+
+    def on_validation_epoch_end(self) -> None:
+        """Every process's generations, gathered, scored by EM (not ROUGE)."""
+        for split in self.eval_splits:
+            self.generations[split] = self.gather_indexed(self.generations[split])
+            if self.trainer.sanity_checking:
+                continue
+            references = self.trainer.datamodule.answer_sets[split]
+            rows = self.prediction_rows(split)
+            answers = {row["id"]: row["prediction"] for row in rows}
+            texts = self.texts[split]
+            hits = [exact_match(answers.get(qid, ""), refs, self.match)
+                    for qid, refs in zip(texts["id"], references, strict=True)]
+            self.record_metrics(split, {"exact_match": 100 * sum(hits) / max(len(hits), 1)})
+            if self.run_dir is not None and self.trainer.is_global_zero:
+                lines = [{"id": qid, "question": question, "passages": [],
+                          "prediction": answers.get(qid, ""), "references": refs}
+                         for qid, question, refs in zip(texts["id"], texts["source"], references,
+                                                        strict=True)]
+                path = write_jsonl(self.run_dir, split, lines)
+                self.predictions[split] = str(path.relative_to(self.run_dir))
+
+
+class ClosedBookReader(Reader):
+    """The open-QA reader ``closed_book``: an encoder-decoder answers from the question alone."""
+
+    kinds = ("encoder-decoder",)
+    retrieves = False
+    with_heads = True
+
+    def build(self, cfg: Mapping, net, tokenizer):
+        task = cfg["task"]
+        for key in ("source_max_length", "target_max_length"):
+            if task[key] > net.config.max_length:
+                raise PlmbenchError(f"task.{key}={task[key]} exceeds the {net.config.max_length} "
+                                    f"positions of the model; set task.{key}<="
+                                    f"{net.config.max_length}")
+        dm = ClosedBookDataModule(task, tokenizer, net.config.decoder_start_token_id,
+                                  cfg["seed"])
+        module = LitClosedBook(net, tokenizer, GenerationConfig(**task["generation"]),
+                               dm.eval_split_names, dm.texts, cfg["optim"],
+                               match=task["questions"]["match"])
+        return module, dm

@@ -1,0 +1,19 @@
+"""What an open-domain QA reader is to the ``OpenQA`` family (``task.readers`` in the task YAML)."""
+
+from collections.abc import Mapping
+
+from torch import nn
+
+
+class Reader:
+    """An open-QA reader, named by ``_target_`` under the task YAML's ``readers`` and picked by
+    ``task.reader``: the architecture kinds it reads with, whether it reads retrieved passages,
+    whether the net is built with its pretraining heads (a generator's LM head), and ``build``
+    (the family, the composed config, the net, its tokenizer) -> (LightningModule, DataModule)."""
+
+    kinds: tuple[str, ...] = ("encoder",)
+    retrieves: bool = True
+    with_heads: bool = False
+
+    def build(self, cfg: Mapping, net: nn.Module, tokenizer) -> tuple:
+        raise NotImplementedError

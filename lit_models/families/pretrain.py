@@ -1,0 +1,124 @@
+"""Pretraining: a net with its pretraining heads trained on a document corpus by an objective.
+
+The objective (``lit_models/objectives``, chosen by ``conf/objective``) corrupts batches in the
+collate and computes the losses; ``LitPretrain`` minimises their sum (BERT: L = L_MLM + L_NSP,
+Devlin et al. 2019, §3.1) and records the objective's eval metrics per split (MLM loss per
+predicted token and its perplexity). ``Pretraining`` is the task family: the objective's example
+builder and collator handed to the corpus DataModule, this module, and the export of the
+pretrained net for fine-tuning.
+"""
+
+import logging
+from collections.abc import Mapping
+
+import hydra
+import torch
+from torchmetrics import MeanMetric
+
+from datamodules import pretrain
+from datamodules.errors import PlmbenchError
+from datamodules.packing import PackingConfig
+from datamodules.tokenization import TextTokenizer
+from lit_models.archs.spec import KINDS
+from lit_models.core.build import EXPORT_DIR
+from lit_models.core.family import TaskFamily, check_max_length
+from lit_models.core.hf import export_problem, to_hf
+from lit_models.core.module import PlmModule
+from lit_models.objectives.base import PretrainingObjective
+from lit_models.objectives.flops import EncoderShape
+
+log = logging.getLogger("plmbench")
+
+
+class LitPretrain(PlmModule):
+    def __init__(self, net, objective: PretrainingObjective, optim: Mapping,
+                 eval_splits: list[str]) -> None:
+        super().__init__(optim, net.config.num_hidden_layers)
+        self.net = net
+        self.objective = objective
+        self.eval_splits = list(eval_splits)
+        self.eval_means = torch.nn.ModuleList(
+            torch.nn.ModuleDict({name: MeanMetric() for name in objective.eval_metrics})
+            for _ in eval_splits
+        )
+        self.shape = EncoderShape.of(net.config)
+
+    def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        losses = self.objective.losses(self.net, batch)
+        self.log_dict({f"train/{k}": v for k, v in losses.items()}, prog_bar=True)
+        return sum(losses.values())
+
+    def validation_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
+        means = self.eval_means[dataloader_idx]
+        for name, (value, weight) in self.objective.evaluate(self.net, batch).items():
+            means[name].update(value, weight=weight)
+
+    def on_validation_epoch_end(self) -> None:
+        for split, means in zip(self.eval_splits, self.eval_means, strict=True):
+            if not self.trainer.sanity_checking:
+                values = {name: float(metric.compute()) for name, metric in means.items()}
+                self.record_metrics(split, self.objective.summarize(values))
+            for metric in means.values():
+                metric.reset()
+
+    def flops_per_batch(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor | float | None:
+        return self.objective.flops(self.shape, batch)
+
+
+def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
+                           objective: PretrainingObjective, seed: int = 0
+                           ) -> pretrain.PretrainDataModule:
+    """The corpus DataModule fed with ``objective``'s examples and collate; packed rows where
+    ``task.packing`` asks for them and the objective's examples can be packed."""
+    packing = PackingConfig.of(task)
+    pack = packing.enabled and objective.packable
+    if packing.enabled and not pack:
+        log.info("%s: examples not packed (task.packing applies to objectives with "
+                 "packable examples)", type(objective).__name__)
+    make_examples = (objective.make_examples(task["max_length"], tokenizer, packing) if pack
+                     else objective.make_examples(task["max_length"], tokenizer))
+    return pretrain.PretrainDataModule(
+        task, tokenizer, make_examples, objective.collator(tokenizer, seed),
+        copies=objective.copies, seeded=objective.seeded, pack=pack, seed=seed,
+        text=objective.reads_text,
+    )
+
+
+def build_objective(config: Mapping, net, tokenizer: TextTokenizer) -> PretrainingObjective:
+    """The objective a ``conf/objective`` YAML names, checked against the net and tokenizer."""
+    try:
+        objective = hydra.utils.instantiate(config)
+    except Exception as err:
+        cause = err.__cause__ or err
+        if isinstance(cause, PlmbenchError):
+            raise cause from None
+        raise PlmbenchError(
+            f"objective {config.get('name')}: cannot be built ({cause}); check "
+            "its YAML's _target_ and fields"
+        ) from None
+    objective.check(net, tokenizer)
+    return objective
+
+
+class Pretraining(TaskFamily):
+    """A pretraining objective on a document corpus; the pretrained net is exported."""
+
+    with_heads = True
+    kinds = KINDS
+
+    def vocabulary_corpus(self, task):
+        return pretrain.vocabulary_corpus(task)
+
+    def build(self, cfg, net, tokenizer):
+        task = cfg["task"]
+        check_max_length(task, net)
+        objective = build_objective(cfg["objective"], net, tokenizer)
+        dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
+        return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm
+
+    def export(self, module, tokenizer, run_dir, cfg) -> None:
+        reason = export_problem(module.net)
+        if reason:  # the run's metrics stand; only the export has no layout to go to
+            log.warning("%s: pretrained net not exported: %s", run_dir, reason)
+            return
+        to_hf(module.net, tokenizer, run_dir / EXPORT_DIR)

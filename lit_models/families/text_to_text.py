@@ -1,0 +1,184 @@
+"""GLUE-style classification as text-to-text (Raffel et al. 2020, §2.4): an encoder-decoder (T5)
+is fine-tuned to write the label's name after reading "<task> <field>: <text> ...", with the
+maximum-likelihood objective of every task (teacher forcing, ``LitSeq2Seq``), and evaluated on
+what it generates (greedy decoding, at most as many tokens as the longest label text).
+
+Scoring (``LabelScorer``): a generated text that is one of the label names is that label; any
+other text is outside the label set and counts as wrong (scored as a label other than the gold
+one, so it lowers accuracy, F1 and MCC alike), and the share of such texts is recorded as
+``invalid``. STS-B's generated text is read as a number (T5: the score rounded to 0.2); text that
+is none scores -1, outside the 0..5 range, as T5's ``string_to_float`` default. The task's own
+metrics are the GLUE ones (``lit_models/metrics/classification.py``), so runs report to the GLUE
+board beside
+the encoders. ``TextToText`` is the task family (named for encoder-decoders by the GLUE YAMLs'
+``ByKind``): the text-pairs DataModule, ``LitSeq2Seq`` with this scorer, JSONL generations, GLUE
+TSV predictions for unlabelled tasks (AX), and the majority-class baseline. ``Mixture`` trains
+on several such tasks at once (§3.5.2, ``datamodules/mixture.py``).
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from itertools import chain
+from pathlib import Path
+
+import lightning as L
+import torch
+from torch import nn
+from torchmetrics import MeanMetric, Metric
+
+from datamodules import glue_text
+from datamodules.base import task_config
+from datamodules.errors import PlmbenchError
+from datamodules.mixture import MixtureDataModule
+from datamodules.predictions import write_predictions
+from datamodules.tokenization import TextTokenizer
+from lit_models.core.generation import GenerationConfig
+from lit_models.families.classify import Classification
+from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
+from lit_models.metrics.classification import build_metrics
+
+#: STS-B's score of a generated text that is no number (T5's string_to_float default)
+NOT_A_SCORE = -1.0
+
+
+class LabelScorer(Metric):
+    """The task's metrics on generated label texts against the references; ``invalid``: the
+    share of generations outside the label set."""
+
+    full_state_update = False
+
+    def __init__(self, label_names: Sequence[str], metrics: Sequence[str], num_labels: int):
+        super().__init__()
+        self.label_ids = {name: i for i, name in enumerate(label_names)}
+        self.num_labels = num_labels
+        self.metrics = build_metrics(metrics, num_labels)
+        self.invalid = MeanMetric()
+
+    def read(self, prediction: str, reference: str) -> tuple[float | int, float | int, bool]:
+        """(predicted label or score, gold one, whether the prediction is outside the set)."""
+        if self.num_labels == 1:
+            try:
+                return float(prediction), float(reference), False
+            except ValueError:
+                return NOT_A_SCORE, float(reference), True
+        gold = self.label_ids[reference]
+        if prediction in self.label_ids:
+            return self.label_ids[prediction], gold, False
+        return (gold + 1) % self.num_labels, gold, True  # wrong, whatever the metric
+
+    def update(self, predictions: Sequence[str], references: Sequence[str]) -> None:
+        read = [self.read(p, r) for p, r in zip(predictions, references, strict=True)]
+        predicted, gold, invalid = (torch.tensor(column) for column in zip(*read, strict=True))
+        self.metrics.update(predicted, gold)
+        self.invalid.update(invalid.float())
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        return {**self.metrics.compute(), "invalid": self.invalid.compute()}
+
+    def reset(self) -> None:
+        super().reset()
+        self.metrics.reset()
+        self.invalid.reset()
+
+
+def label_scorer(task: Mapping) -> LabelScorer:
+    return LabelScorer(task["label_names"], task["metrics"], task["num_labels"])
+
+
+def text_task(task: Mapping, tokenizer: TextTokenizer) -> dict:
+    """The task with the text lengths the DataModule reads: its inputs cut to ``max_length``,
+    targets as long as the longest label text (in tokens, the end token included)."""
+    task = task_config(task, ("max_length", "num_labels", "label_names"))
+    longest = max(len(e.ids) for e in tokenizer.backend.encode_batch(
+        glue_text.label_texts(task)))
+    return {**task, "source_max_length": task["max_length"], "target_max_length": longest}
+
+
+class TextToText(Seq2Seq):
+    """GLUE-style tasks as text for encoder-decoders (module docstring)."""
+
+    kinds = ("encoder-decoder",)
+
+    def vocabulary_corpus(self, task):
+        if not task["splits"].get("train"):
+            raise PlmbenchError(f"task {task['name']} has no training split; a text-to-text run "
+                                "of it starts from a fine-tuned checkpoint (init_from=ckpt:<run "
+                                "dir> of an MNLI run saved with save_model=true)")
+        return glue_text.vocabulary_corpus(task)
+
+    def build(self, cfg, net: nn.Module, tokenizer: TextTokenizer):
+        task = text_task(cfg["task"], tokenizer)
+        generation = GenerationConfig(max_new_tokens=task["target_max_length"])  # greedy
+        check_lengths(task, net, generation)
+        dm = glue_text.GlueTextDataModule(task, tokenizer, decoder_start(net),
+                                          cfg["seed"])
+        module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
+                            cfg["optim"], lambda split: label_scorer(task))
+        return module, dm
+
+    def predict(self, trainer: L.Trainer, module: LitSeq2Seq, dm, run_dir: Path, cfg
+                ) -> dict[str, str]:
+        """GLUE-format predictions (label names) of every eval split; a generated text outside
+        the label set is written as it is."""
+        dm.setup("predict")
+        loaders = dm.val_dataloader()
+        outputs = trainer.predict(module, dataloaders=loaders)
+        per_split = outputs if len(loaders) > 1 else [outputs]
+        files = {}
+        for split, batches in zip(dm.eval_split_names, per_split, strict=True):
+            texts = [text for _, text in sorted(pair for batch in batches for pair in batch)]
+            files[split] = str(write_predictions(run_dir, split, texts, cfg["task"]["label_names"])
+                               .relative_to(run_dir))
+        return files
+
+    def baseline(self, task):
+        return Classification().baseline(task)
+
+
+#: what a mixture's members take from the mixture's own config when it sets them
+SHARED_KEYS = ("max_length", "max_train_samples", "max_eval_samples", "batch_size",
+               "eval_batch_size")
+
+
+class Mixture(TextToText):
+    """Multi-task text-to-text training (Raffel et al. 2020, §3.5.2): the task YAML's
+    ``members`` (GLUE-style tasks) trained on together, examples mixed at the rates of
+    ``mixing`` (cap K, temperature T; ``datamodules/mixture.py``), each member's eval splits
+    scored with its own metrics as "<member>:<split>"."""
+
+    def members(self, task: Mapping) -> dict[str, dict]:
+        """Each member's task config, its eval splits those the mixture names for it, and the
+        mixture's caps, lengths and batch sizes where it sets them."""
+        task = task_config(task, ("members", "mixing", "splits"))
+        evals = [name.split(":", 1)[0] for name in task["splits"]["eval"]]
+        members = {}
+        for name, member in task["members"].items():
+            shared = {k: task[k] for k in SHARED_KEYS if task.get(k) is not None}
+            splits = [s.split(":", 1)[1] for s, m in zip(task["splits"]["eval"], evals,
+                                                         strict=True) if m == name]
+            members[name] = {**member, **shared,
+                             "splits": {"train": member["splits"]["train"], "eval": splits}}
+        return members
+
+    def vocabulary_corpus(self, task):
+        corpora = [glue_text.vocabulary_corpus(m) for m in self.members(task).values()]
+        return json.dumps([key for key, _ in corpora]), chain(*(texts for _, texts in corpora))
+
+    def build(self, cfg, net: nn.Module, tokenizer: TextTokenizer):
+        task = task_config(cfg["task"], ("members", "mixing", "splits", "batch_size"))
+        members = {name: text_task(member, tokenizer)
+                   for name, member in self.members(task).items()}
+        generation = GenerationConfig(  # greedy, as long as the longest label text
+            max_new_tokens=max(m["target_max_length"] for m in members.values()))
+        for member in members.values():
+            check_lengths(member, net, generation)
+        dm = MixtureDataModule(task, {
+            name: glue_text.GlueTextDataModule(member, tokenizer, decoder_start(net),
+                                               cfg["seed"])
+            for name, member in members.items()}, task["mixing"], cfg["seed"])
+        module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
+                            cfg["optim"], lambda split: label_scorer(members[split.split(":")[0]]))
+        return module, dm
+
+    def baseline(self, task):
+        return None

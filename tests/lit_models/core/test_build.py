@@ -1,0 +1,52 @@
+"""Scratch vocabularies of another family (``model.vocabulary_family``, lit_models/core/build.py):
+the
+vocabulary algorithm changes, the architecture's special tokens and templates stay, and the export
+still loads in transformers' AutoTokenizer to the same ids."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from bench.run import CONF_DIR
+from datamodules.errors import PlmbenchError
+from lit_models.archs import get_arch
+from lit_models.core.build import build_net
+from lit_models.core.hf import from_hf, to_hf
+from tests.conftest import require
+from tests.nets.parity import TEXT
+
+transformers = require("transformers")
+
+
+def tiny(arch: str, **overrides) -> dict:
+    preset = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{arch}-tiny.yaml"))
+    return {**preset, "vocab_size": 300, **overrides}
+
+
+@pytest.mark.parametrize(("arch", "family"), [
+    ("roberta", "wordpiece"), ("albert", "wordpiece"), ("deberta", "wordpiece"),
+    ("bert", "bpe"), ("electra", "unigram"),
+])
+def test_another_family_keeps_the_arch_tokens_and_exports_loadably(arch, family, tmp_path):
+    preset = tiny(arch, vocabulary_family=family, lowercase=True)
+    net, tokenizer = build_net(preset, "scratch", False, lambda: (f"test-{family}", TEXT))
+    own = get_arch(arch).tokenizer
+    assert own.family != family and tokenizer.family == family
+    assert tokenizer.roles == dict(own.tokens)  # the arch's special tokens, by role
+    pair = tokenizer.backend.encode("The cat sat.", "It was a DOG!")
+    first, last = (dict(own.tokens)[role] for role in own.single.split()[::2])
+    assert pair.tokens[0] == first and pair.tokens[-1] == last  # the arch's template
+    to_hf(net, tokenizer, tmp_path / "export")
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "export")
+    assert hf_tokenizer("The cat sat.", "It was a DOG!")["input_ids"] == pair.ids
+    _, reloaded = from_hf(tmp_path / "export")
+    assert reloaded.family == family
+    assert reloaded.backend.encode("The cat sat.", "It was a DOG!").ids == pair.ids
+
+
+def test_the_own_family_is_the_default_and_a_bad_one_is_named():
+    _, tokenizer = build_net(tiny("albert"), "scratch", False, lambda: ("test-own", TEXT))
+    assert tokenizer.family == "unigram"
+    assert tokenizer.roles == dict(get_arch("albert").tokenizer.tokens)
+    with pytest.raises(PlmbenchError, match="vocabulary_family='sentencepiece'"):
+        build_net(tiny("albert", vocabulary_family="sentencepiece"), "scratch", False,
+                  lambda: ("test-bad", TEXT))
