@@ -59,15 +59,23 @@ def cmd_rerun(path: str) -> int:
 def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfig"]]:
     """(overrides, composed config) of every run ``plmbench run ARGS`` would make, each checked
     (``bench.config_check.check_config``); nothing for a command that only asks for help."""
-    from bench.compose import INFO_FLAGS, compose_config, config_dirs, points, split_command
+    from bench.compose import (
+        INFO_FLAGS,
+        compose_config,
+        config_dirs,
+        points,
+        split_command,
+        sweep_params,
+    )
     from bench.config_check import check_config
 
     flags, overrides = split_command(args)
     if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
         return
     dirs = config_dirs(flags)
-    multirun = any(flag in ("-m", "--multirun") for flag in flags)
-    for point in points(overrides) if multirun else [overrides]:
+    if any(flag in ("-m", "--multirun") for flag in flags):  # the grid an experiment sweeps too
+        overrides = [*overrides, *sweep_params(points(overrides)[0], dirs)]
+    for point in points(overrides):
         cfg = compose_config(point, "fix the override", dirs)
         check_config(cfg, point)
         yield point, cfg

@@ -70,6 +70,19 @@ def config_dirs(flags: Sequence[str]) -> list[str]:
     return [str(Path(d).expanduser().resolve()) for d in found if d]
 
 
+def sweep_params(overrides: Sequence[str], dirs: Sequence[str] = ()) -> list[str]:
+    """The sweep an experiment's config asks for (``hydra.sweeper.params``, as
+    ``experiment=glue_paper`` holds its grid) as overrides, but for the keys the command line
+    sets itself (its values win, as in Hydra's basic sweeper)."""
+    from omegaconf import OmegaConf
+
+    cfg = compose_config(overrides, "fix the override", dirs, with_hydra=True)
+    params = cfg.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(params, resolve=True) if params else {}
+    given = {o.lstrip("+~").partition("=")[0] for o in overrides}
+    return [f"{key}={value}" for key, value in params.items() if key not in given]
+
+
 def points(overrides: Sequence[str]) -> list[list[str]]:
     """The runs of ``overrides``: one, or every point of a sweep (comma-separated values), in
     the order Hydra's basic sweeper runs them (the product of the values, in override order)."""
@@ -87,10 +100,12 @@ def _search_path(dirs: Sequence[str]) -> list[str]:
     return [f"hydra.searchpath=[{','.join(f'file://{d}' for d in dirs)}]"] if dirs else []
 
 
-def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = ()) -> DictConfig:
-    """The run config ``plmbench run OVERRIDES`` composes (with ``--config-dir`` ``dirs``), before
-    it runs; where it does not compose, one PlmbenchError line naming the override and the
-    nearest option or key, else Hydra's reason and ``fix``. Hydra's global state is as it was."""
+def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = (),
+                   with_hydra: bool = False) -> DictConfig:
+    """The run config ``plmbench run OVERRIDES`` composes (with ``--config-dir`` ``dirs``; with
+    ``with_hydra`` its ``hydra`` node too), before it runs; where it does not compose, one
+    PlmbenchError line naming the override and the nearest option or key, else Hydra's reason
+    and ``fix``. Hydra's global state is as it was."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
@@ -101,7 +116,8 @@ def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = ())
     try:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
             try:
-                return compose("config", overrides=[*_search_path(dirs), *overrides])
+                return compose("config", overrides=[*_search_path(dirs), *overrides],
+                               return_hydra_config=with_hydra)
             except (HydraException, OmegaConfBaseException) as err:
                 raise _one_line(err, list(overrides), fix) from None
     finally:

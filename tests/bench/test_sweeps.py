@@ -76,6 +76,21 @@ def test_the_protocol_presets_compose_to_their_papers_grids():
     assert [sorted(map(float, p)) for p in points] == [[2e-5, 3e-5, 5e-5], [16, 32], [2, 3, 4]]
 
 
+def test_a_sweeps_own_grid_is_checked_before_it_runs_with_the_command_lines_values_first():
+    """plmbench run -m composes and checks every point of the experiment's grid too
+    (hydra.sweeper.params), the command line's values replacing the grid's, as Hydra sweeps."""
+    from bench.compose import sweep_params
+
+    extra = sweep_params(["experiment=glue_sane", "seed=0"])
+    assert [o.partition("=")[0] for o in extra] == ["task"]  # seed: the command line's
+    assert len(extra[0].split(",")) == 9
+    bad = plmbench("run", "-m", "experiment=glue_sane", "model=bert-tiny", "trainer=cpu",
+                   "seed=0", "task.max_eval_samples=0")
+    assert bad.rc == 2 and bad.out == ""
+    assert bad.err_lines == ["error: task.max_eval_samples=0 leaves nothing to evaluate: cap it "
+                             "at a positive number of rows, or null for the whole split"]
+
+
 def run_ids(root: Path) -> dict[str, str]:
     return {str(p): json.loads(p.read_text())["run_id"] for p in records_under(root)}
 
