@@ -242,6 +242,10 @@ KINDS = {
     "leaderboard --out where nothing can be written": Kind(
         ["leaderboard", "{results}", "--out", "{unwritable}/board.md"],
         ["cannot write", "board.md", "pass --out a path in a writable directory"], run=False),
+    "leaderboard --out into a read-only directory": Kind(
+        ["leaderboard", "{results}", "--out", "{readonly}/board.md"],
+        ["cannot write", "board.md (Permission denied)", "pass --out a path in a writable"],
+        run=False),
     "rerun of a file that is no record": Kind(["rerun", "{results}"], [
         "is no readable run record"], run=False),
     "unknown study": Kind(["study", "experiment=domian"], ["did you mean experiment=domain?"],
@@ -265,8 +269,12 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing_behind(name, env):
     results.mkdir()
     unwritable = env / "afile"
     unwritable.write_text("a file, not a directory\n")
+    readonly = env / "readonly"
+    readonly.mkdir(mode=0o555)
+    if os.access(readonly, os.W_OK):  # root writes into any directory, but not into sysfs
+        readonly = Path("/sys")
     extra = kind.setup(env)
-    fill = {"results": str(results), "unwritable": str(unwritable)}
+    fill = {"results": str(results), "unwritable": str(unwritable), "readonly": str(readonly)}
     args = [a.format(**fill) for a in kind.args]
     if kind.run:
         args = run_args(TINY, [f"results_dir={results}"], extra, args)
