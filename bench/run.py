@@ -108,7 +108,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
                                lambda: family.vocabulary_corpus(cfg.task))
     module, dm = family.build(cfg, net, tokenizer)
     module.run_dir = run_dir  # where an evaluation writes its predictions
-    for note in getattr(module, "notes", []):
+    for note in module.notes:
         log.warning(note)
     trainer_args = OmegaConf.to_container(cfg.trainer)
     steps_decide(trainer_args)
@@ -158,7 +158,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "tokenizer": tokenizer.fingerprint,
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
-        "notes": getattr(module, "notes", []),
+        "notes": module.notes,
         "resumed_from": None if resumed is None else str(resumed),
     }
 
