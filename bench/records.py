@@ -129,12 +129,20 @@ def config_hash(config: Mapping, ignore_task: bool = False, task_keys: Iterable[
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+#: task keys that choose what data a task is measured on, not how a model is trained on it: a
+#: command line that sets them (SQuAD v2.0 trained on its dev split, a capped dev set) runs the
+#: same protocol
+TASK_DATA_KEYS = frozenset({"name", "dataset", "config", "hub_id", "board", "columns", "metrics",
+                            "splits", "max_eval_samples", "eval_batch_size"})
+
+
 def task_keys_of(overrides: Sequence[str]) -> list[str]:
-    """The task keys the overrides change: ``task.batch_size=16`` -> ``batch_size``."""
+    """The task keys of the training recipe the overrides change (``task.batch_size=16`` ->
+    ``batch_size``), not those that choose the task's data (``TASK_DATA_KEYS``)."""
     keys = []
     for override in overrides:
         key = override.lstrip("+~").partition("=")[0]
-        if key.startswith("task."):
+        if key.startswith("task.") and key.split(".")[1] not in TASK_DATA_KEYS:
             keys.append(key.split(".")[1])
     return sorted(set(keys))
 
@@ -337,7 +345,7 @@ def run_variant(overrides: Sequence[str]) -> str:
     kept = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
-        if key in PATH_KEYS or key.startswith("hydra.") or _is_volatile(key):
+        if key in PATH_KEYS or key.startswith("hydra.") or is_volatile(key):
             continue
         value = override.value()
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
@@ -351,6 +359,7 @@ def run_variant(overrides: Sequence[str]) -> str:
     return name
 
 
-def _is_volatile(key: str) -> bool:
+def is_volatile(key: str) -> bool:
+    """Whether a dotted config key is one of the ``VOLATILE_KEYS`` or below one."""
     parts = key.split(".")
     return any(".".join(parts[: i + 1]) in VOLATILE_KEYS for i in range(len(parts)))

@@ -37,7 +37,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, ListConfig
 
 from bench.compose import CONF_DIR, compose_config, composed_hash
-from bench.records import PATH_KEYS, read_record, run_variant
+from bench.records import PATH_KEYS, is_volatile, read_record, run_variant
 from datamodules.errors import PlmbenchError
 
 log = logging.getLogger("plmbench")
@@ -58,9 +58,10 @@ def _is_group(key: str, dirs: Sequence[str]) -> bool:
 def effective_overrides(overrides: Sequence[str], cfg: DictConfig, current_hash: str,
                         dirs: Sequence[str] = ()) -> list[str]:
     """The overrides without which ``cfg`` (what they compose, hashing to ``current_hash``) would
-    be another configuration: a value that differs from the one the groups' YAMLs give (those
+    be another configuration, and that the run's path does not name already (task, model,
+    label, seed, experiment): a value that differs from the one the groups' YAMLs give (those
     composed alone, once), a key added or deleted, a group option whose leaving-out changes the
-    hash (``dirs``: the ``--config-dir`` search path)."""
+    hash (``dirs``: the ``--config-dir`` search path). Keys the hash ignores never count."""
     parsed = OverridesParser.create().parse_overrides(list(overrides))
     groups = [o.input_line for o in parsed if _is_group(o.key_or_group, dirs)]
     search = [o.input_line for o in parsed if o.key_or_group.startswith("hydra.")]
@@ -68,8 +69,10 @@ def effective_overrides(overrides: Sequence[str], cfg: DictConfig, current_hash:
     kept = []
     for override in parsed:
         key, line = override.key_or_group, override.input_line
-        if key in PATH_KEYS or override.is_delete() or override.is_add():
-            kept.append(line)  # named by the path already (run_variant drops it), or no value
+        if key in PATH_KEYS or key.startswith(("hydra.", "hydra/")) or is_volatile(key):
+            continue
+        if override.is_delete() or override.is_add():
+            kept.append(line)
         elif line in groups:
             rest = [o for o in overrides if o != line]
             try:
