@@ -1,10 +1,12 @@
-"""Reference rows computed from the data alone, with no training, so every score on a board is read
-against chance: for each task the board's runs used, its family's ``baseline`` (classification:
-the majority class of the training labels; regression: the mean score) on the same eval data.
+"""Reference rows computed from the data alone, with no run, so every score on a board is read
+against chance: for each task the board's runs used, its family's ``baselines`` (classification:
+the majority class of the training labels, labelled ``BASELINE_LABEL``; regression: the mean
+score; spoiler detection adds a TF-IDF + logistic-regression classifier, under its own name) on
+the same eval data.
 
-A baseline is a record like any other, marked ``baseline: true`` and labelled ``BASELINE_LABEL``,
+A baseline is a record like any other, marked ``baseline: true`` and labelled by its row name,
 so the leaderboard aggregates and renders it with no special case beyond the mark; one that
-cannot be computed from records that are not as expected is a failed record, which the board
+cannot be computed (from records that are not as expected) is a failed record, which the board
 lists with its error, never a board that stops.
 """
 
@@ -21,7 +23,8 @@ from datamodules.errors import PlmbenchError
 BASELINE_LABEL = "baseline (no training)"
 #: what the data of a task's baseline depends on; runs that agree on these share one baseline
 DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels", "metrics",
-             "max_train_samples", "max_eval_samples", "family", "board", "columns")
+             "max_train_samples", "max_eval_samples", "family", "board", "columns", "format",
+             "context", "imbalance", "tfidf")
 
 
 def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
@@ -37,20 +40,23 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
         tasks.setdefault(json.dumps(data, sort_keys=True), dict(task))
     made = []
     for key, task in sorted(tasks.items()):
-        outcome: dict = {"status": "ok", "error": None}
         try:
-            outcome["metrics"] = task_family(OmegaConf.create(task)).baseline(task)
+            rows = task_family(OmegaConf.create(task)).baselines(task)
         except PlmbenchError:  # data gone since the runs: no reference row for this task
-            outcome["metrics"] = None
+            rows = {}
         except Exception as err:  # noqa: BLE001 - a board lists it, it never stops the board
             error = " ".join(f"{type(err).__name__}: {err}".split())
-            outcome = {"status": "failed", "error": f"the baseline could not be computed: {error}"}
-        if outcome["status"] == "ok" and outcome["metrics"] is None:
+            made.append(_baseline(task, board, BASELINE_LABEL, key, status="failed",
+                                  error=f"the baseline could not be computed: {error}"))
             continue
-        made.append({
-            **outcome, "baseline": True, "board": board, "task": task["name"],
-            "label": BASELINE_LABEL, "model": BASELINE_LABEL, "seed": 0,
-            "protocol_hash": "baseline", "config": {"task": task},
-            "run_dir": f"baseline of {task['name']}", "finished_at": key,
-        })
+        for name, metrics in rows.items():
+            label = BASELINE_LABEL if name is None else name
+            made.append(_baseline(task, board, label, key, status="ok", metrics=metrics))
     return made
+
+
+def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> dict:
+    """A baseline record of ``task``: its ``outcome`` (status and metrics, or error)."""
+    return {**outcome, "baseline": True, "board": board, "task": task["name"], "label": label,
+            "model": label, "seed": 0, "protocol_hash": "baseline", "config": {"task": task},
+            "run_dir": f"{label} of {task['name']}", "finished_at": key}

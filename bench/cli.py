@@ -12,7 +12,9 @@
                                            against transformers' (sdpa, eager); --lengths: memory
                                            and time against length; --generate: decoding tokens/s
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
-    plmbench data mirror DATASET [CONFIG]  write the mirror from the hub (needs internet)
+    plmbench data mirror DATASET [CONFIG] [--hub-id ID]
+                                           write the mirror from the hub (needs internet); a
+                                           file-published dataset (goodreads_spoilers) from its file
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 """
@@ -162,7 +164,7 @@ def cmd_data(args: argparse.Namespace) -> int:
     from datamodules.sources import list_mirror, mirror_dataset, mirror_root
 
     if args.data_cmd == "mirror":
-        for path in mirror_dataset(args.dataset, args.config):
+        for path in mirror_dataset(args.dataset, args.config, args.hub_id):
             print(path)
         return 0
     entries = list_mirror()
@@ -219,6 +221,8 @@ def parser() -> argparse.ArgumentParser:
     mirror = data_sub.add_parser("mirror", help="download a dataset from the hub into the mirror")
     mirror.add_argument("dataset", help="hub dataset id, e.g. glue")
     mirror.add_argument("config", nargs="?", help="dataset config, e.g. mnli")
+    mirror.add_argument("--hub-id", help="the hub repository when it is not DATASET (a task "
+                        "YAML's hub_id, e.g. aps/super_glue); the mirror keeps DATASET's name")
     return p
 
 

@@ -39,6 +39,13 @@ def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
     return config
 
 
+def check_option(task: Mapping, key: str, value: object, known: Sequence) -> None:
+    """A task option that names one of ``known`` ways (a dataset's format, an imbalance method)."""
+    if value not in known:
+        raise PlmbenchError(f"task {task.get('name')}: {key}={value!r} is not one of "
+                            f"{', '.join(map(str, known))}; fix the task YAML")
+
+
 @dataclass
 class LoaderOptions:
     """DataLoader settings that a trainer preset chooses (``trainer.dataloader``)."""

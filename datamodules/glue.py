@@ -40,20 +40,13 @@ def _load(task: dict, split: str, cap: int | None) -> datasets.Dataset:
 
 def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
     """(what identifies it, the texts) of the capped training split, for a scratch vocabulary."""
-    task = _task_dict(task)
-    cap = task.get("max_train_samples")
-    split = task["splits"]["train"]
-    raw = _load(task, split, cap)
-    key = json.dumps([task["dataset"], task["config"], split, raw._fingerprint,
-                      task["text_fields"], cap])
-    return key, (text for field in task["text_fields"] for text in raw[field])
+    return GlueDataModule.vocabulary_corpus(task)
 
 
 def labels(task: Mapping | DictConfig, split: str, cap_key: str) -> list:
     """The label ids of ``split``, capped as the task caps it (``cap_key``: max_train_samples or
     max_eval_samples): what a data-only baseline is computed from."""
-    task = _task_dict(task)
-    return label_ids(task, _load(task, split, task.get(cap_key))[task["label_field"]])
+    return GlueDataModule.labels(task, split, cap_key)
 
 
 def label_ids(task: Mapping, values: list) -> list:
@@ -95,7 +88,12 @@ def _task_dict(task: Mapping | DictConfig) -> dict:
 
 
 class GlueDataModule(PlmDataModule):
-    """Tokenized, dynamically padded splits of one GLUE-style task."""
+    """Tokenized, dynamically padded splits of one GLUE-style task.
+
+    Tasks whose rows need reading or encoding of their own (multiple choice, spoiler sentences in
+    their review) subclass it and replace the class methods ``checked`` (the task config's
+    checks), ``rows`` (a split's raw rows, capped) and ``texts`` (what a scratch vocabulary
+    learns from), and ``_encode`` with its ``features``; the caching, capping and loaders stay."""
 
     def __init__(
         self,
@@ -104,10 +102,48 @@ class GlueDataModule(PlmDataModule):
         seed: int = 0,
     ) -> None:
         collate = partial(pad_collate, pad_id=tokenizer.special.pad)
-        super().__init__(_task_dict(task), collate, seed)
+        super().__init__(self.checked(task), collate, seed)
         self.tokenizer = tokenizer
         # pairs lose tokens from the longer side first (BERT's _truncate_seq_pair)
         self.encoder = tokenizer.truncating(self.task["max_length"])
+
+    @classmethod
+    def checked(cls, task: Mapping | DictConfig) -> dict:
+        """The task config as a plain dict, checked for what the DataModule needs."""
+        return _task_dict(task)
+
+    @classmethod
+    def rows(cls, task: dict, split: str, cap: int | None) -> datasets.Dataset:
+        """The raw rows of ``split``, its first ``cap`` examples when capped."""
+        return _load(task, split, cap)
+
+    @classmethod
+    def texts(cls, task: dict, rows: datasets.Dataset) -> Iterator[str]:
+        """The texts of ``rows`` a scratch vocabulary is trained on."""
+        return (text for field in task["text_fields"] for text in rows[field])
+
+    @classmethod
+    def label_column(cls, task: dict, rows: datasets.Dataset) -> list:
+        """The label (id or score) of every row."""
+        return label_ids(task, rows[task["label_field"]])
+
+    @classmethod
+    def vocabulary_corpus(cls, task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
+        """(what identifies it, the texts) of the capped training split."""
+        task = cls.checked(task)
+        cap = task.get("max_train_samples")
+        split = task["splits"]["train"]
+        raw = cls.rows(task, split, cap)
+        key = json.dumps([task["dataset"], task["config"], split, raw._fingerprint,
+                          task.get("text_fields"), cap])
+        return key, cls.texts(task, raw)
+
+    @classmethod
+    def labels(cls, task: Mapping | DictConfig, split: str, cap_key: str) -> list:
+        """The labels of ``split``, capped as the task caps it (``cap_key``: max_train_samples or
+        max_eval_samples): what a data-only baseline is computed from."""
+        task = cls.checked(task)
+        return cls.label_column(task, cls.rows(task, split, task.get(cap_key)))
 
     @property
     def is_regression(self) -> bool:
@@ -125,24 +161,27 @@ class GlueDataModule(PlmDataModule):
     def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
         """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
         task = self.task
-        raw = _load(task, split, cap)
+        raw = self.rows(task, split, cap)
         # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
                raw._fingerprint]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-        label_type = "float32" if self.is_regression else "int64"
-        features = datasets.Features(
-            input_ids=datasets.Sequence(datasets.Value("int32")),
-            token_type_ids=datasets.Sequence(datasets.Value("int8")),
-            labels=datasets.Value(label_type),
-        )
         return raw.map(
             self._encode,
             batched=True,
             remove_columns=raw.column_names,
-            features=features,
+            features=self.features,
             new_fingerprint=fingerprint,
             desc=f"tokenizing {task['name']} {split}",
+        )
+
+    @property
+    def features(self) -> datasets.Features:
+        """The columns ``_encode`` writes."""
+        return datasets.Features(
+            input_ids=datasets.Sequence(datasets.Value("int32")),
+            token_type_ids=datasets.Sequence(datasets.Value("int8")),
+            labels=datasets.Value("float32" if self.is_regression else "int64"),
         )
 
     def _encode(self, batch: dict[str, list]) -> dict[str, list]:
@@ -152,8 +191,13 @@ class GlueDataModule(PlmDataModule):
         return {
             "input_ids": [e.ids for e in encodings],
             "token_type_ids": [e.type_ids for e in encodings],
-            "labels": label_ids(self.task, batch[self.task["label_field"]]),
+            "labels": self.label_column(self.task, batch),
+            **self.extra_columns(batch, encodings),
         }
+
+    def extra_columns(self, batch: dict[str, list], encodings: list) -> dict[str, list]:
+        """Columns a subclass adds from the rows and their encodings (in ``features`` too)."""
+        return {}
 
     @property
     def fingerprints(self) -> dict[str, str]:

@@ -3,14 +3,20 @@
 Design contract 5: a split is read from ``$PLMBENCH_DATA/<dataset>/<config>/<split>.parquet``
 (the hub's column schema) when that file exists; otherwise from ``datasets.load_dataset`` when the
 hub is reachable; otherwise a one-line error names the split, the paths tried and the fix.
-``mirror_dataset`` writes the mirror from the hub, for compute nodes without internet.
+``mirror_dataset`` writes the mirror from the hub, for compute nodes without internet. A dataset
+published as a file rather than on the hub (``FILE_SOURCES``: the Goodreads spoiler corpus) is
+only read from the mirror, which ``mirror_dataset`` fills by downloading and converting the file.
 """
 
 import functools
 import os
+import shutil
 import socket
+import tempfile
 import threading
-from collections.abc import Sequence
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -19,11 +25,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datamodules import goodreads
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 CONNECT_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A dataset published as one file, not on the hub: where to download it (the first URL that
+    answers), its size for messages, and how it becomes the mirror's splits (downloaded file,
+    mirror root) -> the files written."""
+
+    urls: tuple[str, ...]
+    size: str
+    convert: Callable[[Path, Path], list[Path]]
+
+
+#: mirror dataset name -> its file source
+FILE_SOURCES = {goodreads.DATASET: FileSource(goodreads.URLS, goodreads.SIZE, goodreads.convert)}
 
 
 def mirror_root() -> Path:
@@ -153,6 +175,14 @@ def load_split(
     path = mirror_path(dataset, config, split)
     if path.is_file():
         return _read_mirror(path, columns)
+    if dataset in FILE_SOURCES:
+        source = FILE_SOURCES[dataset]
+        raise PlmbenchError(
+            f"{dataset}/{config} split {split} not found: tried {path}, and {dataset} is no hub "
+            f"dataset; run `plmbench data mirror {dataset}` where online (it downloads "
+            f"{source.urls[0]}, {source.size}, and converts it), or set PLMBENCH_DATA to a "
+            "mirror that has it"
+        )
     hub = hub_id or dataset
     reason = hub_unreachable_reason()
     if reason is None:
@@ -194,7 +224,10 @@ def mirror_dataset(
     hub_id: str | None = None,
     root: str | Path | None = None,
 ) -> list[Path]:
-    """Download every split of ``hub_id or dataset`` (``config``) from the hub into the mirror."""
+    """Download every split of ``hub_id or dataset`` (``config``) from the hub into the mirror; a
+    ``FILE_SOURCES`` dataset from its file."""
+    if dataset in FILE_SOURCES:
+        return mirror_file(dataset, Path(root) if root is not None else mirror_root())
     hub = hub_id or dataset
     reason = hub_unreachable_reason()
     if reason is not None:
@@ -217,3 +250,30 @@ def mirror_dataset(
             data.to_parquet(str(partial))
         written.append(path)
     return written
+
+
+def mirror_file(dataset: str, root: Path) -> list[Path]:
+    """Download a ``FILE_SOURCES`` dataset's file beside the mirror, convert it into the mirror's
+    splits, and delete the download."""
+    source = FILE_SOURCES[dataset]
+    switch = _offline_variable()
+    if switch:
+        raise PlmbenchError(f"cannot download {dataset} with {switch} set; run `plmbench data "
+                            "mirror` on a machine with internet, then copy the mirror over")
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix=f".{dataset}.") as scratch:
+        download = Path(scratch) / Path(urlparse(source.urls[0]).path).name
+        errors = []
+        for url in source.urls:
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response, \
+                        open(download, "wb") as out:
+                    shutil.copyfileobj(response, out, length=1 << 20)
+                break
+            except OSError as error:
+                errors.append(f"{url}: {_first_line(error)}")
+        else:
+            raise PlmbenchError(f"cannot download {dataset} ({'; '.join(errors)}); check the "
+                                "network, or download the file yourself and convert it with "
+                                f"datamodules.sources.FILE_SOURCES[{dataset!r}].convert")
+        return source.convert(download, root)

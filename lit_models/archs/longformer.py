@@ -5,7 +5,7 @@ pools <s> as RoBERTa's head does (§6: <s> gets global attention)."""
 from datamodules import tokenization
 from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
 from lit_models.archs.spec import Arch, HFLayout
-from lit_models.nets.heads import FirstTokenClassifier
+from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
 
 ARCH = Arch(
@@ -30,12 +30,16 @@ ARCH = Arch(
         },
         head_prefixes=("lm_head.",),
         classifier_names={"dense": "classifier.dense", "out": "classifier.out_proj"},
+        # *ForMultipleChoice scores the pooled <s> (the pooler) with one Linear, as BERT does
+        multiple_choice_names={"out": "classifier"},
         classes={"encoder": "LongformerModel", "pretraining": "LongformerForMaskedLM",
                  "mlm": "LongformerForMaskedLM",
-                 "classifier": "LongformerForSequenceClassification"},
+                 "classifier": "LongformerForSequenceClassification",
+                 "multiple_choice": "LongformerForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
     classification_head=FirstTokenClassifier,
+    multiple_choice_head=PooledClassifier,
 )

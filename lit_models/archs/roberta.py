@@ -5,7 +5,7 @@ head that pools <s> itself (dense, tanh, out_proj)."""
 from datamodules import tokenization
 from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
 from lit_models.archs.spec import Arch, HFLayout
-from lit_models.nets.heads import FirstTokenClassifier
+from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 
 ARCH = Arch(
@@ -25,11 +25,15 @@ ARCH = Arch(
         },
         head_prefixes=("lm_head.",),
         classifier_names={"dense": "classifier.dense", "out": "classifier.out_proj"},
+        # *ForMultipleChoice scores the pooled <s> (the pooler) with one Linear, as BERT does
+        multiple_choice_names={"out": "classifier"},
         classes={"encoder": "RobertaModel", "pretraining": "RobertaForMaskedLM",
-                 "mlm": "RobertaForMaskedLM", "classifier": "RobertaForSequenceClassification"},
+                 "mlm": "RobertaForMaskedLM", "classifier": "RobertaForSequenceClassification",
+                 "multiple_choice": "RobertaForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
     classification_head=FirstTokenClassifier,
+    multiple_choice_head=PooledClassifier,
 )

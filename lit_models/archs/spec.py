@@ -25,7 +25,8 @@ class HFLayout:
     names: NameTable  # encoder and pretraining-head modules; head names are not prefixed
     head_prefixes: tuple[str, ...]  # transformers' pretraining-head prefixes, e.g. ("cls.",)
     classifier_names: Mapping[str, str]  # our classification-head modules -> theirs
-    classes: Mapping[str, str]  # "encoder" | "pretraining" | "mlm" | "classifier" | "qa" -> class
+    #: "encoder" | "pretraining" | "mlm" | "classifier" | "qa" | "multiple_choice" -> class
+    classes: Mapping[str, str]
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
     optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
@@ -36,6 +37,9 @@ class HFLayout:
     transposed: str = ""
     #: entries of ``names`` that depend on the net's config (T5's gated feed-forward)
     config_names: Callable[[object], NameTable] = lambda config: {}
+    #: our multiple-choice head's modules -> those of transformers' ``*ForMultipleChoice``;
+    #: None: ``classifier_names`` (the same head with one output)
+    multiple_choice_names: Mapping[str, str] | None = None
     #: config values a checkpoint's weight names imply beyond its config.json (T5: an lm_head of
     #: its own unties the output layer, whatever transformers 5 wrote for tie_word_embeddings)
     weights_config: Callable[[set[str]], dict] = lambda names: {}
@@ -63,6 +67,9 @@ class Arch:
     #: (config, num_labels, dropout) -> module mapping the encoder output to label scores;
     #: None where the architecture has no classification head here
     classification_head: Callable[..., nn.Module] | None = None
+    #: (config, 1, dropout) -> module scoring one (context, choice) sequence, as transformers'
+    #: ``*ForMultipleChoice`` does; None: ``classification_head`` with one output
+    multiple_choice_head: Callable[..., nn.Module] | None = None
     kind: str = "encoder"  # one of KINDS
     #: other architectures whose checkpoints can start this one: their name -> (their pretraining
     #: net, with_heads) -> our net (DistilBERT: every other layer of a BERT teacher)

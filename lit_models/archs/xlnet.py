@@ -46,6 +46,7 @@ ARCH = Arch(
         classifier_names={"summary": "sequence_summary.summary", "out": "logits_proj"},
         classes={"encoder": "XLNetModel", "pretraining": "XLNetLMHeadModel",
                  "classifier": "XLNetForSequenceClassification",
+                 "multiple_choice": "XLNetForMultipleChoice",
                  "qa": "XLNetForQuestionAnsweringSimple"},
         skipped=r"^lm_loss\.weight$",
         task_head_prefixes=("sequence_summary.", "logits_proj.", "qa_outputs.", "classifier.",

@@ -68,6 +68,13 @@ class TaskFamily:
         training, that every score of the task is read against; None: the family has none."""
         return None
 
+    def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
+        """Every reference row of the task's board that needs no run: row name -> metrics per
+        eval split; the name None is ``baseline``'s (a majority class), others name a method
+        fitted on the task's data alone (a bag-of-words classifier)."""
+        metrics = self.baseline(task)
+        return {} if metrics is None else {None: metrics}
+
 
 class ByKind(TaskFamily):
     """One family per architecture kind, as a task YAML names them (``family: {_target_:
@@ -89,6 +96,10 @@ class ByKind(TaskFamily):
         """The families of one task read the same data: the first baseline any of them has."""
         return next((b for f in self.families.values() if (b := f.baseline(task))), None)
 
+    def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
+        """The first family's with any."""
+        return next((b for f in self.families.values() if (b := f.baselines(task))), {})
+
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:
     """A task may not cut inputs longer than the net's position embeddings cover."""
@@ -97,3 +108,19 @@ def check_max_length(task: Mapping, net: nn.Module) -> None:
             f"task.max_length={task['max_length']} exceeds the {net.config.max_length} positions "
             f"of the model; set task.max_length<={net.config.max_length}"
         )
+
+
+
+class NotExported:
+    """Mixed into a family whose model (``model_name``) transformers has no class for:
+    ``save_model=true`` is refused before anything runs, and nothing is exported."""
+
+    model_name: str
+
+    def check_export(self, cfg: Mapping, net: nn.Module) -> None:
+        if cfg["save_model"]:
+            raise PlmbenchError(f"task {cfg['task']['name']}: transformers has no "
+                                f"{self.model_name} to export to; run without save_model=true")
+
+    def export(self, module, tokenizer, run_dir, cfg) -> None:
+        """Nothing: ``check_export`` refused ``save_model=true``."""

@@ -232,18 +232,37 @@ TASK_HEADS = {"qa": ("ForQuestionAnswering", QA_HEAD_NAMES),
               "tagger": ("ForTokenClassification", TAGGER_HEAD_NAMES)}
 
 
-def task_class(layout: HFLayout, task: str) -> str:
-    """transformers' class of an encoder with a ``TASK_HEADS`` head (BertModel ->
-    BertForTokenClassification), unless the layout names one."""
-    return layout.classes.get(task) or (
-        layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0])
+def task_class(layout: HFLayout, task: str) -> str | None:
+    """transformers' class of an encoder with the ``task`` head: the layout's (``classes``),
+    else, for a ``TASK_HEADS`` head, the encoder's name with its suffix (BertModel ->
+    BertForTokenClassification); None where transformers has none for the architecture."""
+    if task in layout.classes:
+        return layout.classes[task]
+    if task in TASK_HEADS:
+        return layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0]
+    return None
+
+
+def task_head_names(layout: HFLayout, task: str) -> Mapping[str, str]:
+    """Our ``task`` head's modules -> transformers' names of them."""
+    if task in TASK_HEADS:
+        return TASK_HEADS[task][1]
+    if task == "multiple_choice" and layout.multiple_choice_names is not None:
+        return layout.multiple_choice_names
+    return layout.classifier_names
+
+
+def has_task_head(directory: str | Path, task: str) -> bool:
+    """Whether a checkpoint was saved as the ``task`` model (config.json's ``architectures``
+    name ``task_class``), so ``init_from`` of it keeps its head."""
+    arch, _ = read_config(directory)
+    return _architectures(Path(directory)) == [task_class(arch.hf, task)]
 
 
 def task_labels(directory: str | Path, task: str) -> list[str] | None:
     """The label names, in id order, of a checkpoint saved as the ``task`` model (config.json's
     ``architectures`` name ``task_class``); None for any other checkpoint."""
-    arch, _ = read_config(directory)
-    if _architectures(Path(directory)) != [task_class(arch.hf, task)]:
+    if not has_task_head(directory, task):
         return None
     id2label = json.loads((Path(directory) / "config.json").read_text()).get("id2label") or {}
     return [id2label[str(i)] for i in range(len(id2label))]
@@ -311,17 +330,17 @@ def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
         class_name = layout.classes[kinds.get(type(net), "encoder")]
         weights = hf_state_dict(net)
     else:
+        class_name = task_class(layout, task)
+        if class_name is None:
+            raise PlmbenchError(f"transformers has no {task} model of {layout.model_type}: "
+                                "run without save_model=true")
         weights = hf_state_dict(net, prefix=layout.prefix)
-        names = TASK_HEADS[task][1] if task in TASK_HEADS else layout.classifier_names
-        for ours, theirs in names.items():
+        for ours, theirs in task_head_names(layout, task).items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
-        if task in TASK_HEADS:
-            class_name = task_class(layout, task)
-            if task == "tagger":  # the tags, as transformers' pipelines read them
-                config |= _label_config(label_names)
-        else:
-            class_name = layout.classes["classifier"]
+        if task == "tagger":  # the tags, as transformers' pipelines read them
+            config |= _label_config(label_names)
+        elif task == "classifier":
             num_labels = head.out.out_features
             config |= _label_config(label_names or [f"LABEL_{i}" for i in range(num_labels)])
             config["problem_type"] = ("regression" if num_labels == 1
@@ -342,7 +361,8 @@ def to_hf(
     ``transformers``' Auto classes load. With a ``head`` over an encoder: for ``task=
     "classifier"`` the architecture's ``*ForSequenceClassification`` (one output = regression),
     for ``task="qa"`` its ``*ForQuestionAnswering`` (``head.qa_outputs``), for ``task="tagger"``
-    its ``*ForTokenClassification`` (``head.classifier``; ``label_names``, the tags, are required).
+    its ``*ForTokenClassification`` (``head.classifier``; ``label_names``, the tags, are required),
+    for ``task="multiple_choice"`` its ``*ForMultipleChoice`` (the multiple-choice head).
     The directory appears complete or not at all (written beside it, then renamed)."""
     config, weights = hf_checkpoint(net, head, label_names, task)
     directory = Path(directory)

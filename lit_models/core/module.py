@@ -3,7 +3,7 @@ collected from the last validation pass, the step at which that pass ran, the pr
 files an evaluation wrote into the run directory (Design contract 10), and ``torch.compile`` of
 its encoders (``trainer.compile``)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import lightning as L
@@ -68,3 +68,13 @@ class PlmModule(L.LightningModule):
             torch.distributed.all_gather_object(shares, items)
             items = [item for share in shares for item in share]
         return sorted(dict(items).items(), key=lambda item: item[0])
+
+    def gathered_splits(self, collected: list[list[tuple[int, object]]]
+                        ) -> Iterator[tuple[int, str, list]]:
+        """(i, split, its outputs in example order) of each eval split, from the per-split
+        (example index, output) pairs an evaluation collected; nothing during Lightning's sanity
+        check, whose outputs are no evaluation."""
+        if self.trainer.sanity_checking:
+            return
+        for i, split in enumerate(self.eval_splits):
+            yield i, split, [out for _, out in self.gather_indexed(collected[i])]

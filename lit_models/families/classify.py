@@ -26,7 +26,7 @@ from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import head_mismatch, load_head, to_hf
 from lit_models.core.module import PlmModule
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import build_metrics, class_probabilities
 
 
 class LitClassifier(PlmModule):
@@ -38,6 +38,7 @@ class LitClassifier(PlmModule):
         metrics: Sequence[str],
         eval_splits: Sequence[str],
         optim: Mapping,
+        class_weights: Sequence[float] | None = None,
     ) -> None:
         super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
@@ -51,8 +52,12 @@ class LitClassifier(PlmModule):
         #: types of a one-segment vocabulary as extra token embeddings
         self.segments = hasattr(encoder.config, "type_vocab_size")
         self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
+        self.register_buffer("class_weights", None if class_weights is None
+                             else torch.tensor(class_weights, dtype=torch.float))
 
-    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def encode(self, batch: Mapping[str, torch.Tensor]):
+        """The encoder's output on the batch's sequences."""
         extra = {}
         if self.global_attention:  # the pooled first token attends to, and is seen by, all
             first = torch.zeros_like(batch["input_ids"])
@@ -61,14 +66,17 @@ class LitClassifier(PlmModule):
         inputs = encoder_inputs(batch)
         if not self.segments:
             inputs["token_type_ids"] = None
-        out = self.encoder(**inputs, **extra)
-        logits = self.head(out)
+        return self.encoder(**inputs, **extra)
+
+    def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        logits = self.head(self.encode(batch))
         return logits.squeeze(-1) if self.num_labels == 1 else logits
 
     def loss(self, scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         if self.num_labels == 1:
             return F.mse_loss(scores, labels.to(scores.dtype))
-        return F.cross_entropy(scores, labels)
+        weights = None if self.class_weights is None else self.class_weights.to(scores.dtype)
+        return F.cross_entropy(scores, labels, weight=weights)
 
     def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.loss(self(batch), batch["labels"])
@@ -80,7 +88,8 @@ class LitClassifier(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss = self.loss(scores, batch["labels"])
         self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
-        predictions = scores.float() if self.num_labels == 1 else scores.argmax(-1)
+        predictions = (scores.float() if self.num_labels == 1
+                       else class_probabilities(scores, self.num_labels))
         self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
 
     def on_validation_epoch_end(self) -> None:
@@ -107,34 +116,57 @@ class Classification(TaskFamily):
     (whose classification head reads the last token)."""
 
     kinds = ("encoder", "decoder")
+    #: how the task's rows are read and encoded (a ``GlueDataModule`` or a subclass)
+    datamodule: type[glue.GlueDataModule] = glue.GlueDataModule
+    #: what ``head`` found that the run must say: a checkpoint's head that does not fit
+    head_note: str | None = None
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise no_training_split(task)
-        return glue.vocabulary_corpus(task)
+        return self.datamodule.vocabulary_corpus(task)
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         check_max_length(task, net)
-        dm = glue.GlueDataModule(task, tokenizer, seed=cfg["seed"])
+        self.check_export(cfg, net)
+        dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
+        module = self.module(cfg, net, self.head(cfg, net), dm)
+        module.notes += [self.head_note] if self.head_note else []
+        return module, dm
+
+    def check_export(self, cfg, net) -> None:
+        """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
+
+    def head(self, cfg, net) -> nn.Module:
+        """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
+        is one with as many labels."""
+        task = cfg["task"]
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned, mismatch = False, None
+        fine_tuned, self.head_note = False, None
         if cfg["init_from"] != "scratch":
             directory = checkpoint_dir(cfg["init_from"])
             fine_tuned = load_head(head, directory, arch.hf.classifier_names)
             mismatch = None if fine_tuned else head_mismatch(head, directory,
                                                             arch.hf.classifier_names)
+            if mismatch:
+                self.head_note = (
+                    f"init_from={cfg['init_from']}: its classifier head does not fit the "
+                    f"{task['num_labels']} label(s) of {task['name']} ({mismatch}): a new head "
+                    "starts untrained")
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
-        module = LitClassifier(net, head, task["num_labels"], task["metrics"],
-                               dm.eval_split_names, cfg["optim"])
-        if mismatch:
-            module.notes.append(
-                f"init_from={cfg['init_from']}: its classifier head does not fit the "
-                f"{task['num_labels']} label(s) of {task['name']} ({mismatch}): a new head "
-                "starts untrained")
-        return module, dm
+        return head
+
+    def module(self, cfg, net, head: nn.Module, dm) -> LitClassifier:
+        task = cfg["task"]
+        return LitClassifier(net, head, task["num_labels"], task["metrics"], dm.eval_split_names,
+                             cfg["optim"], self.class_weights(task))
+
+    def class_weights(self, task) -> list[float] | None:
+        """The cross-entropy's weight of each class; None: all 1."""
+        return None
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
         """GLUE-format prediction files of every eval split."""
@@ -156,11 +188,12 @@ class Classification(TaskFamily):
             return None
         if task["num_labels"] == 1:
             return {split: dict.fromkeys(task["metrics"], 0.0) for split in task["splits"]["eval"]}
-        train = torch.tensor(glue.labels(task, task["splits"]["train"], "max_train_samples"))
+        train = torch.tensor(self.datamodule.labels(task, task["splits"]["train"],
+                                                    "max_train_samples"))
         majority = train.bincount().argmax()
         metrics = {}
         for split in task["splits"]["eval"]:
-            labels = torch.tensor(glue.labels(task, split, "max_eval_samples"))
+            labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
             computed = build_metrics(task["metrics"], task["num_labels"])
             values = computed(majority.expand(len(labels)), labels)
             metrics[split] = {name: float(value) for name, value in values.items()}

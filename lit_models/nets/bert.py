@@ -141,6 +141,15 @@ class BertModel(nn.Module):
         """The pooler, tanh(W h + b), on [CLS] hidden states [..., H] (§3)."""
         return torch.tanh(self.pooler(first))
 
+    def add_pooler(self) -> None:
+        """Give an encoder built without a pooler (a checkpoint saved without one) a freshly
+        initialised one, as transformers initialises the missing pooler of a task model that
+        scores the pooled [CLS] state."""
+        if self.pooler is None:
+            H = self.config.hidden_size
+            self.pooler = nn.Linear(H, H)
+            init_normal_(self.pooler, std=self.config.initializer_range)
+
 
 class BertForPreTraining(EncoderForMaskedLM):
     """BERT with its two pretraining heads (§3.1): ``mlm_head`` and the NSP classifier

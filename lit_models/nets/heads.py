@@ -8,7 +8,10 @@ same with GELU for tanh. DistilBERT (Sanh et al. 2019, as released in transforme
 ``DistilBertForSequenceClassification``): scores = W_o Dropout(ReLU(W_d h_[CLS])). XLNet (Yang
 et al. 2019, as released): the last token's state (its <cls>) through W_s, tanh and W_o. GPT
 (Radford et al. 2018, §3.3; GPT-2 as released in transformers' ``GPT2ForSequenceClassification``):
-a linear layer without bias over the last token's final state, scores = W h_last.
+a linear layer without bias over the last token's final state, scores = W h_last. SuperGLUE's span
+tasks (Wang et al. 2019, §5: WiC's marked word, WSC's noun phrase and pronoun): each span pooled by
+self-attention over its tokens (Lee et al. 2017, §3, as Tenney et al. 2019 probe spans), then a
+linear layer over the spans (and, for WiC, the sequence's pooled state).
 """
 
 import torch
@@ -22,6 +25,12 @@ def _init(module: nn.Linear, std: float) -> None:
     nn.init.zeros_(module.bias)
 
 
+def pooled_state(encoded) -> Tensor:
+    """C [B, H]: the encoder's pooler output, h_0 when it has no pooler."""
+    pooled = encoded.pooler_output
+    return encoded.last_hidden_state[:, 0] if pooled is None else pooled
+
+
 class PooledClassifier(nn.Module):
     """scores = W Dropout(C), C the encoder's pooler output (h_[CLS] when it has no pooler)."""
 
@@ -32,10 +41,7 @@ class PooledClassifier(nn.Module):
         _init(self.out, config.initializer_range)
 
     def forward(self, encoded) -> Tensor:
-        pooled = encoded.pooler_output
-        if pooled is None:
-            pooled = encoded.last_hidden_state[:, 0]
-        return self.out(self.dropout(pooled))
+        return self.out(self.dropout(pooled_state(encoded)))
 
 
 class FirstTokenClassifier(nn.Module):
@@ -101,3 +107,34 @@ class LastTokenClassifier(nn.Module):
 
     def forward(self, encoded) -> Tensor:
         return self.out(encoded.pooler_output)
+
+
+class SpanPairClassifier(nn.Module):
+    """scores = W Dropout([C;] x_1; x_2): x_k = sum_t a_t h_t over span k's tokens, a = softmax of
+    w . h_t within the span (self-attentive span pooling); C the pooled state (the pooler output,
+    else h_0) when ``with_pooled``. ``spans`` [B, 4] hold each row's (start, end) token indices of
+    both spans, ends exclusive."""
+
+    def __init__(self, config, num_labels: int, dropout: float, with_pooled: bool) -> None:
+        super().__init__()
+        self.with_pooled = with_pooled
+        self.attention = nn.Linear(config.hidden_size, 1)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear((2 + with_pooled) * config.hidden_size, num_labels)
+        for linear in (self.attention, self.out):
+            _init(linear, config.initializer_range)
+
+    def pool(self, hidden: Tensor, start: Tensor, end: Tensor) -> Tensor:
+        """[B, H]: each row's tokens start..end-1 weighted by their softmaxed attention scores."""
+        positions = torch.arange(hidden.shape[1], device=hidden.device)
+        inside = (positions >= start[:, None]) & (positions < end[:, None])
+        scores = self.attention(hidden).squeeze(-1).masked_fill(~inside, float("-inf"))
+        return torch.einsum("bt,bth->bh", scores.softmax(-1), hidden)
+
+    def forward(self, encoded, spans: Tensor) -> Tensor:
+        hidden = encoded.last_hidden_state
+        parts = [self.pool(hidden, spans[:, 0], spans[:, 1]),
+                 self.pool(hidden, spans[:, 2], spans[:, 3])]
+        if self.with_pooled:
+            parts.insert(0, pooled_state(encoded))
+        return self.out(self.dropout(torch.cat(parts, -1)))

@@ -4,7 +4,8 @@ one evaluation each, through ``bench.run.execute``, each leaving an ok record wi
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
 SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
-of the mirror, so every YAML runs.
+of the mirror, and those of SWAG, RACE, SuperGLUE and the Goodreads spoilers are small fixtures
+in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
+from datamodules import goodreads
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS
 from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.tagging import LitTagger
+from tests import hub_fixtures
 from tests.conftest import MIRROR_CANDIDATES, require
 
 TASKS = sorted(
@@ -36,7 +39,12 @@ TASKS = sorted(
 #: end tasks; their datamodule features have tests of their own): they run with bert, and with
 #: every architecture under `pytest -m benchmark`
 DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pretrain/cs",
-             "pretrain/realm_")
+             "pretrain/realm_",
+             # other data on a path the matrix covers: multiple choice (mc/swag), span pairs
+             # (superglue/wic), the classifier's head and encoder call (glue/*, spoilers/*),
+             # for candidate scoring (superglue/record, multirc) too
+             "mc/race", "mc/copa", "superglue/copa", "superglue/boolq", "superglue/cb",
+             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc")
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -66,6 +74,14 @@ def sentence(rng: random.Random) -> str:
 def stand_in(task, path: Path) -> None:
     """A small split with the task's own columns, where the real mirror has none."""
     rng = random.Random(path.name)
+    dataset, config = path.parent.parent.name, path.parent.name
+    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE: their hub schemas
+        hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
+        return
+    if dataset == goodreads.DATASET:  # the raw file, converted: all three splits at once
+        goodreads.convert(hub_fixtures.write_goodreads(path.parents[2] / "goodreads.json.gz"),
+                          path.parents[2])
+        return
     if "source_field" in task:  # summarization: a few sentences -> one
         rows = {task.source_field: [" ".join(sentence(rng) for _ in range(4)) for _ in range(40)],
                 task.target_field: [sentence(rng) for _ in range(40)]}
@@ -195,6 +211,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         extra = [f"init_from=ckpt:{mnli}"]
     if task == "squad/v1" or task.startswith("ner/"):  # the reader and the tagger export as
         extra = ["save_model=true"]  # transformers' *ForQuestionAnswering, *ForTokenClassification
+    if task == "mc/swag" and "multiple_choice" in ARCHS[arch].hf.classes:
+        extra = ["save_model=true"]  # ... and the multiple-choice model as *ForMultipleChoice
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
     record = execute(cfg, run_dir)
@@ -214,6 +232,17 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert_reader_export_scores_as_transformers(run_dir / "model")
     if task.startswith("ner/"):
         assert_tagger_export_scores_as_transformers(run_dir / "model")
+    if "save_model=true" in extra and task == "mc/swag":
+        assert_multiple_choice_export_loads(run_dir / "model")
+
+
+def assert_multiple_choice_export_loads(export: Path) -> None:
+    """The exported multiple-choice model loads in transformers with every weight in place
+    (its scores equal ours: tests/lit_models/families/test_multiple_choice.py)."""
+    transformers = require("transformers")
+    _, info = transformers.AutoModelForMultipleChoice.from_pretrained(
+        export, output_loading_info=True)
+    assert not any(info.values()), info
 
 
 def assert_reader_export_scores_as_transformers(export: Path) -> None:

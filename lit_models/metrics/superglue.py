@@ -1,0 +1,57 @@
+"""SuperGLUE's metrics of its two reading-comprehension tasks, as the benchmark scores them
+(Wang et al. 2019, §3.1 and Table 1), on 0..1.
+
+MultiRC (Khashabi et al. 2018): every (paragraph, question, answer option) is labelled true or
+false, and a question may have several true options. ``f1a`` is the F1 of the "true" class over
+all answer options of the split (binary F1, SuperGLUE's F1_a); ``exact_match`` the share of
+questions whose options are all labelled right.
+
+ReCoRD (Zhang et al. 2018): a query's answer is one entity of the passage, and the official
+``evaluate.py`` of ReCoRD v1.0 (SQuAD v1.1's script: answers normalised by lower-casing and
+removing punctuation, articles and extra whitespace) scores the predicted entity's text against
+every gold answer and keeps the best: ``exact_match`` is normalised equality, ``f1`` the harmonic
+mean of the bag-of-tokens precision and recall (0 when no token is shared), each the mean over
+queries.
+"""
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+
+from sklearn.metrics import f1_score
+
+from lit_models.metrics.squad import normalize_answer
+
+
+def multirc_scores(predictions: Sequence[int], labels: Sequence[int],
+                   questions: Sequence[Hashable]) -> dict[str, float]:
+    """``f1a`` and ``exact_match`` of answer-option labels (0/1), each option's ``questions``
+    entry naming the question it answers (e.g. (paragraph idx, question idx))."""
+    right: dict[Hashable, bool] = {}
+    for predicted, gold, question in zip(predictions, labels, questions, strict=True):
+        right[question] = right.get(question, True) and int(predicted) == int(gold)
+    f1a = f1_score(list(map(int, labels)), list(map(int, predictions)), zero_division=0.0)
+    exact = sum(right.values()) / len(right) if right else 0.0
+    return {"f1a": float(f1a), "exact_match": float(exact)}
+
+
+def record_token_f1(prediction: str, answer: str) -> float:
+    """The official script's ``f1_score``: bag-of-tokens F1 of the normalised texts."""
+    predicted, gold = normalize_answer(prediction).split(), normalize_answer(answer).split()
+    shared = sum((Counter(predicted) & Counter(gold)).values())
+    if shared == 0:
+        return 0.0
+    precision, recall = shared / len(predicted), shared / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def record_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]
+                  ) -> dict[str, float]:
+    """``exact_match`` and ``f1`` of one predicted entity text per query against the query's
+    gold answers (the maximum over them), averaged over queries."""
+    exact = f1 = 0.0
+    for prediction, gold in zip(predictions, answers, strict=True):
+        normalized = normalize_answer(prediction)
+        exact += max((normalized == normalize_answer(a) for a in gold), default=False)
+        f1 += max((record_token_f1(prediction, a) for a in gold), default=0.0)
+    total = len(predictions)
+    return {"exact_match": exact / total if total else 0.0, "f1": f1 / total if total else 0.0}
