@@ -34,6 +34,7 @@ from bench.checkpoints import (
 )
 from bench.compose import CONF_DIR, normalize
 from bench.config_check import check_config
+from bench.launch import check_accelerator, own_processes
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
@@ -258,10 +259,12 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
     """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory;
     ``dirs`` its ``--config-dir`` search path) unless its record says it ran or another process
     runs it (``bench.run_dir.claimed``); its run directory (None: the config was refused before
-    it had one). A failure is logged and kept in ``FAILURES``, not raised, so a sweep goes on."""
+    it had one). A failure is logged and kept in ``FAILURES``, not raised, so a sweep goes on.
+    Under DDP the run starts its own ranks, which run it alone (bench/launch.py)."""
     try:
         check_config(cfg, overrides)
         normalize(cfg)
+        check_accelerator(cfg.trainer)
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
@@ -272,7 +275,8 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         with claimed(run_dir, current, cfg.skip_completed, cfg.only_failed) as go:
             if not go:
                 return run_dir
-            with run_log(run_dir):
+            search = [arg for d in dirs for arg in ("--config-dir", d)]
+            with run_log(run_dir), own_processes([__file__, *search, *overrides]):
                 record = execute(cfg, run_dir, overrides, variant)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)
