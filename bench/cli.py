@@ -8,6 +8,8 @@
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
                          [--compare DIR_A DIR_B]
+    plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
+                                           a model's GLUE test predictions as the server's zip
     plmbench perf [overrides...]           time our pretraining, fine-tuning and inference steps
                                            against transformers' (sdpa, eager); --lengths: memory
                                            and time against length; --generate: decoding tokens/s
@@ -179,6 +181,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    from bench.submit import GLUE, submit_glue
+
+    out, sources, missing = submit_glue(args.results_dir, args.model, args.out,
+                                        args.allow_missing)
+    for entry in GLUE:
+        if entry.file in sources:
+            source = sources[entry.file]
+            print(f"{entry.file:<12} {entry.rows:>7} rows  from {source.run_dir} "
+                  f"(seed {source.seed}: {source.reason})")
+    if missing:
+        print(f"warning: {len(missing)} of {len(GLUE)} files missing (--allow-missing): "
+              f"{', '.join(missing)}; GLUE's server scores complete submissions", file=sys.stderr)
+    print(f"wrote {out} (sources: {out.name}.sources.json)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="plmbench",
@@ -213,6 +232,15 @@ def parser() -> argparse.ArgumentParser:
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
                     help="the difference of two results directories, cell by cell (Markdown)")
+    submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
+    submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")
+    submit.add_argument("results_dir", help="where the runs wrote their records")
+    submit.add_argument("--model", help="the runs' label (default: the only one with GLUE "
+                                        "predictions)")
+    submit.add_argument("--out", help="the zip to write (default: RESULTS_DIR/submissions/"
+                                      "glue-LABEL.zip)")
+    submit.add_argument("--allow-missing", action="store_true",
+                        help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
     data = sub.add_parser("data", help="the local data mirror")
@@ -242,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.cmd == "rerun":
             return cmd_rerun(args.record)
+        if args.cmd == "submit":
+            return cmd_submit(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -140,6 +140,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         trainer.fit(module, datamodule=dm, ckpt_path=resumed, weights_only=False)
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
+        if dm.predict_split_names:  # unlabelled splits, predicted whole (GLUE's test sets)
+            predictions = family.predict(trainer, module, dm, run_dir, cfg)
     if trainer.is_global_zero:
         predictions |= family.evaluation_outputs(module, run_dir, cfg)
         family.export(module, tokenizer, run_dir, cfg)
@@ -147,8 +149,10 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
             discard(checkpoints)
     return {
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
-        "predictions": predictions or module.predictions,
+        "predictions": {**module.predictions, **predictions},
         "metrics": module.last_metrics,
+        # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
+        "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
         # the backbone alone, without the task's head (a model's size across tasks); a

@@ -21,6 +21,7 @@ TOKENIZER = TokenizerSpec(
     tokenizer_class="T5Tokenizer",
     extra=SENTINELS,
     extra_descending=True,  # a released spiece.model: <extra_id_99> = 32000 ... <extra_id_0> last
+    model_input_names=("input_ids", "attention_mask"),
 )
 
 

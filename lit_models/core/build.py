@@ -42,6 +42,7 @@ PRESET_KEYS = frozenset({
     "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
     "pretrain_batch_size",
     "summarize_prefix",     # prepended to summarization sources (conf/task/summarization)
+    "translate_prefix",     # prepended to translation sources (conf/task/translation)
     "vocabulary_family",    # a scratch vocabulary's family (vocabulary_spec)
     "lowercase",            # a scratch vocabulary's normalisation (build_net)
 })

@@ -49,9 +49,14 @@ class TaskFamily:
 
     def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
                 run_dir: Path, cfg: Mapping) -> dict[str, str]:
-        """Predictions of every eval split of a task without a training split; split -> file
-        relative to ``run_dir``."""
-        raise PlmbenchError(f"task {cfg['task']['name']} has no training split; give it one")
+        """Prediction files of the splits a run predicts without scoring them
+        (``dm.predicted_splits()``: the eval splits of a task without a training split, else
+        ``task.predict_splits``); split -> file relative to ``run_dir``."""
+        task = cfg["task"]
+        if task["splits"].get("train"):
+            raise PlmbenchError(f"task {task['name']}: its family predicts no unlabelled splits; "
+                                "remove task.predict_splits")
+        raise PlmbenchError(f"task {task['name']} has no training split; give it one")
 
     def evaluation_outputs(self, module: L.LightningModule, run_dir: Path, cfg: Mapping
                            ) -> dict[str, str]:
@@ -99,6 +104,17 @@ class ByKind(TaskFamily):
     def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
         """The first family's with any."""
         return next((b for f in self.families.values() if (b := f.baselines(task))), {})
+
+
+def check_predicted_rows(task: Mapping, split: str, predicted: int, examples: int) -> None:
+    """A prediction file holds one row per example of its split, or is not written (a
+    submission missing rows is refused by the benchmark's server)."""
+    if predicted != examples:
+        raise PlmbenchError(
+            f"task {task['name']}: {predicted} predictions for the {examples} examples of split "
+            f"{split} (a distributed predict keeps each process's share); predict on one "
+            "device: trainer.devices=1"
+        )
 
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:

@@ -4,7 +4,8 @@ The architecture's classification head (``lit_models/nets/heads.py``) maps the e
 to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
 score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
 module, GLUE-format prediction files for tasks without a training split, and the export of the
-fine-tuned model with ``save_model``.
+fine-tuned model with ``save_model``. A fine-tuned head loaded with ``init_from`` (GLUE AX from an
+MNLI model, or further fine-tuning) has its classes put in the task's order by their names.
 """
 
 import inspect
@@ -23,8 +24,9 @@ from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
-from lit_models.core.family import TaskFamily, check_max_length
+from lit_models.core.family import TaskFamily, check_max_length, check_predicted_rows
 from lit_models.core.hf import head_mismatch, load_head, to_hf
+from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics.classification import (
     class_probabilities,
@@ -53,9 +55,10 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
-        #: types of a one-segment vocabulary as extra token embeddings
-        self.segments = hasattr(encoder.config, "type_vocab_size")
+        #: token types go to the nets that read segments (the inputs the architecture's
+        #: transformers models take: BERT's segment embeddings, XLNet's relative segments);
+        #: GPT-2 would read the all-zero types of a one-segment vocabulary as token embeddings
+        self.segments = "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
         self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
         #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
         self.register_buffer("class_weights", None if class_weights is None
@@ -111,6 +114,39 @@ class LitClassifier(PlmModule):
         return scores if self.num_labels == 1 else scores.argmax(-1)
 
 
+def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> bool:
+    """Load ``init_from``'s classification head into ``head`` (``names``: the architecture's
+    ``classifier_names``) with its rows in the task's label order (``lit_models/core/labels.py``);
+    False, ``head`` untouched, where there is none to load: scratch, a checkpoint without a head
+    or with another label count, or ``task.checkpoint_labels=new``."""
+    task, init_from = cfg["task"], cfg["init_from"]
+    given = task.get("checkpoint_labels")
+    if init_from == "scratch" or given == NEW_HEAD:
+        return False
+    directory = checkpoint_dir(init_from)
+    if not load_head(head, directory, names):
+        return False
+    if task["num_labels"] > 1:  # a regression head has one row
+        order = label_order(checkpoint_labels(directory), task.get("label_names") or [],
+                            f"init_from={init_from}", given)
+        reorder_rows(head.out, order)
+    return True
+
+
+def unfit_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> str | None:
+    """What the run must say where ``init_from``'s classification head was not loaded because it
+    does not fit the task (another label count): a new head starts untrained. None where there
+    is nothing to say (scratch, a checkpoint without a head, a new head asked for)."""
+    task, init_from = cfg["task"], cfg["init_from"]
+    if init_from == "scratch" or task.get("checkpoint_labels") == NEW_HEAD:
+        return None
+    mismatch = head_mismatch(head, checkpoint_dir(init_from), names)
+    if mismatch is None:
+        return None
+    return (f"init_from={init_from}: its classifier head does not fit the {task['num_labels']} "
+            f"label(s) of {task['name']} ({mismatch}): a new head starts untrained")
+
+
 def no_training_split(task) -> PlmbenchError:
     return PlmbenchError(
         f"task {task['name']} has no training split, so init_from must be a classifier "
@@ -152,17 +188,8 @@ class Classification(TaskFamily):
         task = cfg["task"]
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned, self.head_note = False, None
-        if cfg["init_from"] != "scratch":
-            directory = checkpoint_dir(cfg["init_from"])
-            fine_tuned = load_head(head, directory, arch.hf.classifier_names)
-            mismatch = None if fine_tuned else head_mismatch(head, directory,
-                                                            arch.hf.classifier_names)
-            if mismatch:
-                self.head_note = (
-                    f"init_from={cfg['init_from']}: its classifier head does not fit the "
-                    f"{task['num_labels']} label(s) of {task['name']} ({mismatch}): a new head "
-                    "starts untrained")
+        fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
+        self.head_note = None if fine_tuned else unfit_head(head, cfg, arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         return head
@@ -177,21 +204,26 @@ class Classification(TaskFamily):
         return None
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
-        """GLUE-format prediction files of every eval split."""
+        """GLUE-format prediction files of the splits the run predicts (the eval splits of a
+        task without a training split, such as AX; else ``task.predict_splits``, GLUE's
+        unlabelled test sets), each with one row per example of its split."""
         dm.setup("predict")
-        loaders = dm.val_dataloader()
-        outputs = trainer.predict(module, dataloaders=loaders)
-        per_split = outputs if len(loaders) > 1 else [outputs]
+        splits = dm.predicted_splits()
+        outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
+        per_split = outputs if len(splits) > 1 else [outputs]
         label_names = cfg["task"]["label_names"]
-        return {
-            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
-                       .relative_to(run_dir))
-            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
-        }
+        files = {}
+        for (split, examples, _), batches in zip(splits, per_split, strict=True):
+            predicted = torch.cat(batches)
+            check_predicted_rows(cfg["task"], split, len(predicted), len(examples))
+            path = write_predictions(run_dir, split, predicted, label_names)
+            files[split] = str(path.relative_to(run_dir))
+        return files
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
-        regression the mean score, a constant, whose Pearson and Spearman correlations are 0."""
+        regression the mean score, a constant, whose Pearson and Spearman correlations are 0 (as
+        ``Correlation`` reports a constant's); CoLA's Matthews reads 0, scikit-learn's value."""
         if not task["splits"].get("train"):
             return None
         if task["num_labels"] == 1:

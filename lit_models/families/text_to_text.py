@@ -32,6 +32,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.mixture import MixtureDataModule
 from datamodules.predictions import write_predictions
 from datamodules.tokenization import TextTokenizer
+from lit_models.core.family import check_predicted_rows
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
@@ -83,6 +84,9 @@ class LabelScorer(Metric):
     def compute(self) -> dict[str, float]:
         return {**self.metrics.compute(), "invalid": float(self.invalid.compute())}
 
+    def signatures(self) -> dict[str, str]:
+        return self.metrics.signatures()
+
     def reset(self) -> None:
         super().reset()
         self.metrics.reset()
@@ -126,15 +130,17 @@ class TextToText(Seq2Seq):
 
     def predict(self, trainer: L.Trainer, module: LitSeq2Seq, dm, run_dir: Path, cfg
                 ) -> dict[str, str]:
-        """GLUE-format predictions (label names) of every eval split; a generated text outside
-        the label set is written as it is."""
+        """GLUE-format predictions (label names) of the splits the run predicts (as
+        ``Classification.predict``); a generated text outside the label set is written as it
+        is."""
         dm.setup("predict")
-        loaders = dm.val_dataloader()
-        outputs = trainer.predict(module, dataloaders=loaders)
-        per_split = outputs if len(loaders) > 1 else [outputs]
+        splits = dm.predicted_splits()
+        outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
+        per_split = outputs if len(splits) > 1 else [outputs]
         files = {}
-        for split, batches in zip(dm.eval_split_names, per_split, strict=True):
+        for (split, examples, _), batches in zip(splits, per_split, strict=True):
             texts = [text for _, text in sorted(pair for batch in batches for pair in batch)]
+            check_predicted_rows(cfg["task"], split, len(texts), len(examples))
             files[split] = str(write_predictions(run_dir, split, texts, cfg["task"]["label_names"])
                                .relative_to(run_dir))
         return files

@@ -262,6 +262,22 @@ def test_the_table_covers_the_kinds_the_issue_lists():
     assert len(KINDS) >= 26
 
 
+def test_every_model_key_a_yaml_reads_is_a_preset_key():
+    """What conf/ reads from a preset (``${oc.select:model.finetune_lr,...}``) is never refused
+    as a misspelling: each such key is an architecture's config field or a preset key."""
+    import dataclasses
+    import re
+
+    from lit_models.archs import ARCHS
+    from lit_models.core.build import PRESET_KEYS
+
+    fields = {f.name for arch in ARCHS.values() for f in dataclasses.fields(arch.config)}
+    conf = Path(__file__).parents[2] / "conf"
+    read = {m for path in conf.rglob("*.yaml")
+            for m in re.findall(r"\bmodel\.([a-z_]+)", path.read_text())}
+    assert read and read <= fields | PRESET_KEYS, read - fields - PRESET_KEYS
+
+
 @pytest.mark.parametrize("name", list(KINDS))
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing_behind(name, env):
     kind = KINDS[name]

@@ -51,12 +51,19 @@ def test_save_model_exports_a_classifier_transformers_scores_the_same(mirror, tm
     assert read(where)["metrics"]["validation"]["accuracy"] == pytest.approx(accuracy)
 
 
+#: an MNLI checkpoint's classes in another order than the task's, named in other cases
+CHECKPOINT_LABELS = {0: "CONTRADICTION", 1: "Neutral", 2: "entailment"}
+
+
 def test_ax_is_predicted_by_a_fine_tuned_checkpoint(mirror, minilm_path, tmp_path):
     """A random 3-label BertForSequenceClassification stands in for an MNLI model (MNLI is not
-    in the offline mirror); its predictions through plmbench equal transformers' own."""
+    in the offline mirror), its classes in the order contradiction / neutral / entailment; its
+    predictions through plmbench equal transformers' own, row by row, by the label's name."""
     checkpoint = tmp_path / "mnli-classifier"
     config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=64, num_labels=3)
+                                     num_attention_heads=2, intermediate_size=64, num_labels=3,
+                                     id2label=CHECKPOINT_LABELS,
+                                     label2id={v: k for k, v in CHECKPOINT_LABELS.items()})
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(config)
     model.save_pretrained(checkpoint)
@@ -83,9 +90,27 @@ def test_ax_is_predicted_by_a_fine_tuned_checkpoint(mirror, minilm_path, tmp_pat
         written = list(csv.DictReader(handle, delimiter="\t"))
     assert [int(row["index"]) for row in written] == list(range(40))
     expected = predict_with_transformers(checkpoint, rows, ["premise", "hypothesis"])
-    names = ["entailment", "neutral", "contradiction"]
-    assert [row["prediction"] for row in written] == [names[i] for i in expected]
-    assert len(set(expected)) > 1  # a head that always says one class would prove little
+    assert [row["prediction"] for row in written] == [CHECKPOINT_LABELS[i].lower()
+                                                      for i in expected]
+    assert {0, 2} <= set(expected)  # entailment and contradiction, which a wrong order swaps
+
+
+def test_ax_from_a_checkpoint_with_unnamed_classes_is_refused(mirror, minilm_path, tmp_path):
+    """transformers' LABEL_0.. say nothing about which class is which: one line naming the
+    setting that names them (``tests/lit_models/core/test_labels.py`` follows it)."""
+    checkpoint = tmp_path / "unnamed"
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=64, num_labels=3)
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(checkpoint)
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+        shutil.copy(minilm_path / name, checkpoint / name)
+    overrides = ["task=glue/ax", "task.max_eval_samples=8", f"init_from=hf:{checkpoint}",
+                 "trainer.enable_progress_bar=false", f"results_dir={tmp_path / 'results'}"]
+    refused = plmbench("run", *overrides)
+    assert refused.rc == 2 and len(refused.err_lines) == 1
+    assert "unnamed (LABEL_0, LABEL_1, LABEL_2)" in refused.err
+    assert "task.checkpoint_labels" in refused.err
 
 
 def test_ax_without_a_fine_tuned_head_is_refused(mirror, tmp_path):
