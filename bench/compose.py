@@ -129,21 +129,35 @@ def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = (),
 def normalize(cfg: DictConfig) -> None:
     """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
     (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
-    means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
-    none), so ``model=electra-small`` pretrains as ELECTRA does."""
+    means the preset's own (``model.objective``: a ``conf/objective`` name, or a mapping of its
+    ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
+    it names none), so ``model=electra-small`` pretrains as ELECTRA does and ``model=bert-base``
+    as BERT did."""
     if cfg.get("objective") is None:
-        name = cfg.model.get("objective", "mlm")
-        file = CONF_DIR / "objective" / f"{name}.yaml"
-        if not file.is_file():
-            raise PlmbenchError(f"model.objective={name!r} names no conf/objective/{name}.yaml; "
-                                "use one of those files' names")
         with open_dict(cfg):
-            cfg.objective = OmegaConf.load(file)
+            cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))
     splits = cfg.task.splits
     if splits.get("eval") is None:
         splits.eval = []
     elif isinstance(splits.eval, str):
         splits.eval = [splits.eval]
+
+
+def preset_objective(chosen: object) -> DictConfig:
+    """The objective config a model preset's ``objective`` names: ``conf/objective/<name>.yaml``
+    with the preset's settings over it; one line naming a name or setting that does not exist."""
+    settings = OmegaConf.to_container(chosen) if isinstance(chosen, DictConfig) else {
+        "name": chosen}
+    name = settings.pop("name", None)
+    file = CONF_DIR / "objective" / f"{name}.yaml"
+    if not file.is_file():
+        raise PlmbenchError(f"model.objective names {name!r}, which is no "
+                            f"conf/objective/{name}.yaml; use one of those files' names")
+    objective = OmegaConf.load(file)
+    if unknown := sorted(set(settings) - set(objective)):
+        raise PlmbenchError(f"model.objective sets {unknown}, which objective {name} does not "
+                            f"have; its settings: {sorted(k for k in objective if k[0] != '_')}")
+    return OmegaConf.merge(objective, settings)
 
 
 def composed_hash(overrides: Sequence[str], dirs: Sequence[str] = ()) -> str:

@@ -253,12 +253,22 @@ def record_problem(record: Mapping) -> str | None:
         return f"an ok record whose metrics are {metrics!r}, not a mapping"
     config = record.get("config")
     task = config.get("task") if isinstance(config, Mapping) else None
-    splits = task.get("splits") if isinstance(task, Mapping) else None
-    asked = splits.get("eval") if isinstance(splits, Mapping) else None
-    if asked and not any(metrics.values()) and not record.get("predictions"):
-        return (f"an ok record with no metric on {asked}: the run evaluated nothing; re-run it "
-                "with rows to evaluate (task.max_eval_samples > 0)")
+    if isinstance(task, Mapping) and evaluated_nothing(task, metrics, record.get("predictions")):
+        return (f"an ok record with no metric on {task['splits']['eval']}: the run evaluated "
+                "nothing; re-run it with rows to evaluate (task.max_eval_samples > 0)")
     return None
+
+
+def evaluated_nothing(task: Mapping, metrics: Mapping, predictions: object) -> bool:
+    """Whether a run of ``task`` asked to evaluate left no metric and predicted nothing. The
+    predictions of a trained run's eval splits do not count: their files (with gold labels) are
+    written even when no row was evaluated; those of a split without labels (GLUE's test sets, a
+    task with no training split such as GLUE AX) do."""
+    splits = task.get("splits")
+    if not isinstance(splits, Mapping) or not splits.get("eval") or any(metrics.values()):
+        return False
+    evaluated = set(splits["eval"]) if splits.get("train") else set()
+    return not set(predictions or ()) - evaluated
 
 
 def read_record(path: str | Path) -> dict | None:
@@ -290,7 +300,9 @@ def pretraining_cost(init_from: str) -> dict | None:
     before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
     if before is None:
         return None
-    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)]}
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)],
+            # the recipe of the last pretraining of the chain (a fine-tuning run passes its own on)
+            "recipe": source.get("recipe") or before.get("recipe")}
     for key, dotted in TRAINING_COST.items():
         own: Any = source
         for part in dotted.split("."):

@@ -35,9 +35,11 @@ from bench.checkpoints import (
 from bench.compose import CONF_DIR, normalize
 from bench.config_check import check_config
 from bench.launch import check_accelerator, own_processes
+from bench.recipe import recipe_of
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
+    evaluated_nothing,
     pretraining_cost,
     software_versions,
     task_keys_of,
@@ -165,6 +167,9 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "epochs": trainer.current_epoch,
         "notes": module.notes,
         "resumed_from": None if resumed is None else str(resumed),
+        # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
+        "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
+        else None,
     }
 
 
@@ -191,8 +196,7 @@ def now() -> str:
 
 def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
     """A run asked to evaluate that left no metric (and no predictions) is no result."""
-    if cfg.task.splits.eval and not any(outcome["metrics"].values()) and not outcome[
-            "predictions"]:
+    if evaluated_nothing(cfg.task, outcome["metrics"], outcome["predictions"]):
         raise PlmbenchError(f"the run evaluated nothing: no metric on {list(cfg.task.splits.eval)}"
                             "; check that the eval splits have rows (task.max_eval_samples, the "
                             "data files)")

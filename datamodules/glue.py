@@ -167,7 +167,7 @@ class GlueDataModule(PlmDataModule):
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
                raw._fingerprint]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-        return raw.map(
+        encoded = raw.map(
             self._encode,
             batched=True,
             remove_columns=raw.column_names,
@@ -175,6 +175,8 @@ class GlueDataModule(PlmDataModule):
             new_fingerprint=fingerprint,
             desc=f"tokenizing {task['name']} {split}",
         )
+        # each example's row in the split: GLUE's idx, what the predictions files are keyed by
+        return encoded.add_column("index", list(range(len(encoded))))
 
     @property
     def features(self) -> datasets.Features:

@@ -41,6 +41,9 @@ PRESET_KEYS = frozenset({
     "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
     "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
     "pretrain_batch_size",
+    "pretrain_max_length",  # the paper's pretraining recipe (conf/task/pretrain/_base.yaml):
+    "pretrain_length_schedule",  # input length, length phases, warmup share
+    "pretrain_warmup_ratio",
     "summarize_prefix",     # prepended to summarization sources (conf/task/summarization)
     "translate_prefix",     # prepended to translation sources (conf/task/translation)
     "vocabulary_family",    # a scratch vocabulary's family (vocabulary_spec)

@@ -22,6 +22,8 @@ from lit_models.archs.spec import KINDS
 class TaskFamily:
     #: whether the net is built with its pretraining heads
     with_heads: bool = False
+    #: whether a run pretrains (its record names its recipe: objective, masking, lengths ...)
+    pretrains: bool = False
     #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
     kinds: tuple[str, ...] = ("encoder",)
 

@@ -119,3 +119,63 @@ def test_ax_without_a_fine_tuned_head_is_refused(mirror, tmp_path):
     assert done.rc == 2
     assert "no training split, so init_from must be a classifier fine-tuned with 3 labels" in (
         done.err)
+
+
+def read_tsv(path: Path) -> list[dict]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+@pytest.fixture(scope="module")
+def dev_runs(tmp_path_factory):
+    """One tiny fine-tuning run per kind of GLUE label: MRPC (0/1), RTE (names), STS-B
+    (scores), each evaluated on its first 48 dev rows."""
+    from tests.bench.invoke import plmbench_on_mirror
+
+    overrides = [*TINY[:2], "task.max_eval_samples=48", *TINY[3:]]
+    runs = {}
+    for task in ("glue/mrpc", "glue/rte", "glue/stsb"):
+        done, results = plmbench_on_mirror(tmp_path_factory, "glue", "run", f"task={task}",
+                                           *overrides)
+        assert done.rc == 0, done.err
+        runs[task] = run_dir(results, task, *overrides)
+    return runs
+
+
+@pytest.mark.parametrize("task, vocabulary", [("glue/mrpc", {"0", "1"}),
+                                              ("glue/rte", {"entailment", "not_entailment"})])
+def test_dev_predictions_are_glue_submission_rows_with_gold_labels(dev_runs, mirror, task,
+                                                                   vocabulary):
+    """predictions/validation.tsv: index, prediction and gold label in GLUE's vocabulary, one
+    row per dev example in order, from which scikit-learn recomputes the record's metrics."""
+    sklearn = require("sklearn.metrics")
+    where = dev_runs[task]
+    record = read(where)
+    assert record["predictions"] == {"validation": "predictions/validation.tsv"}
+    rows = read_tsv(where / "predictions/validation.tsv")
+    assert list(rows[0]) == ["index", "prediction", "label"]
+    assert [int(row["index"]) for row in rows] == list(range(48))
+    assert {row["prediction"] for row in rows} <= vocabulary
+    config = task.split("/")[1]
+    gold = pq.read_table(mirror / f"glue/{config}/validation.parquet").column("label")
+    names = sorted(vocabulary) if task == "glue/mrpc" else ["entailment", "not_entailment"]
+    assert [row["label"] for row in rows] == [names[y] for y in gold.to_pylist()[:48]]
+    predicted = [row["prediction"] for row in rows]
+    expected = {"accuracy": sklearn.accuracy_score([r["label"] for r in rows], predicted)}
+    if task == "glue/mrpc":
+        expected["f1"] = sklearn.f1_score([r["label"] for r in rows], predicted, pos_label="1")
+    assert record["metrics"]["validation"] == pytest.approx(expected)
+
+
+def test_stsb_predictions_are_scores_whose_correlations_are_the_records(dev_runs, mirror):
+    stats = require("scipy.stats")
+    where = dev_runs["glue/stsb"]
+    rows = read_tsv(where / "predictions/validation.tsv")
+    gold = pq.read_table(mirror / "glue/stsb/validation.parquet").column("label").to_pylist()
+    assert [float(row["label"]) for row in rows] == pytest.approx(gold[:48])
+    assert rows[0]["label"] == "5.0"  # the shortest text of the float32 score
+    predicted = [float(row["prediction"]) for row in rows]
+    metrics = read(where)["metrics"]["validation"]
+    assert metrics["pearson"] == pytest.approx(stats.pearsonr(predicted, gold[:48])[0], abs=1e-5)
+    assert metrics["spearman"] == pytest.approx(stats.spearmanr(predicted, gold[:48])[0],
+                                                abs=1e-5)

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
+from bench.compose import compose_config
 from bench.records import write_record
-from bench.run import compose_config
 from bench.submit import GLUE
 from tests.bench.invoke import plmbench, read, run_dir
 
@@ -76,7 +76,9 @@ def test_a_run_predicts_its_test_split_whole_and_submits_it(mirror, tmp_path):
     with (where / "predictions/test.tsv").open(newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
     assert len(rows) == 146  # the whole split, whatever max_eval_samples says
-    assert {row["prediction"] for row in rows} <= {"not_entailment", "entailment"}
+    # in GLUE's vocabulary already (task.submission_labels: WNLI's label ids), no gold column
+    assert list(rows[0]) == ["index", "prediction"]
+    assert {row["prediction"] for row in rows} <= {"0", "1"}
 
     refused = plmbench("submit", "glue", str(results))
     assert refused.rc == 2 and len(refused.err_lines) == 1
@@ -90,8 +92,7 @@ def test_a_run_predicts_its_test_split_whole_and_submits_it(mirror, tmp_path):
     files = read_zip(written)
     assert list(files) == ["WNLI.tsv"]
     check_format(files)
-    names = {"not_entailment": "0", "entailment": "1"}  # WNLI's label ids
-    assert [row[1] for row in files["WNLI.tsv"][1:]] == [names[r["prediction"]] for r in rows]
+    assert [row[1] for row in files["WNLI.tsv"][1:]] == [r["prediction"] for r in rows]
     sources = json.loads((written.parent / "glue-bert-tiny.zip.sources.json").read_text())
     assert sources["files"]["WNLI.tsv"]["run_dir"] == str(where)
 

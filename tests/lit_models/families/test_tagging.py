@@ -5,8 +5,10 @@ prediction files and a tagging board row."""
 import itertools
 import json
 
+import numpy as np
 import pytest
 
+from bench.example_outputs import read_outputs
 from datamodules.tagging import encode_words
 from datamodules.tokenization import load_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
@@ -78,6 +80,9 @@ def test_tiny_run_leaves_a_record_predictions_and_a_board_row(mirror, tmp_path):
     assert all(len(s["tokens"]) == len(s["gold"]) == len(s["predicted"]) for s in lines)
     rescored = entity_scores([s["predicted"] for s in lines], [s["gold"] for s in lines])
     assert record["metrics"]["test"] == pytest.approx(rescored)
+    outputs = read_outputs(record, "test")  # the paired bootstrap's per-sentence counts
+    every = np.arange(len(outputs.ids))[None, :]
+    assert {name: outputs.metric(name, every)[0] for name in rescored} == pytest.approx(rescored)
     board = plmbench("leaderboard", str(tmp_path), "--board", "tagging")
     assert board.rc == 0, board.err
     rows = [line for line in board.out.splitlines() if line.startswith("| bert-tiny")]

@@ -3,6 +3,7 @@
 outside it counted wrong; a T5 run's row on the GLUE board beside an encoder's, and a mixture
 run's on the multitask board."""
 
+import csv
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,13 @@ def run(results: Path, model: str, task: str, *overrides: str) -> dict:
 def test_t5_reports_to_the_glue_board_beside_an_encoder(mirror, tmp_path):
     t5 = run(tmp_path, "t5-tiny", "glue/rte")
     assert t5["status"] == "ok" and {"accuracy", "invalid"} <= set(t5["metrics"]["validation"])
-    assert (Path(t5["run_dir"]) / t5["predictions"]["validation"]).is_file()
+    # the GLUE schema of the encoders' runs, its accuracy the record's (invalid texts: wrong)
+    with (Path(t5["run_dir"]) / t5["predictions"]["validation"]).open(newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    assert list(rows[0]) == ["index", "prediction", "label"]
+    assert {row["label"] for row in rows} <= {"entailment", "not_entailment"}
+    correct = sum(row["prediction"] == row["label"] for row in rows) / len(rows)
+    assert t5["metrics"]["validation"]["accuracy"] == pytest.approx(correct)
     assert run(tmp_path, "bert-tiny", "glue/rte")["status"] == "ok"
     table = build_table(iter_records(tmp_path), "glue")
     assert sorted(row.label for row in table.rows if row.score is not None) == ["bert-tiny",
