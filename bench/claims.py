@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 
 from bench.board_config import get_board
 from bench.leaderboard import Row, build_table
-from bench.records import iter_records, read_record
+from bench.records import read_record, read_records
 from bench.significance import Line, compare, find_row, render
 from bench.study import composed, run_study
 from datamodules.errors import PlmbenchError
@@ -75,7 +75,8 @@ def preset_parameters(preset: str, *overrides: str) -> int:
 
 def claims_of(cfg) -> dict[str, dict]:
     """The composed config's claims, checked: one line naming a claim's bad key."""
-    claims = OmegaConf.to_container(cfg.get("claims") or {}, resolve=True)
+    claims = cfg.get("claims")
+    claims = {} if claims is None else OmegaConf.to_container(claims, resolve=True)
     if not claims:
         raise PlmbenchError("this configuration holds no claims: pass experiment=claims_small or "
                             "experiment=claims_tiny (conf/experiment/_claims.yaml)")
@@ -233,7 +234,9 @@ def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 
            ) -> list[Result]:
     """Evaluate every claim of ``cfg`` on the records under ``results_dir``; write claims.md and
     claims.html there."""
-    records = list(iter_records(results_dir))
+    records, unused = read_records(results_dir)
+    for record in unused:  # no record leaves the report in silence
+        print(f"warning: {record.source}: not used by the claims: {record.why}", file=sys.stderr)
     results = [evaluate(claim_id, spec, records, resamples, aso_iterations)
                for claim_id, spec in claims_of(cfg).items()]
     title = f"Claims of the literature at this scale ({results_dir})"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench import records
+from bench.arguments import OneLineParser, count
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
@@ -230,7 +231,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="plmbench",
         description="Compare pretrained language models under one protocol.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -274,9 +275,9 @@ def parser() -> argparse.ArgumentParser:
                     help="show the board's published reference rows (glue: dev results of "
                          "BERT-base, DistilBERT, ELECTRA-Small, RoBERTa-base, DeBERTa-v3-base, "
                          "ModernBERT-base), apart from the measured rows")
-    lb.add_argument("--resamples", type=int, default=1000,
+    lb.add_argument("--resamples", type=count(1), default=1000,
                     help="paired bootstrap replicates of --compare (default: 1000)")
-    lb.add_argument("--aso-iterations", type=int, default=1000,
+    lb.add_argument("--aso-iterations", type=count(0), default=1000,
                     help="ASO's bootstrap iterations in --compare (deepsig; 0: skip the test)")
     sig = sub.add_parser("significance", help="B - A per task and on the score: paired "
                          "bootstrap over examples and seeds, almost stochastic order")
@@ -288,10 +289,10 @@ def parser() -> argparse.ArgumentParser:
     sig.add_argument("--aggregate", help="the score to compare (default: the board's own)")
     sig.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                      help="best-on-dev: per model and task, the grid point best on dev")
-    sig.add_argument("--resamples", type=int, default=1000,
+    sig.add_argument("--resamples", type=count(1), default=1000,
                      help="paired bootstrap replicates (default: 1000)")
     sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
-    sig.add_argument("--aso-iterations", type=int, default=1000,
+    sig.add_argument("--aso-iterations", type=count(0), default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from bench.arguments import OneLineParser
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, Workload, special_ids
 from datamodules.errors import PlmbenchError
@@ -213,7 +214,7 @@ def render(report: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated: "
                         f"{', '.join(STEPS)}")
     parser.add_argument("--attention", default=",".join(ATTENTION),

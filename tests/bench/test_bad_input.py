@@ -248,6 +248,30 @@ KINDS = {
         run=False),
     "rerun of a file that is no record": Kind(["rerun", "{results}"], [
         "is no readable run record"], run=False),
+    "an unknown command": Kind(["bogus"], ["plmbench: argument cmd: invalid choice: 'bogus'",
+                                           "see plmbench --help"], run=False),
+    "an option value argparse refuses": Kind(["leaderboard", "{results}", "--stat", "mode"], [
+        "argument --stat: invalid choice: 'mode'", "see plmbench leaderboard --help"], run=False),
+    "an unknown board score": Kind(["leaderboard", "{results}", "--aggregate", "nope"], [
+        "board 'glue' has no aggregate 'nope'; use one of glue, bert_table1"], run=False),
+    "references a board does not have": Kind(
+        ["leaderboard", "{results}", "--board", "pretrain", "--references"],
+        ["board 'pretrain' names no published references", "leave out --references"], run=False),
+    "significance on a board without a score": Kind(
+        ["significance", "a", "b", "{results}", "--board", "pretrain"],
+        ["board 'pretrain' has no score to compare rows by"], run=False),
+    "significance of rows the board lacks": Kind(["significance", "a", "b", "{results}"], [
+        "no row 'a' on board 'glue'; it has no rows"], run=False),
+    "significance with no resamples": Kind(
+        ["significance", "a", "b", "{results}", "--resamples", "0"],
+        ["argument --resamples: '0' is no integer >= 1"], run=False),
+    "submission of results without predictions": Kind(["submit", "glue", "{results}"], [
+        "results has GLUE predictions; run the tasks with task.predict_splits=[test]"], run=False),
+    "claims of an experiment without claims": Kind(["claims", "experiment=domain_tiny"], [
+        "holds no claims: pass experiment=claims_small or experiment=claims_tiny"], run=False),
+    "claims that are not there": Kind(["claims", "experiment=claims_tiny", "study.claims=[nope]"],
+                                      ["study.claims names ['nope'], which are no claims"],
+                                      run=False),
     "unknown study": Kind(["study", "experiment=domian"], ["did you mean experiment=domain?"],
                           run=False),
 }
