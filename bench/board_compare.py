@@ -41,7 +41,7 @@ def render_comparison(a: Table, b: Table, name_a: str, name_b: str, resamples: i
     columns = {c.label: c for c in b.columns} | {c.label: c for c in a.columns}
     rows_a, rows_b = ({r.key(t.board): r for r in t.rows} for t in (a, b))
     rows = rows_b | rows_a
-    names = row_names(list(rows), {key: row.recipe for key, row in rows.items()})
+    names = row_names(list(rows), {key: row.settings for key, row in rows.items()})
     keys = sorted(names, key=lambda key: (names[key], key))
     if not keys:
         return f"No finished runs of board {a.board.name!r} under {name_a} or {name_b}.\n"

@@ -3,9 +3,9 @@
 Records of one label but different protocols (a learning-rate sweep, the BERT paper's grid) are
 different rows of a board, and best-on-dev selection picks one of them per task. Both name a
 point by the values that differ between the points, read from the records' own configs
-(``optim.lr=3e-05, task.batch_size=16``), never by a hash: the recipe of a record is its config
-as the protocol hash sees it (``bench.records.canonical_config``: no seed, paths, label or task
-identity, but the task keys its command line changed), flattened to dotted keys.
+(``optim.lr=3e-05, task.batch_size=16``), never by a hash: the settings of a record are its
+config as the protocol hash sees it (``bench.records.canonical_config``: no seed, paths, label or
+task identity, but the task keys its command line changed), flattened to dotted keys.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def _flat(value: object, prefix: str, into: dict[str, str]) -> dict[str, str]:
     return into
 
 
-def recipe(record: Mapping) -> dict[str, str]:
-    """The record's training recipe, flat (``optim.lr`` -> ``3e-05``); {} without a config."""
+def settings(record: Mapping) -> dict[str, str]:
+    """The record's training settings, flat (``optim.lr`` -> ``3e-05``); {} without a config."""
     config = record.get("config")
     if not isinstance(config, Mapping):
         return {}
@@ -38,11 +38,12 @@ def recipe(record: Mapping) -> dict[str, str]:
     return _flat(canonical_config(config, ignore_task=True, task_keys=keys), "", {})
 
 
-def differing(recipes: Mapping[Hashable, Mapping[str, str]]) -> dict[Hashable, dict[str, str]]:
+def differing(settings_of: Mapping[Hashable, Mapping[str, str]]
+              ) -> dict[Hashable, dict[str, str]]:
     """For each point, its values of the keys on which the points differ, sorted by key."""
-    keys = sorted({key for r in recipes.values() for key in r
-                   if len({other.get(key, UNSET) for other in recipes.values()}) > 1})
-    return {point: {key: r.get(key, UNSET) for key in keys} for point, r in recipes.items()}
+    keys = sorted({key for r in settings_of.values() for key in r
+                   if len({other.get(key, UNSET) for other in settings_of.values()}) > 1})
+    return {point: {key: r.get(key, UNSET) for key in keys} for point, r in settings_of.items()}
 
 
 def point_text(values: Mapping[str, str]) -> str:
@@ -50,7 +51,7 @@ def point_text(values: Mapping[str, str]) -> str:
     return ", ".join(f"{key}={value}" for key, value in values.items())
 
 
-def row_names(keys: list[tuple[str, str]], recipes: Mapping[tuple[str, str], Mapping]
+def row_names(keys: list[tuple[str, str]], settings_of: Mapping[tuple[str, str], Mapping]
                ) -> dict[tuple[str, str], str]:
     """Each (label, protocol)'s row name: the label, followed, where a label has several
     protocols (a sweep), by the config values that tell its points apart; a short protocol hash
@@ -63,7 +64,7 @@ def row_names(keys: list[tuple[str, str]], recipes: Mapping[tuple[str, str], Map
         if len(found) == 1:
             names[label, found[0]] = label
             continue
-        values = differing({p: recipes.get((label, p), {}) for p in found})
+        values = differing({p: settings_of.get((label, p), {}) for p in found})
         for protocol in found:
             text = point_text(values[protocol])
             names[label, protocol] = f"{label} ({text})" if text else f"{label} [{protocol[:6]}]"

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
-from bench.board_points import recipe, row_names
+from bench.board_points import row_names, settings
 from bench.board_score import mark_rows, score
 from bench.records import Unused
 from bench.stats import Estimate
@@ -132,7 +132,7 @@ class Row:
     #: per task, the grid point best-on-dev selection chose (bench.selection: point, dev, n)
     selected: dict[str, dict] = field(default_factory=dict)
     record_label: str = ""  # the records' label (``label`` may add the point's values)
-    recipe: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
+    settings: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
 
     def key(self, board: Board) -> tuple[str, str]:
         """What identifies the row whatever other records a table holds: its records' label and,
@@ -329,7 +329,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     )
     n_records = 0
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
-    recipes: dict[tuple[str, str], dict[str, str]] = {}  # a recipe per row (board_points)
+    settings_of: dict[tuple[str, str], dict[str, str]] = {}  # per row (board_points)
     texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     text_labels: dict[str, None] = {}
     for (label, record_protocol, task, seed), record in selected:
@@ -355,7 +355,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
                 texts[label, protocol][column.label].add(text)
                 text_labels.setdefault(column.label)
         n_records += not record.get("baseline")  # runs used; a baseline is no run
-        recipes.setdefault((label, protocol), recipe(record))
+        settings_of.setdefault((label, protocol), settings(record))
         row = extras[label, protocol]
         row.setdefault("records", defaultdict(list))[task].append(record)
         row["baseline"] = bool(record.get("baseline"))
@@ -390,7 +390,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
-    names = row_names(list(values), recipes)
+    names = row_names(list(values), settings_of)
     rows = []
     for key, by_column in values.items():
         label, protocol = key
@@ -409,7 +409,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
                        for text, found in texts[key].items()}
         rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
                         texts=shown_texts, record_label=label,
-                        recipe=recipes.get(key, {}),
+                        settings=settings_of.get(key, {}),
                         **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
                   stat, list(text_labels), unused=sorted(unused, key=lambda u: (u.source, u.why)))

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from bench.board_config import Board
-from bench.board_points import differing, point_text, recipe
+from bench.board_points import differing, point_text, settings
 from bench.leaderboard import Table, _record_columns, lookup
 from datamodules.errors import PlmbenchError
 
@@ -29,7 +29,7 @@ def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
     points apart, the dev mean that chose it, its count of values, the number of points)."""
     records = list(records)
     points: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    recipes: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    settings_of: dict[tuple, dict[str, dict]] = defaultdict(dict)
     directions: dict[tuple, bool] = {}
     for record in records:
         if record.get("status") != "ok" or record.get("board") != board.name:
@@ -44,13 +44,14 @@ def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
             if column.score and value is not None:
                 points[key][protocol].append(value)
                 directions[key] = column.higher_is_better
-                recipes[key].setdefault(protocol, recipe(record))
+                settings_of[key].setdefault(protocol, settings(record))
     best, chosen = {}, {}
     for key, by_protocol in points.items():
         sign = 1 if directions[key] else -1
         best[key] = max(sorted(by_protocol), key=lambda p: sign * statistics.mean(by_protocol[p]))
         values = by_protocol[best[key]]
-        chosen[key] = {"point": differing(recipes[key])[best[key]], "protocol_hash": best[key],
+        chosen[key] = {"point": differing(settings_of[key])[best[key]],
+                       "protocol_hash": best[key],
                        "dev": statistics.mean(values), "n": len(values),
                        "of": len(by_protocol)}
     kept = []
