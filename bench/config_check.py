@@ -145,9 +145,14 @@ def check_trainer(trainer: Mapping) -> None:
 
 
 def check_model(model: Mapping) -> None:
-    from lit_models.archs import get_arch
+    """A Transformer preset against its architecture's config fields; a model that is no
+    Transformer (``Baseline``: its family reads the preset) against the keys presets use."""
+    from lit_models.archs import Baseline, get_arch, get_model
     from lit_models.core.build import check_preset
 
+    if isinstance(get_model(model.get("arch")), Baseline):
+        check_tree(model, known_tree("model"), f"model={model.get('name')}", "model.")
+        return
     arch = get_arch(model.get("arch"))
     check_preset(arch, model)
     check_types(model, typing.get_type_hints(arch.config), "model.")

@@ -43,6 +43,9 @@ class PlmModule(L.LightningModule):
         #: what the run must say in its log and its record about how it was set up (a
         #: checkpoint's head that does not fit the task, so the task's starts untrained)
         self.notes: list[str] = []
+        #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
+        #: a word-vector run's nearest neighbours of its query words, ...
+        self.outputs: dict = {}
 
     def compile_encoders(self, backend: str = "inductor") -> list[str]:
         """``torch.compile`` (``backend``) every registered architecture's encoder inside this
