@@ -41,8 +41,9 @@ from datamodules.keys import check_keys
 GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study")
 #: run-config keys that are not Lightning Trainer arguments (bench/run.py pops them)
 TRAINER_EXTRAS = ("compile", "dataloader")
-#: task keys whose values are checked by what reads them (Hydra's instantiate, the boards)
-TASK_OPAQUE = ("family", "columns")
+#: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
+#: word-vector family's word sets, named by the user: ``intrinsic.similarity.<set>``)
+TASK_OPAQUE = ("family", "columns", "intrinsic")
 
 
 def _load(path) -> dict:
