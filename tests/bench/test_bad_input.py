@@ -465,6 +465,7 @@ def test_a_board_lists_records_it_cannot_use_and_never_stops(env):
         assert board.rc == 0, board.err
         warnings = [line for line in board.err_lines if line.startswith("warning:")]
         assert len(warnings) == 3 and all("not used on board glue" in w for w in warnings)
+    assert '<h2>Records not used (3)</h2><ul id="unused">' in board.out  # the HTML page's list
     board = plmbench("leaderboard", str(results))
     assert "### Records not used (3)" in board.out
     assert f"- {truncated}: is not valid JSON" in board.out
