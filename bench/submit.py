@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from bench.board_config import get_board
 from bench.leaderboard import _record_columns, lookup
-from bench.records import iter_records
+from bench.records import read_records
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
 
@@ -222,7 +223,10 @@ def submit_glue(results_dir: str | Path, label: str | None = None, out: str | Pa
     """Write the submission zip of ``label``'s runs under ``results_dir``: (the zip's path, the
     source of each file, the missing files). Nothing is written when a task is missing, unless
     ``allow_missing``."""
-    records = list(iter_records(results_dir))
+    records, unused = read_records(results_dir)
+    for record in unused:  # a run it cannot read is never left out in silence
+        print(f"warning: {record.source}: not used for the submission: {record.why}",
+              file=sys.stderr)
     label = model_label(records, label, results_dir)
     chosen = choose_runs(records, label)
     missing = [entry.file for entry in GLUE if entry.file not in chosen]

@@ -266,7 +266,8 @@ KINDS = {
         ["significance", "a", "b", "{results}", "--resamples", "0"],
         ["argument --resamples: '0' is no integer >= 1"], run=False),
     "submission of results without predictions": Kind(["submit", "glue", "{results}"], [
-        "results has GLUE predictions; run the tasks with task.predict_splits=[test]"], run=False),
+        "results has GLUE predictions; run the tasks with task.predict_splits=[test]"], run=False,
+        setup=lambda env: _truncated_record(env), extra=lambda env, result: _warned(env, result)),
     "claims of an experiment without claims": Kind(["claims", "experiment=domain_tiny"], [
         "holds no claims: pass experiment=claims_small or experiment=claims_tiny"], run=False),
     "claims that are not there": Kind(["claims", "experiment=claims_tiny", "study.claims=[nope]"],
@@ -275,6 +276,18 @@ KINDS = {
     "unknown study": Kind(["study", "experiment=domian"], ["did you mean experiment=domain?"],
                           run=False),
 }
+
+
+def _truncated_record(env: Path) -> list[str]:
+    run = env / "results/glue/rte/bert-tiny/seed0"
+    run.mkdir(parents=True)
+    (run / "record.json").write_text('{"status": "ok", "task": "glue/r')
+    return []
+
+
+def _warned(env: Path, result: Result) -> None:
+    """The record it could not read is named, not left out in silence."""
+    assert f"warning: {env}/results/glue/rte/bert-tiny/seed0/record.json: not used" in result.err
 
 
 def _afile(env: Path) -> list[str]:
