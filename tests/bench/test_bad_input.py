@@ -489,3 +489,14 @@ def test_a_board_lists_records_it_cannot_use_and_never_stops(env):
     assert "| bert-tiny " not in board.out  # no usable run: no row, but the board stands
     listed = json.loads(plmbench("leaderboard", str(results), "--format", "json").out)["unused"]
     assert [u["source"] for u in listed] == [str(p) for p in paths]
+
+
+def test_the_claims_report_names_the_records_it_could_not_use():
+    from bench.claims import render_html, render_markdown
+    from bench.records import Unused
+
+    unused = [Unused("r/glue/rte/x/seed0/record.json", "is not valid JSON")]
+    assert "## Records not used (1)\n\n- r/glue/rte/x/seed0/record.json: is not valid JSON\n" in \
+        render_markdown([], "claims", unused)
+    assert ('<ul id="unused"><li><code>r/glue/rte/x/seed0/record.json</code>: is not valid JSON'
+            in render_html([], "claims", unused))
