@@ -18,6 +18,7 @@ TOKENIZER = TokenizerSpec(
     single="$A sep cls:2",
     pair="$A sep $B:1 sep:1 cls:2",
     tokenizer_class="XLNetTokenizer",
+    spm_preprocess=(("do_lower_case", False), ("keep_accents", False)),  # XLNetTokenizer's
     padding_side="left",  # its classifier reads the last position, its <cls>
 )
 

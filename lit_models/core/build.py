@@ -15,41 +15,45 @@ teacher, with its vocabulary).
 """
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
+from datamodules.keys import check_keys
 from datamodules.tokenization import FAMILIES, TokenizerSpec, scratch_tokenizer
 from lit_models.archs import Arch, Model
 from lit_models.core.hf import from_hf, read_config
 
-#: what a model preset holds beside its net's config fields: its identity, its vocabulary, what
-#: it starts from and the recipe values other config groups read through ${model.*}
+#: what a model preset holds besides its architecture's config fields, and who reads it
 PRESET_KEYS = frozenset({
-    "name", "arch", "init_from", "lowercase", "vocabulary_family", "objective", "finetune_lr",
-    "pretrain_lr", "pretrain_batch_size", "pretrain_warmup_ratio", "pretrain_length_schedule",
-    "pretrain_max_length", "summarize_prefix", "translate_prefix",
+    "name",                 # the preset's name: the default label (conf/config.yaml)
+    "arch",                 # the architecture's registered name (lit_models/archs)
+    "init_from",            # the default init_from (conf/config.yaml)
+    "objective",            # the preset's pretraining objective (bench/run.py normalize)
+    "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
+    "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
+    "pretrain_batch_size",
+    "pretrain_max_length",  # the paper's pretraining recipe (conf/task/pretrain/_base.yaml):
+    "pretrain_length_schedule",  # input length, length phases, warmup share
+    "pretrain_warmup_ratio",
+    "summarize_prefix",     # prepended to summarization sources (conf/task/summarization)
+    "translate_prefix",     # prepended to translation sources (conf/task/translation)
+    "vocabulary_family",    # a scratch vocabulary's family (vocabulary_spec)
+    "lowercase",            # a scratch vocabulary's normalisation (build_net)
 })
 
 
-def check_preset_keys(arch: Arch, model_cfg: Mapping) -> None:
-    """Refuse, in one line naming the nearest valid key, a preset or override key that is
-    neither a field of the arch's config nor a preset key (``model.hiden_size=64`` would
-    otherwise be dropped without a word)."""
-    valid = PRESET_KEYS | {f.name for f in dataclasses.fields(arch.config)}
-    for key in model_cfg:
-        if key not in valid:
-            near = difflib.get_close_matches(key, valid, n=1)
-            hint = f"did you mean model.{near[0]}?" if near else f"use one of {sorted(valid)}"
-            raise PlmbenchError(f"model.{key} is no setting of model={model_cfg.get('name')} "
-                                f"({arch.name}): {hint}")
+def check_preset(arch: Arch, model_cfg: Mapping) -> None:
+    """A preset (with its overrides) holds only keys something reads: its architecture's config
+    fields and ``PRESET_KEYS``; a misspelled one is an error naming the nearest."""
+    known = {f.name for f in dataclasses.fields(arch.config)} | PRESET_KEYS
+    check_keys(model_cfg, known, f"model={model_cfg.get('name')} ({arch.name})", "model.")
 
 
 def net_config(arch: Arch, model_cfg: Mapping, vocab_size: int, pad_token_id: int):
-    """The arch's config dataclass from the preset's fields of the same names (any other key
-    must be a preset key: ``check_preset_keys``)."""
-    check_preset_keys(arch, model_cfg)
+    """The arch's config dataclass from the preset's fields of the same names (``check_preset``
+    refuses any other key but ``PRESET_KEYS``)."""
+    check_preset(arch, model_cfg)
     names = {f.name for f in dataclasses.fields(arch.config)}
     values = {k: v for k, v in model_cfg.items() if k in names}
     values.update(vocab_size=vocab_size, pad_token_id=pad_token_id)
@@ -92,7 +96,7 @@ def build_net(
 
     ``vocabulary_corpus()`` gives (a key for the corpus, its texts) for scratch vocabularies.
     """
-    check_preset_keys(arch, model_cfg)
+    check_preset(arch, model_cfg)
     if not init_from.scratch:
         directory = init_from.directory()
         found, _ = read_config(directory, arch)
