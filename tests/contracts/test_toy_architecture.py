@@ -8,7 +8,7 @@ pooled classification head. Its checkpoints use a layout of its own (``model_typ
 ours), which ``from_hf`` reads back; transformers has no such model, so the contract's
 comparisons with transformers are skipped for it. It is registered with ``register_arch`` for the
 tests of this module only (and removed after them); its preset is written to a config directory
-the run puts on Hydra's search path (``hydra.searchpath``).
+the run puts on Hydra's search path (``--config-dir``).
 """
 
 import json
@@ -28,7 +28,7 @@ from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_no
 from lit_models.nets.heads import PooledClassifier
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
-from tests.bench.invoke import plmbench_on_mirror, read, run_dir
+from tests.bench.invoke import plmbench_on_mirror, read, records_under
 from tests.contracts.suite import ArchContracts
 
 
@@ -111,12 +111,13 @@ def toy() -> Arch:
 
 
 @pytest.fixture(scope="module")
-def searchpath(toy, tmp_path_factory) -> str:
-    """A config directory with the toy's preset, as a ``hydra.searchpath`` override."""
+def searchpath(toy, tmp_path_factory) -> list[str]:
+    """A config directory with the toy's preset, as the ``--config-dir`` flag that puts it on
+    Hydra's search path."""
     conf = tmp_path_factory.mktemp("conf")
     (conf / "model").mkdir()
     OmegaConf.save(OmegaConf.create(PRESET), conf / "model" / "toy-tiny.yaml")
-    return f"hydra.searchpath=[file://{conf}]"
+    return ["--config-dir", str(conf)]
 
 
 class TestToyContracts(ArchContracts):
@@ -135,10 +136,11 @@ PRETRAIN = ["model=toy-tiny", "task=pretrain/wikitext", "task.splits.train=test"
 
 
 def test_the_toy_pretrains_fine_tunes_and_exports(searchpath, tmp_path_factory):
-    pretrained, results = plmbench_on_mirror(tmp_path_factory, "wikitext", "run", *PRETRAIN,
-                                             searchpath)
+    pretrained, results = plmbench_on_mirror(tmp_path_factory, "wikitext", "run", *searchpath,
+                                             *PRETRAIN)
     assert pretrained.rc == 0, pretrained.err
-    run = run_dir(results, "pretrain/wikitext", *PRETRAIN, label="toy-tiny")
+    (run,) = [record.parent for record in records_under(results)]  # the one run, its record
+    assert run.relative_to(results).parts[:3] == ("pretrain", "wikitext", "toy-tiny")
     record = read(run)
     assert record["status"] == "ok" and record["config"]["model"]["arch"] == "toy"
     assert record["metrics"]["validation"]["mlm_loss"] > 0
@@ -147,11 +149,13 @@ def test_the_toy_pretrains_fine_tunes_and_exports(searchpath, tmp_path_factory):
     finetune = ["model=toy-tiny", "task=glue/rte", f"init_from=ckpt:{run}",
                 "task.max_train_samples=16", "task.max_eval_samples=8", "trainer.max_steps=2",
                 "save_model=true", "trainer.enable_progress_bar=false"]
-    tuned, results = plmbench_on_mirror(tmp_path_factory, "glue", "run", *finetune, searchpath)
+    tuned, results = plmbench_on_mirror(tmp_path_factory, "glue", "run", *searchpath, *finetune)
     assert tuned.rc == 0, tuned.err
-    record = read(run_dir(results, "glue/rte", *finetune, label="toy-tiny"))
+    (tuned_run,) = [record.parent for record in records_under(results)]
+    assert tuned_run.relative_to(results).parts[:3] == ("glue", "rte", "toy-tiny")
+    record = read(tuned_run)
     assert record["status"] == "ok" and 0 <= record["metrics"]["validation"]["accuracy"] <= 1
-    export = run_dir(results, "glue/rte", *finetune, label="toy-tiny") / "model"
+    export = tuned_run / "model"
     model = from_hf(export)
     assert model.arch is get_arch("toy") and isinstance(model.net, ToyModel)
     head = PooledClassifier(model.net.config, 2, 0.1)

@@ -50,7 +50,7 @@ def write_checkpoint(directory: Path, arch_name: str, vocab_size: int, **ids) ->
             setattr(config, key, value)
     torch.manual_seed(0)
     net = arch.encoder(config).eval()
-    hf_config, weights = hf_checkpoint(net)
+    hf_config, weights = hf_checkpoint(arch, net)
     hf_config.update({k: v for k, v in ids.items() if v is not None})
     for key in [k for k, v in ids.items() if v is None]:
         hf_config.pop(key, None)
@@ -111,7 +111,7 @@ def gpt2_dir(tmp_path_factory) -> Path:
 
 
 def test_gpt2_as_published_loads_and_pads_with_its_end_of_text_token(gpt2_dir):
-    net, tokenizer = from_hf(gpt2_dir)
+    _, net, tokenizer = from_hf(gpt2_dir)
     net.eval()
     end = tokenizer.backend.token_to_id("<|endoftext|>")
     assert tokenizer.special.pad == tokenizer.special.sep == tokenizer.special.cls == end
@@ -150,7 +150,7 @@ def t5_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor]:
 
 def test_t5_from_its_sentencepiece_model_alone(t5_dir):
     directory, sp = t5_dir
-    net, tokenizer = from_hf(directory)
+    _, net, tokenizer = from_hf(directory)
     pieces = sp.get_piece_size()
     assert tokenizer.vocab_size == net.config.vocab_size == pieces + 100
     assert tokenizer.backend.token_to_id("<extra_id_0>") == pieces + 99
@@ -179,7 +179,7 @@ def albert_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor]:
 
 def test_albert_from_its_sentencepiece_model_alone(albert_dir):
     directory, sp = albert_dir
-    net, tokenizer = from_hf(directory)
+    _, net, tokenizer = from_hf(directory)
     assert tokenizer.vocab_size == sp.get_piece_size() == net.config.vocab_size
     special = tokenizer.special
     assert (special.pad, special.unk, special.cls, special.sep, special.mask) == (0, 1, 2, 3, 4)
@@ -218,7 +218,7 @@ def bart_dir(tmp_path_factory) -> Path:
 
 
 def test_bart_from_vocab_json_and_merges_alone(bart_dir):
-    net, tokenizer = from_hf(bart_dir)
+    _, net, tokenizer = from_hf(bart_dir)
     special = tokenizer.special
     assert (special.cls, special.pad, special.sep, special.unk) == (0, 1, 2, 3)
     assert special.mask == tokenizer.vocab_size - 1 == net.config.vocab_size - 1
