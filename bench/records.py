@@ -105,9 +105,13 @@ def config_hash(config: Mapping, ignore_task: bool = False) -> str:
     Ignores the ``VOLATILE_KEYS`` (seed, results_dir, run_name, label, logger ...) and
     absolute path prefixes (the results directory's, for paths inside it); with
     ``ignore_task`` also the task group, which gives the protocol hash: the same training
-    recipe applied to different tasks.
+    recipe applied to different tasks. The default fine-tuning method (``finetune=full``,
+    every weight trains) is what every run did before the ``finetune`` group existed, and
+    hashes as their records do.
     """
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
+    if (config.get("finetune") or {}).get("name") == "full":
+        dropped |= {"finetune"}
     kept = _without(config, dropped)
     results_dir = config.get("results_dir")
     results_dir = os.fspath(results_dir) if isinstance(results_dir, str | os.PathLike) else None

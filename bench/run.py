@@ -47,6 +47,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.family import TaskFamily
+from lit_models.core.finetune import FinetuneMethod
 from lit_models.core.throughput import Throughput
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -113,15 +114,35 @@ def task_family(task: DictConfig) -> TaskFamily:
     return family
 
 
+def finetune_method(cfg: DictConfig) -> FinetuneMethod:
+    """The run's fine-tuning method, as ``conf/finetune/<name>.yaml`` names it (``_target_``)."""
+    try:
+        method = hydra.utils.instantiate(cfg.finetune)
+    except PlmbenchError:
+        raise
+    except Exception as err:
+        raise PlmbenchError(
+            f"finetune {OmegaConf.to_container(cfg.finetune)} cannot be built "
+            f"({type(err).__name__}: {err}); pick finetune=full|frozen|adapters|ulmfit"
+        ) from None
+    if not isinstance(method, FinetuneMethod):
+        raise PlmbenchError("finetune._target_ must name a FinetuneMethod subclass")
+    return method
+
+
 def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
     """Build the task family's modules, fit (from the last checkpoint of this configuration with
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     family = task_family(cfg.task).for_arch(get_arch(cfg.model.arch), cfg.task)
+    finetune = finetune_method(cfg)
+    finetune.check(family, cfg.task)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
+    finetune.prepare(net)
     module, dm = family.build(cfg, net, tokenizer)
+    finetune.apply(module, net)
     module.run_dir = run_dir  # where an evaluation writes its predictions
     trainer_args = OmegaConf.to_container(cfg.trainer)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
@@ -166,6 +187,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
+        # what the fine-tuning method trained (conf/finetune: all, the head, adapters ...)
+        "trained_parameters": finetune.trained_parameters(module),
         # the backbone alone, without the task's head (a model's size across tasks); a
         # pretraining net's heads are part of what it trains, so it has none
         "encoder_parameters": None if family.with_heads else sum(
