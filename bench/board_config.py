@@ -47,6 +47,8 @@ AGGREGATES = ("task_macro", "mean", "none")
 DEFAULT_AGGREGATE = "default"
 #: how a board groups records into rows: by (label, protocol hash), or by label alone
 ROWS = ("protocol", "label")
+#: what a board's ``size`` may name: the model's parameters, or those its fine-tuning trained
+SIZES = ("parameters", "trained_parameters")
 DEFAULT_FORMAT = ".4g"
 
 
@@ -101,6 +103,14 @@ class Board:
     #: the row (label) every other row's score and parameters are given as a share of: a
     #: distilled student's share of its teacher's (Sanh et al. 2019, §4: 97% with 40% fewer)
     reference: str = ""
+    #: what a row's size is (the plots' cost axis, the parameter share): ``parameters``, the
+    #: model's (without a task head), or ``trained_parameters``, what its fine-tuning method
+    #: trained (``conf/finetune``: a frozen encoder's head alone, adapters ...)
+    size: str = "parameters"
+    #: fine-tuning methods (``conf/finetune``) whose records show in columns of their own beside
+    #: fine-tuning's, labelled "<column> (<method>)" and scoring nothing: SciBERT's Table 1
+    #: "Frozen" beside "Finetune" (Beltagy et al. 2019)
+    finetune_columns: tuple[str, ...] = ()
     #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
     columns: tuple[Column, ...] = ()
 
@@ -108,7 +118,8 @@ class Board:
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
-                 "reference", "aggregates", "references"}
+                 "reference", "aggregates", "references", "size",
+                 "finetune_columns"}
         if unknown := sorted(set(config) - known):
             raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
         name = config.get("name")
@@ -134,9 +145,17 @@ class Board:
         if not isinstance(reference, str) or (reference and method == "none"):
             raise PlmbenchError(f"{where}: reference must be a row label, on a board whose "
                                 "aggregate.method gives a score")
+        size = config.get("size", "parameters")
+        if size not in SIZES:
+            raise PlmbenchError(f"{where}: size {size!r} is not one of {', '.join(SIZES)}")
+        methods = config.get("finetune_columns") or []
+        if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+            raise PlmbenchError(f"{where}: finetune_columns must be a list of conf/finetune names")
         board = cls(
             name=name,
             rows=rows,
+            size=size,
+            finetune_columns=tuple(methods),
             title=str(config.get("title") or name),
             task_order=tuple(order),
             scale=_check_scale(defaults.get("scale", 1), f"{where} defaults"),
