@@ -278,10 +278,11 @@ class Column:
     def text(self, cell: Cell, stat: str = "mean") -> str:
         """The cell as a board shows it: the value alone where it does not vary with the seed;
         the median and range (``stat`` median); else the mean ± the half-width of its 95%
-        t-interval over seeds (one seed: no interval)."""
+        t-interval over seeds (one seed: no interval). A value that does not vary with the seed
+        but differs between the tasks a column spans (a task head's size) shows its range."""
         low, high = cell.values[0], cell.values[-1]
-        if not self.varies and low == high:
-            return self.show(low)
+        if not self.varies:
+            return self.show(low) if low == high else f"{self.show(low)}–{self.show(high)}"
         if stat == "median":
             return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
         interval = cell.interval()

@@ -1,0 +1,83 @@
+"""The fine-tuning methods end to end at tiny size (conf/experiment/finetune_methods_tiny.yaml):
+one command fine-tunes bert-tiny on RTE under every method (full, frozen, a frozen scalar mix,
+adapters, ULMFiT), each run leaves a record that counts what it trained, and the
+finetune_methods board has a row per method, its trained parameters in a column and on the
+HTML plot's cost axis. A frozen encoder feeds NER's tagging head too, and a method that cannot
+apply (frozen pretraining) is refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.leaderboard import build_table
+from bench.records import iter_records
+from tests.bench.invoke import plmbench, plmbench_on_mirror
+
+METHODS = {"full", "frozen", "frozen-mix", "adapters", "ulmfit"}
+TINY = ["model=bert-tiny", "task.max_train_samples=32", "task.max_eval_samples=16",
+        "task.max_length=64", "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    result, results = plmbench_on_mirror(tmp_path_factory, "glue", "study",
+                                         "experiment=finetune_methods_tiny",
+                                         "study.tasks=glue/rte", "trainer.max_steps=2")
+    assert result.rc == 0, result.err[-2000:]
+    records = {r["label"].split("/")[1]: r for r in iter_records(results)}
+    assert set(records) == METHODS and all(r["status"] == "ok" for r in records.values())
+    return results, records
+
+
+def test_every_method_records_what_it_trained(study):
+    _, records = study
+    full, frozen, mix = records["full"], records["frozen"], records["frozen-mix"]
+    head = full["parameters"] - full["encoder_parameters"]
+    assert full["trained_parameters"] == full["parameters"]
+    assert frozen["trained_parameters"] == head  # the classifier over the frozen pooler
+    assert mix["trained_parameters"] == head + 3 + 1  # + the mix's 3 weights and gamma
+    assert mix["config"]["finetune"] == {"_target_": "lit_models.core.finetune.frozen.Frozen",
+                                         "name": "frozen", "layers": [0, 1, 2],
+                                         "combine": "mix"}
+    adapters = records["adapters"]
+    hidden, layers = 128, 2  # bert-tiny
+    adapter = 2 * 64 * hidden + 64 + hidden  # down and up projections with biases
+    norms = (1 + 2 * layers) * 2 * hidden  # embeddings' and each layer's two LayerNorms
+    assert adapters["parameters"] == full["parameters"] + 2 * layers * adapter
+    assert adapters["trained_parameters"] == 2 * layers * adapter + norms + head
+    ulmfit = records["ulmfit"]  # 2 steps, a group a step: head + pooler, then the top layer
+    assert head < ulmfit["trained_parameters"] < ulmfit["parameters"]
+    assert ulmfit["config"]["optim"]["schedule"] == "slanted_triangular"
+    assert ulmfit["config"]["optim"]["layerwise_lr_decay"] == pytest.approx(1 / 2.6)
+
+
+def test_the_board_has_a_row_per_method_against_its_trained_parameters(study):
+    results, records = study
+    table = build_table(records.values(), "finetune_methods")
+    rows = {row.label: row for row in table.rows if not row.baseline}
+    assert set(rows) == {f"bert-tiny/{method}" for method in METHODS}
+    for label, row in rows.items():
+        trained = records[label.split("/")[1]]["trained_parameters"]
+        assert row.parameters == trained  # the board's size: what the method trained
+        assert list(row.cells["trained parameters"].values) == [trained]
+        assert row.cells["RTE (acc)"].n == 1
+    html = plmbench("leaderboard", str(results), "--board", "finetune_methods",
+                    "--format", "html")
+    assert html.rc == 0 and "score against trained parameters" in html.out
+
+
+def test_a_frozen_encoder_feeds_the_tagging_head(tmp_path_factory):
+    result, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", "run", *TINY,
+                                         "task=ner/ncbi_disease", "finetune=frozen",
+                                         "finetune.layers=[1,2]", "finetune.combine=sum")
+    assert result.rc == 0, result.err[-2000:]
+    (record,) = iter_records(results)
+    assert record["status"] == "ok" and "f1" in record["metrics"]["test"]
+    assert record["trained_parameters"] == record["parameters"] - record["encoder_parameters"]
+
+
+def test_a_method_that_cannot_pretrain_is_refused_in_one_line(tmp_path_factory):
+    result, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "run", *TINY,
+                                         "task=pretrain/wikipedia", "finetune=adapters")
+    assert result.rc == 2
+    assert "pretrains, and finetune=adapters applies to fine-tuning" in result.err_lines[-1]
