@@ -81,3 +81,25 @@ def test_a_method_that_cannot_pretrain_is_refused_in_one_line(tmp_path_factory):
                                          "task=pretrain/wikipedia", "finetune=adapters")
     assert result.rc == 2
     assert "pretrains, and finetune=adapters applies to fine-tuning" in result.err_lines[-1]
+
+
+def test_the_feature_based_claim_compares_frozen_features_with_fine_tuning(tmp_path_factory):
+    """BERT's Table 7 claim (conf/claims/feature_based.yaml) runs its two NER arms and gives the
+    tagging board's difference of the frozen row and the fine-tuned one, with a verdict."""
+    done, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", "claims",
+                                       "experiment=claims_tiny", "study.claims=[feature_based]")
+    assert done.rc == 0, done.err[-2000:]
+    records = {r["label"]: r for r in iter_records(results)}
+    assert set(records) == {"bert-tiny/full", "bert-tiny/frozen-sum"}
+    frozen = records["bert-tiny/frozen-sum"]
+    assert frozen["config"]["finetune"]["layers"] == [-2, -1]
+    assert frozen["trained_parameters"] == frozen["parameters"] - frozen["encoder_parameters"]
+    table = build_table(records.values(), "tagging")
+    a, b = (next(r for r in table.rows if r.label == label)
+            for label in ("bert-tiny/full", "bert-tiny/frozen-sum"))
+    (row,) = [line for line in (results / "claims.md").read_text().splitlines()
+              if line.startswith("| feature_based")]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[2].startswith("Devlin et al. 2019 (BERT), §5.3, Table 7")
+    assert cells[5].startswith(f"{b.score - a.score:+.2f} [")
+    assert cells[6] in ("supported", "contradicted", "inconclusive")
