@@ -69,6 +69,22 @@ def _check_scale(scale: object, where: str) -> float:
     return float(scale)
 
 
+def _choice(config: Mapping, key: str, allowed: tuple[str, ...], where: str) -> str:
+    """``config[key]`` (the first of ``allowed`` when absent), one of ``allowed``."""
+    value = config.get(key, allowed[0])
+    if value not in allowed:
+        raise PlmbenchError(f"{where}: {key} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _strings(values: object, where: str, what: str) -> list[str]:
+    """``values`` (None: none) as a list of strings; else one line: a list of ``what``."""
+    values = values or []
+    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+        raise PlmbenchError(f"{where} must be a list of {what}")
+    return list(values)
+
+
 def _check_bool(value: object, key: str, where: str) -> bool:
     if not isinstance(value, bool):
         raise PlmbenchError(f"{where}: {key} must be true or false, not {value!r}")
@@ -138,19 +154,14 @@ class Board:
             raise PlmbenchError(f"{where}: aggregates must map names to aggregates")
         others = {name: _check_aggregate(spec, f"{where}: aggregates.{name}")
                   for name, spec in others.items()}
-        rows = config.get("rows", "protocol")
-        if rows not in ROWS:
-            raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
+        rows = _choice(config, "rows", ROWS, where)
         reference = config.get("reference") or ""
         if not isinstance(reference, str) or (reference and method == "none"):
             raise PlmbenchError(f"{where}: reference must be a row label, on a board whose "
                                 "aggregate.method gives a score")
-        size = config.get("size", "parameters")
-        if size not in SIZES:
-            raise PlmbenchError(f"{where}: size {size!r} is not one of {', '.join(SIZES)}")
-        methods = config.get("finetune_columns") or []
-        if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
-            raise PlmbenchError(f"{where}: finetune_columns must be a list of conf/finetune names")
+        size = _choice(config, "size", SIZES, where)
+        methods = _strings(config.get("finetune_columns"), f"{where}: finetune_columns",
+                           "conf/finetune names")
         board = cls(
             name=name,
             rows=rows,
@@ -214,9 +225,7 @@ def _check_aggregate(spec: object, where: str) -> dict:
     method = spec.get("method", "none")
     if method not in AGGREGATES:
         raise PlmbenchError(f"{where}.method {method!r} is not one of {', '.join(AGGREGATES)}")
-    columns = spec.get("columns") or []
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise PlmbenchError(f"{where}: columns must be a list of column labels")
+    _strings(spec.get("columns"), f"{where}: columns", "column labels")
     if "format" in spec:
         _check_format(spec["format"], where)
     return dict(spec)

@@ -100,34 +100,31 @@ def make_logger(cfg: DictConfig, run_dir: Path):
     raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
 
 
+def instantiated(node: DictConfig, base: type, what: str, fix: str):
+    """``node``'s ``_target_`` built, an instance of ``base``; else one line naming ``what`` and
+    ``fix`` (a PlmbenchError the class raised on its arguments as it is)."""
+    try:
+        built = hydra.utils.instantiate(node)
+    except Exception as err:
+        if isinstance(err.__cause__, PlmbenchError):
+            raise err.__cause__ from None
+        raise PlmbenchError(f"{what} {OmegaConf.to_container(node)} cannot be built "
+                            f"({type(err).__name__}); {fix}") from None
+    if not isinstance(built, base):
+        raise PlmbenchError(f"{what}._target_ must name a {base.__name__} subclass")
+    return built
+
+
 def task_family(task: DictConfig) -> TaskFamily:
     """The task's family, as its YAML names it (``family._target_``)."""
-    try:
-        family = hydra.utils.instantiate(task.family)
-    except Exception as err:
-        raise PlmbenchError(
-            f"task {task.name}: family {OmegaConf.to_container(task.family)} cannot be built "
-            f"({type(err).__name__}); name a TaskFamily class in family._target_"
-        ) from None
-    if not isinstance(family, TaskFamily):
-        raise PlmbenchError(f"task {task.name}: family._target_ must name a TaskFamily subclass")
-    return family
+    return instantiated(task.family, TaskFamily, f"task {task.name}: family",
+                        "name a TaskFamily class in family._target_")
 
 
 def finetune_method(cfg: DictConfig) -> FinetuneMethod:
     """The run's fine-tuning method, as ``conf/finetune/<name>.yaml`` names it (``_target_``)."""
-    try:
-        method = hydra.utils.instantiate(cfg.finetune)
-    except PlmbenchError:
-        raise
-    except Exception as err:
-        raise PlmbenchError(
-            f"finetune {OmegaConf.to_container(cfg.finetune)} cannot be built "
-            f"({type(err).__name__}: {err}); pick finetune=full|frozen|adapters|ulmfit"
-        ) from None
-    if not isinstance(method, FinetuneMethod):
-        raise PlmbenchError("finetune._target_ must name a FinetuneMethod subclass")
-    return method
+    return instantiated(cfg.finetune, FinetuneMethod, "finetune",
+                        "pick finetune=full|frozen|adapters|ulmfit and its keys")
 
 
 def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
