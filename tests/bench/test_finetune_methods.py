@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.board_config import Board
 from bench.leaderboard import build_table
 from bench.records import iter_records
 from tests.bench.invoke import plmbench, plmbench_on_mirror
@@ -64,6 +65,21 @@ def test_the_board_has_a_row_per_method_against_its_trained_parameters(study):
     html = plmbench("leaderboard", str(results), "--board", "finetune_methods",
                     "--format", "html")
     assert html.rc == 0 and "score against trained parameters" in html.out
+
+
+def test_a_board_of_finetune_columns_shows_frozen_runs_beside_fine_tuning(study):
+    """The domain board's SciBERT columns: one model's frozen and fine-tuned runs in one row, the
+    frozen ones in columns of their own that the score leaves out."""
+    _, records = study
+    one_model = [{**records[method], "label": "bert-tiny", "board": "scibert"}
+                 for method in ("full", "frozen")]
+    board = Board.from_config({"name": "scibert", "rows": "label", "finetune_columns": ["frozen"],
+                               "aggregate": {"method": "task_macro"}})
+    (row,) = build_table(one_model, board).rows
+    for method, label in (("full", "RTE (acc)"), ("frozen", "RTE (acc) (frozen)")):
+        assert list(row.cells[label].values) == [
+            records[method]["metrics"]["validation"]["accuracy"]]
+    assert row.score == pytest.approx(records["full"]["metrics"]["validation"]["accuracy"])
 
 
 def test_a_frozen_encoder_feeds_the_tagging_head(tmp_path_factory):
