@@ -134,7 +134,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     family = task_family(cfg.task).for_arch(get_arch(cfg.model.arch), cfg.task)
     finetune = finetune_method(cfg)
-    finetune.check(family, cfg.task)
+    finetune.check(family, cfg)
     net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
                                lambda: family.vocabulary_corpus(cfg.task))
     finetune.prepare(net)

@@ -119,3 +119,10 @@ def test_the_feature_based_claim_compares_frozen_features_with_fine_tuning(tmp_p
     assert cells[2].startswith("Devlin et al. 2019 (BERT), §5.3, Table 7")
     assert cells[5].startswith(f"{b.score - a.score:+.2f} [")
     assert cells[6] in ("supported", "contradicted", "inconclusive")
+
+
+def test_a_method_whose_weights_transformers_cannot_hold_refuses_save_model(tmp_path_factory):
+    result, _ = plmbench_on_mirror(tmp_path_factory, "glue", "run", *TINY, "task=glue/rte",
+                                   "finetune=adapters", "save_model=true")
+    assert result.rc == 2
+    assert "finetune=adapters adds weights" in result.err_lines[-1]

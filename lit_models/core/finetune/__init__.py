@@ -30,12 +30,20 @@ class FinetuneMethod:
     def __init__(self, name: str = "full") -> None:
         self.name = name
 
-    def check(self, family, task: Mapping) -> None:
-        """Refuse, in one line, a family this method cannot train: only ``full`` pretrains."""
+    #: whether the net keeps the architecture's weights only, so ``save_model`` exports it
+    exportable: bool = True
+
+    def check(self, family, cfg: Mapping) -> None:
+        """Refuse, in one line, what this method cannot do: only ``full`` pretrains, and a net
+        with weights of the method's own (adapters, a scalar mix) has no transformers layout."""
+        task = cfg["task"]
         if family.pretrains and self.name != "full":
             raise PlmbenchError(f"task {task['name']} pretrains, and finetune={self.name} "
                                 "applies to fine-tuning a pretrained net; run it with "
                                 "finetune=full")
+        if cfg.get("save_model") and not self.exportable:
+            raise PlmbenchError(f"finetune={self.name} adds weights transformers' classes have "
+                                "no place for; run without save_model=true")
 
     def prepare(self, net: nn.Module) -> None:
         """Change ``net`` before the family builds its modules around it."""

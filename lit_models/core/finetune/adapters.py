@@ -17,6 +17,7 @@ from lit_models.nets.blocks import TransformerLayer
 
 
 class Adapters(FinetuneMethod):
+    exportable = False
     def __init__(self, name: str = "adapters", bottleneck: int = 64, hidden_act: str = "gelu",
                  init_std: float = 1e-2) -> None:
         super().__init__(name)

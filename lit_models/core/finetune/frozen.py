@@ -66,10 +66,12 @@ class Frozen(FinetuneMethod):
             raise PlmbenchError(f"finetune.combine=last takes one layer, got {list(layers)}; "
                                 "use sum or mix for several")
         self.layers, self.combine = list(layers), combine
+        #: the encoder's own output is exported as it is; a combination of layers is not
+        self.exportable = self.combine == "last" and self.layers == [-1]
 
     def prepare(self, net: nn.Module) -> None:
         net.requires_grad_(False).eval()
-        if self.combine == "last" and self.layers == [-1]:
+        if self.exportable:
             return  # the encoder's own output
         num_states = net.config.num_hidden_layers + 1
         net.frozen_features = LayerCombination(self.layers, num_states, self.combine == "mix")

@@ -9,7 +9,9 @@ Classification", §3.2-3.3, on a Transformer.
   0.1 (``optim.warmup_ratio``), ratio 32 (``optim.stlr_ratio``), set by the same file.
 - Gradual unfreezing (§3.3): first only the last layer group trains (the head), then at each stage
   the next lower group unfreezes, down to the embeddings. A stage is an epoch, as in the paper, or
-  ``unfreeze_every`` steps (a run of a few hundred steps is one epoch of a small task).
+  ``unfreeze_every`` steps (a run of a few hundred steps is one epoch of a small task). Under
+  DDP the groups not yet unfrozen get no gradient:
+  ``trainer.strategy=ddp_find_unused_parameters_true``.
 """
 
 import lightning as L
