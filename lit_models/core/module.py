@@ -41,6 +41,9 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
+        #: a word-vector run's nearest neighbours of its query words, ...
+        self.outputs: dict = {}
         #: what the run's fine-tuning method adds to the Trainer (``lit_models/core/finetune``:
         #: gradual unfreezing, a frozen encoder kept in eval mode)
         self.finetune_callbacks: list[L.Callback] = []

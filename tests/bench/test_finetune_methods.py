@@ -126,3 +126,10 @@ def test_a_method_whose_weights_transformers_cannot_hold_refuses_save_model(tmp_
                                    "finetune=adapters", "save_model=true")
     assert result.rc == 2
     assert "finetune=adapters adds weights" in result.err_lines[-1]
+
+
+def test_a_bilstm_model_is_no_pretrained_net_to_freeze(tmp_path_factory):
+    result, _ = plmbench_on_mirror(tmp_path_factory, "glue", "run", *TINY, "model=bilstm-tiny",
+                                   "task=glue/rte", "finetune=frozen")
+    assert result.rc == 2
+    assert "model.inputs.encoder=hf:<dir>" in result.err_lines[-1]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from lit_models.archs import Baseline, get_model
 from lit_models.core.module import PlmModule
 
 
@@ -36,7 +37,11 @@ class FinetuneMethod:
     def check(self, family, cfg: Mapping) -> None:
         """Refuse, in one line, what this method cannot do: only ``full`` pretrains, and a net
         with weights of the method's own (adapters, a scalar mix) has no transformers layout."""
-        task = cfg["task"]
+        task, arch = cfg["task"], cfg["model"]["arch"]
+        if isinstance(get_model(arch), Baseline) and self.name != "full":
+            raise PlmbenchError(f"model.arch={arch} is no pretrained Transformer for "
+                                f"finetune={self.name}; run it with finetune=full (a BiLSTM over "
+                                "a frozen encoder's layers: model.inputs.encoder=hf:<dir>)")
         if family.pretrains and self.name != "full":
             raise PlmbenchError(f"task {task['name']} pretrains, and finetune={self.name} "
                                 "applies to fine-tuning a pretrained net; run it with "

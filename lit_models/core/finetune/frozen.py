@@ -7,7 +7,7 @@ names): ``last`` (one layer), ``sum`` (Table 7's "sum last four hidden"), or ``m
 scalar mix (Peters et al. 2018, §3.2, eq. 1; ``lit_models/nets/scalar_mix.py``), which trains with
 the head. Table 7's concatenation of the last four widens the features fourfold, which a task
 head sized to the encoder cannot read: it feeds a BiLSTM (the ``bilstm`` models' frozen-encoder
-inputs, ``lit_models/core/features.py``'s ``LayerFeatures``).
+inputs, ``model.inputs.encoder``: ``lit_models/core/features.py``'s ``LayerFeatures``).
 
 The combined layers replace the encoder output's ``last_hidden_state`` (through forward hooks, so
 the net stays the architecture's own class and every family reads it as before); a combination
@@ -61,7 +61,9 @@ class Frozen(FinetuneMethod):
         if combine == "concat":
             raise PlmbenchError("finetune.combine=concat widens the features beyond the task "
                                 "head's input; use sum or mix here, or a bilstm model over the "
-                                "frozen encoder's concatenated layers")
+                                "frozen encoder's concatenated layers (model=bilstm-small "
+                                "model.inputs.encoder=hf:<dir> model.inputs.encoder_combine="
+                                "concat)")
         if combine == "last" and len(layers) != 1:
             raise PlmbenchError(f"finetune.combine=last takes one layer, got {list(layers)}; "
                                 "use sum or mix for several")
