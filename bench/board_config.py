@@ -291,7 +291,8 @@ class Column:
         but differs between the tasks a column spans (a task head's size) shows its range."""
         low, high = cell.values[0], cell.values[-1]
         if not self.varies:
-            return self.show(low) if low == high else f"{self.show(low)}–{self.show(high)}"
+            ends = dict.fromkeys((self.show(low), self.show(high)))  # equal as shown: one
+            return "–".join(ends)
         if stat == "median":
             return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
         interval = cell.interval()
