@@ -530,6 +530,7 @@ def test_run_help_is_hydras_and_lists_the_config_groups():
     assert {"rte", "stsb", "mrpc", "mnli"} <= set(options["task/glue"])
     assert "wikitext" in options["task/pretrain"]
     assert {"cpu", "gpu"} <= set(options["trainer"])
+    assert {"full", "frozen", "adapters", "ulmfit"} == set(options["finetune"])
 
 
 def test_data_list_shows_the_mirrors_splits_with_row_counts(mirror, monkeypatch):
