@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench.board_config import Board
-from bench.leaderboard import build_table
+from bench.leaderboard import Cell, build_table
 from bench.records import iter_records
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 
@@ -80,6 +80,18 @@ def test_a_board_of_finetune_columns_shows_frozen_runs_beside_fine_tuning(study)
         assert list(row.cells[label].values) == [
             records[method]["metrics"]["validation"]["accuracy"]]
     assert row.score == pytest.approx(records["full"]["metrics"]["validation"]["accuracy"])
+
+
+def test_trained_parameters_show_their_range_over_tasks_not_a_seed_interval():
+    """A frozen encoder's heads differ between tasks (2 labels: 258, 3 tags: 387): the column
+    spanning both shows the range; values equal once formatted show once."""
+    board = Board.from_config({"name": "t", "columns": [
+        {"tasks": "*", "label": "trained", "value": "trained_parameters", "scale": 1,
+         "format": "#.3g", "varies": False}]})
+    (column,) = board.columns
+    assert column.text(Cell.of([("a", 258.0), ("b", 387.0)])) == "258.–387."
+    assert column.text(Cell.of([("a", 22_713_218.0), ("b", 22_713_603.0)])) == "2.27e+07"
+    assert column.text(Cell.of([("a", 258.0)])) == "258."
 
 
 def test_a_frozen_encoder_feeds_the_tagging_head(tmp_path_factory):
