@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from datamodules.errors import PlmbenchError
+from datamodules.keys import check_keys, nearest
 
 if TYPE_CHECKING:
     from bench.leaderboard import Cell
@@ -136,8 +137,7 @@ class Board:
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
                  "reference", "aggregates", "references", "size",
                  "finetune_columns"}
-        if unknown := sorted(set(config) - known):
-            raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+        check_keys(config, known, where)
         name = config.get("name")
         if not isinstance(name, str) or not name:
             raise PlmbenchError(f"{where}: name must be a non-empty string")
@@ -145,8 +145,7 @@ class Board:
         if isinstance(order, str) or not all(isinstance(task, str) for task in order):
             raise PlmbenchError(f"{where}: task_order must be a list of task names")
         defaults = config.get("defaults") or {}
-        if unknown := sorted(set(defaults) - {"scale", "higher_is_better", "format"}):
-            raise PlmbenchError(f"{where}: unknown defaults {unknown}")
+        check_keys(defaults, {"scale", "higher_is_better", "format"}, where, "defaults.")
         aggregate = _check_aggregate(config.get("aggregate") or {}, f"{where}: aggregate")
         method = aggregate.get("method", "none")
         others = config.get("aggregates") or {}
@@ -219,9 +218,8 @@ def _check_aggregate(spec: object, where: str) -> dict:
     checked."""
     if not isinstance(spec, Mapping):
         raise PlmbenchError(f"{where} must be a mapping of method, label, ...")
-    known = {"method", "label", "format", "name", "description", "columns", "note"}
-    if unknown := sorted(set(spec) - known):
-        raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    check_keys(spec, {"method", "label", "format", "name", "description", "columns", "note"},
+               where)
     method = spec.get("method", "none")
     if method not in AGGREGATES:
         raise PlmbenchError(f"{where}.method {method!r} is not one of {', '.join(AGGREGATES)}")
@@ -243,7 +241,9 @@ def _board_mapping(name: str, seen: tuple[str, ...] = ()) -> dict:
 
     known = known_boards()
     if name not in known:
-        raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(known)}")
+        near = nearest(name, known)
+        hint = f"did you mean {near}? " if near else ""
+        raise PlmbenchError(f"unknown board {name!r}; {hint}known boards: {', '.join(known)}")
     path = BOARD_DIR / f"{name}.yaml"
     config = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     if not isinstance(config, dict):
@@ -339,8 +339,7 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
             raise PlmbenchError(f"{at} must be a mapping with label and value")
         known = {"label", "value", "scale", "higher_is_better", "score", "format", "text",
                  "varies"} | extra
-        if unknown := sorted(set(spec) - known):
-            raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
+        check_keys(spec, known, at)
         label, value = spec.get("label"), spec.get("value")
         if not isinstance(label, str) or not label or not isinstance(value, str) or not value:
             raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record)")

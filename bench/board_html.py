@@ -159,6 +159,7 @@ def render_html(table: Table) -> str:
     scored = board.aggregate != "none"
     failures = "".join(f"<li>{_esc(f.task)} {_esc(f.label)} seed {_esc(f.seed)}: {_esc(f.error)} "
                        f"<code>{_esc(f.run_dir)}</code></li>" for f in table.failures)
+    unused = "".join(f"<li><code>{_esc(u.source)}</code>: {_esc(u.why)}</li>" for u in table.unused)
     trained = [row for row in table.rows if not row.baseline]
     y_label = board.score_label if scored else (table.labels[0] if table.labels else "score")
 
@@ -188,6 +189,8 @@ def render_html(table: Table) -> str:
         _references_table(table),
         (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
          f'<ul id="failures">{failures}</ul>') if table.failures else "",
+        (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused">{unused}</ul>'
+         if table.unused else ""),
         "<h2>Per task: scores with their 95% intervals</h2>",
         f'<div class="plots">{forests}</div>',
         f"<h2>Rows x tasks</h2>{grid}" if grid else "",

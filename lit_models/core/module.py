@@ -41,6 +41,9 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: what the run must say in its log and its record about how it was set up (a
+        #: checkpoint's head that does not fit the task, so the task's starts untrained)
+        self.notes: list[str] = []
         #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
         #: a word-vector run's nearest neighbours of its query words, ...
         self.outputs: dict = {}
