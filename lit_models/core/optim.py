@@ -8,7 +8,8 @@ of layer l of L get lr * decay^(L + 1 - l), embeddings count as layer 0 and head
 ``optim.schedule: slanted_triangular`` is ULMFiT's (Howard & Ruder 2018, §3.2, eq. 3): a short
 linear increase over the first cut = cut_frac x T steps (``warmup_ratio``), then a long linear
 decay, from lr / ratio to lr and back: lr_t = lr (1 + p (ratio - 1)) / ratio, p = t / cut before
-the cut, 1 - (t - cut) / (T - cut) after it (``stlr_ratio``, 32 in the paper).
+the cut, 1 - (t - cut) / (T - cut) after it (``stlr_ratio``, 32 in the paper, which
+``finetune=ulmfit`` sets).
 
 ``optim.name: adafactor`` is T5's optimizer (Raffel et al. 2020, §3.1.2; Shazeer & Stern 2018):
 torch's ``Adafactor`` with factored second moments, beta2_t = 1 - t^-0.8, updates clipped to RMS

@@ -6,7 +6,7 @@ Classification", §3.2-3.3, on a Transformer.
   (``lit_models/core/optim.py``: embeddings are layer 0, the head and pooler layer L + 1), set by
   ``conf/finetune/ulmfit.yaml``.
 - Slanted triangular learning rates (§3.2, eq. 3): ``optim.schedule: slanted_triangular``, cut_frac
-  0.1 (``optim.warmup_ratio``), ratio 32 (``optim.stlr_ratio``), set by the same file.
+  0.1 (``optim.warmup_ratio``), set by the same file, and ratio 32 (``finetune.stlr_ratio``).
 - Gradual unfreezing (§3.3): first only the last layer group trains (the head), then at each stage
   the next lower group unfreezes, down to the embeddings. A stage is an epoch, as in the paper, or
   ``unfreeze_every`` steps (a run of a few hundred steps is one epoch of a small task). Under
@@ -48,13 +48,18 @@ class GradualUnfreezing(L.Callback):
 
 
 class ULMFiT(FinetuneMethod):
-    def __init__(self, name: str = "ulmfit", unfreeze_every: int | None = None) -> None:
+    def __init__(self, name: str = "ulmfit", unfreeze_every: int | None = None,
+                 stlr_ratio: float = 32.0) -> None:
         super().__init__(name)
         if unfreeze_every is not None and unfreeze_every < 1:
             raise PlmbenchError(f"finetune.unfreeze_every={unfreeze_every}: give a number of "
                                 "steps >= 1, or null to unfreeze a group per epoch")
-        self.unfreeze_every = unfreeze_every
+        if stlr_ratio < 1:
+            raise PlmbenchError(f"finetune.stlr_ratio={stlr_ratio}: the lowest rate is the "
+                                "maximum / ratio; give a ratio >= 1 (the paper's 32)")
+        self.unfreeze_every, self.stlr_ratio = unfreeze_every, stlr_ratio
 
     def apply(self, module, net) -> None:
+        module.optim_cfg["stlr_ratio"] = self.stlr_ratio  # read by optim.py's schedule
         module.finetune_callbacks.append(
             GradualUnfreezing(module, module.num_layers, self.unfreeze_every))

@@ -147,6 +147,7 @@ def test_ulmfit_unfreezes_one_group_per_stage_from_the_top():
     a group not yet unfrozen keeps its pretrained weights."""
     module = with_method(ULMFiT(unfreeze_every=2))
     (unfreezing,) = module.finetune_callbacks
+    assert module.optim_cfg["stlr_ratio"] == 32.0  # eq. 3's ratio, read by the schedule
     named = dict(module.named_parameters())
     before = snapshot(module.encoder)
     fit(module, steps=3)  # stages 0, 0, 1: the top layer trained once, the lower one never
