@@ -175,6 +175,7 @@ def render_html(table: Table) -> str:
               if r.parameters and (s := score_of(r)) is not None]
     compute = [(r.compute, s, r.label) for r in trained
                if r.compute and (s := score_of(r)) is not None]
+    size = table.board.size.replace("_", " ")  # the parameters, or those trained
     forests, values, directions = _forests(table)
     grid = heatmap([row_label(r) for r in table.rows], list(dict.fromkeys(g for _, g in values)),
                    values, directions)
@@ -194,8 +195,8 @@ def render_html(table: Table) -> str:
         f'<div class="plots">{forests}</div>',
         f"<h2>Rows x tasks</h2>{grid}" if grid else "",
         '<h2>Score against cost</h2><div class="plots">',
-        scatter("score against parameters (Pareto frontier dashed)", "parameters", params,
-                "parameters", y_label, up),
+        scatter(f"score against {size} (Pareto frontier dashed)", "parameters", params,
+                size, y_label, up),
         scatter("score against pretraining compute (Pareto frontier dashed)", "compute", compute,
                 "training FLOPs", y_label, up),
         "</div>",

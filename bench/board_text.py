@@ -114,7 +114,8 @@ def footnote(table: Table) -> str:
     parts = [f"Cells: {spread}, {_scale_text(table.columns)}."]
     fixed = [c.label for c in table.columns if not c.varies]
     if fixed:
-        parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone.")
+        parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone (its range "
+                     "where the tasks a column spans differ).")
     lower = [c.label for c in table.columns if not c.higher_is_better]
     if lower:
         parts.append(f"Lower is better: {', '.join(lower)}.")

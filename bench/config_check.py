@@ -10,7 +10,8 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile`` and ``dataloader``);
   ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
   in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
-  nearest known one (``datamodules.keys``);
+  nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
+  checked as the run builds it;
 - types: ``trainer`` values against ``Trainer``'s annotations, ``model`` values against the
   architecture's config dataclass;
 - values: a learning rate that trains (> 0), sample caps and batch sizes that leave something
@@ -39,7 +40,7 @@ from datamodules.init_from import InitFrom
 from datamodules.keys import check_keys
 
 #: config groups of the root config (conf/config.yaml's defaults) and the study block
-GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study")
+GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune")
 #: run-config keys that are not Lightning Trainer arguments (bench/run.py pops them)
 TRAINER_EXTRAS = ("compile", "dataloader")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the

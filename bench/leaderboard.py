@@ -119,7 +119,8 @@ class Row:
     n_scored: int  # tasks (task_macro) or columns (mean) the score covers
     baseline: bool = False  # computed from the data alone, with no training
     parameters: int | None = None  # the model's parameter count (largest over its records; a
-    # fine-tuning record's without its task's head, the same model's size on every task)
+    # fine-tuning record's without its task's head, the same model's size on every task), or
+    # on a board of ``size: trained_parameters`` the most its fine-tuning method trained
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
     share: float | None = None  # score / the board's reference row's score
     parameter_share: float | None = None  # parameters / the reference row's parameters
@@ -251,7 +252,18 @@ def _pretraining_flops(record: Mapping) -> float | None:
 def _record_columns(record: Mapping, board: Board) -> list[Column]:
     """The board's columns whose pattern matches the record's task, else the columns the record's
     own task config asks for (none without a task config) followed by the matching board
-    columns that add to them."""
+    columns that add to them; a record of one of the board's ``finetune_columns`` methods
+    shows them as columns of its own, "<label> (<method>)", scoring nothing."""
+    columns = _task_and_board_columns(record, board)
+    config = record.get("config")
+    method = ((config.get("finetune") or {}).get("name")
+              if isinstance(config, Mapping) else None)
+    if method in board.finetune_columns:
+        return [replace(c, label=f"{c.label} ({method})", score=False) for c in columns]
+    return columns
+
+
+def _task_and_board_columns(record: Mapping, board: Board) -> list[Column]:
     own = [c for c in board.columns if fnmatch.fnmatchcase(record["task"], c.task)]
     if any(not c.adds for c in own):
         return own
@@ -363,7 +375,8 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         row["baseline"] = bool(record.get("baseline"))
         if isinstance(record.get("selected"), Mapping):  # bench.selection's chosen point
             row.setdefault("selected", {})[record["task"]] = dict(record["selected"])
-        size = record.get("encoder_parameters") or record.get("parameters")  # without a task head
+        size = record.get("trained_parameters") if board.size == "trained_parameters" else (
+            record.get("encoder_parameters") or record.get("parameters"))  # without a task head
         for key, value in (("parameters", size),
                            ("compute", flops)):
             if isinstance(value, int | float):

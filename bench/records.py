@@ -106,8 +106,13 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     """``config`` as the hashes see it: without the ``VOLATILE_KEYS`` (seed, results_dir, label,
     logger ...), absolute path prefixes shortened (the results directory's, for paths inside it);
     with ``ignore_task`` also without the task group but for its ``task_keys`` (the task keys a
-    command line changed, such as a grid's ``task.batch_size``): the training recipe."""
-    kept = _without(config, VOLATILE_KEYS | ({"task"} if ignore_task else set()))
+    command line changed, such as a grid's ``task.batch_size``): the training recipe. The
+    default fine-tuning method (``finetune=full``, every weight trains) is what every run did
+    before the ``finetune`` group existed: it is left out, so their records keep their hashes."""
+    dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
+    if (config.get("finetune") or {}).get("name") == "full":
+        dropped |= {"finetune"}
+    kept = _without(config, dropped)
     task = config.get("task")
     if ignore_task and isinstance(task, Mapping):
         recipe = {key: task[key] for key in task_keys if key in task}

@@ -50,6 +50,7 @@ from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, ru
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_model
 from lit_models.core.family import TaskFamily
+from lit_models.core.finetune import FinetuneMethod
 from lit_models.core.throughput import Throughput
 
 log = logging.getLogger("plmbench")
@@ -77,18 +78,31 @@ def make_logger(cfg: DictConfig, run_dir: Path, resumed: Path | None = None):
     raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
 
 
+def instantiated(node: DictConfig, base: type, what: str, fix: str):
+    """``node``'s ``_target_`` built, an instance of ``base``; else one line naming ``what`` and
+    ``fix`` (a PlmbenchError the class raised on its arguments as it is)."""
+    try:
+        built = hydra.utils.instantiate(node)
+    except Exception as err:
+        if isinstance(err.__cause__, PlmbenchError):
+            raise err.__cause__ from None
+        raise PlmbenchError(f"{what} {OmegaConf.to_container(node)} cannot be built "
+                            f"({type(err).__name__}); {fix}") from None
+    if not isinstance(built, base):
+        raise PlmbenchError(f"{what}._target_ must name a {base.__name__} subclass")
+    return built
+
+
 def task_family(task: DictConfig) -> TaskFamily:
     """The task's family, as its YAML names it (``family._target_``)."""
-    try:
-        family = hydra.utils.instantiate(task.family)
-    except Exception as err:
-        raise PlmbenchError(
-            f"task {task.name}: family {OmegaConf.to_container(task.family)} cannot be built "
-            f"({type(err).__name__}); name a TaskFamily class in family._target_"
-        ) from None
-    if not isinstance(family, TaskFamily):
-        raise PlmbenchError(f"task {task.name}: family._target_ must name a TaskFamily subclass")
-    return family
+    return instantiated(task.family, TaskFamily, f"task {task.name}: family",
+                        "name a TaskFamily class in family._target_")
+
+
+def finetune_method(cfg: DictConfig) -> FinetuneMethod:
+    """The run's fine-tuning method, as ``conf/finetune/<name>.yaml`` names it (``_target_``)."""
+    return instantiated(cfg.finetune, FinetuneMethod, "finetune",
+                        "pick finetune=full|frozen|adapters|ulmfit and its keys")
 
 
 def steps_decide(trainer_args: dict) -> None:
@@ -108,9 +122,13 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
     family = task_family(cfg.task).for_arch(arch, cfg.task)
+    finetune = finetune_method(cfg)
+    finetune.check(family, cfg)
     model = family.build_net(cfg, arch)
     net = model.net
+    finetune.prepare(net)
     module, dm = family.build(cfg, model)
+    finetune.apply(module, net)
     module.run_dir = run_dir  # where an evaluation writes its predictions
     for note in module.notes:
         log.warning(note)
@@ -159,6 +177,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         "parameters": sum(p.numel() for p in module.parameters()),
+        # what the fine-tuning method trained (conf/finetune: all, the head, adapters ...)
+        "trained_parameters": finetune.trained_parameters(module),
         # the backbone alone, without the task's head (a model's size across tasks); a
         # pretraining net's heads are part of what it trains, so it has none
         "encoder_parameters": None if family.with_heads else sum(

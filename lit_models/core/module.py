@@ -1,6 +1,7 @@
 """What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
 collected from the last validation pass, the step at which that pass ran, the prediction
-files an evaluation wrote into the run directory (Design contract 10), ``torch.compile`` of
+files an evaluation wrote into the run directory (Design contract 10), the callbacks of its
+fine-tuning method, ``torch.compile`` of
 its encoders (``trainer.compile``), and gradient clipping that works with mixed precision and the
 fused AdamW kernel together (``trainer.gradient_clip_val``, BERT's global norm 1.0)."""
 
@@ -46,6 +47,12 @@ class PlmModule(L.LightningModule):
         #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
         #: a word-vector run's nearest neighbours of its query words, ...
         self.outputs: dict = {}
+        #: what the run's fine-tuning method adds to the Trainer (``lit_models/core/finetune``:
+        #: gradual unfreezing, a frozen encoder kept in eval mode)
+        self.finetune_callbacks: list[L.Callback] = []
+
+    def configure_callbacks(self) -> list[L.Callback]:
+        return list(self.finetune_callbacks)
 
     def compile_encoders(self, backend: str = "inductor") -> list[str]:
         """``torch.compile`` (``backend``) every registered architecture's encoder inside this

@@ -28,7 +28,7 @@ def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
             "span_masking", "distillation", "domain_adaptation",
             "retrieval_augmented"} <= set(claims)
     assert {name for name, c in claims.items() if c.get("status") == "pending"} == {
-        "head_pruning", "feature_based", "t5_objectives"}
+        "head_pruning", "t5_objectives"}
     entries = study_runs(cfg)
     for name, claim in claims.items():
         assert claim["claim"] and claim["paper"], name

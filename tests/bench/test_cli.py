@@ -230,11 +230,14 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     row = markdown_rows(shown.out)["bert-tiny"]
     # the GLUE board's own columns follow the task's: the encoder's size, and no pretraining
     # behind a model fine-tuned from scratch
-    assert list(row) == ["Model", "GLUE score", "RTE (acc)", "parameters", "pretraining tokens",
-                         "pretraining FLOPs"]
+    assert list(row) == ["Model", "GLUE score", "RTE (acc)", "parameters", "trained parameters",
+                         "pretraining tokens", "pretraining FLOPs"]
     size = read(run_path(results, "glue/rte", *TINY))["encoder_parameters"]
     # a model's size and pretraining cost do not vary with the seed: the value alone
     assert row["parameters"] == f"{size:#.3g}"
+    # fine-tuning (finetune=full) trains every weight, the head's included
+    trained = read(run_path(results, "glue/rte", *TINY))["parameters"]
+    assert row["trained parameters"] == f"{trained:#.3g}"
     assert row["pretraining tokens"] == f"{0:#.3g}"
     # one seed: no interval
     assert row["RTE (acc)"] == f"{100 * accuracy:.1f} (n=1)"
@@ -534,6 +537,7 @@ def test_run_help_is_hydras_and_lists_the_config_groups():
     assert {"rte", "stsb", "mrpc", "mnli"} <= set(options["task/glue"])
     assert "wikitext" in options["task/pretrain"]
     assert {"cpu", "gpu"} <= set(options["trainer"])
+    assert {"full", "frozen", "adapters", "ulmfit"} == set(options["finetune"])
 
 
 def test_data_list_shows_the_mirrors_splits_with_row_counts(mirror, monkeypatch):
