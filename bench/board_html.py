@@ -10,9 +10,7 @@ same bytes.
 
 from __future__ import annotations
 
-import html
 import json
-import math
 
 from bench.board_text import (
     BASELINE_MARK,
@@ -23,15 +21,12 @@ from bench.board_text import (
     table_json,
 )
 from bench.leaderboard import MISSING, Row, Table
+from lit_models.core import svg
+from lit_models.core.svg import esc as _esc
+from lit_models.core.svg import scatter
 
-WIDTH, HEIGHT, PAD = 520, 260, 48
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; } th, td { padding: .3em .7em; border-bottom: 1px solid #ddd; }
-th { cursor: pointer; background: #f4f4f4; user-select: none; } td.num { text-align: right; }
+STYLE = svg.STYLE + """th { cursor: pointer; user-select: none; }
 tr.baseline td { font-style: italic; color: #666; }
-.plots { display: flex; flex-wrap: wrap; gap: 1.5em; } svg { border: 1px solid #ddd; }
-.note { color: #555; max-width: 60em; }
 """
 SORT_SCRIPT = """
 document.querySelectorAll("#board th").forEach((th, i) => th.addEventListener("click", () => {
@@ -49,10 +44,6 @@ document.querySelectorAll("#board th").forEach((th, i) => th.addEventListener("c
 """
 
 
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _row_score(row: Row, table: Table) -> float | None:
     """The row's board score, else (boards without one) its first column's scaled value."""
     if row.score is not None:
@@ -61,46 +52,6 @@ def _row_score(row: Row, table: Table) -> float | None:
         if column.label in row.cells:
             return column.scale * row.cells[column.label].center(table.stat)
     return None
-
-
-def _axis(values: list[float], log: bool) -> tuple[float, float]:
-    points = [math.log10(v) for v in values] if log else values
-    low, high = min(points), max(points)
-    return (low - 0.5, high + 0.5) if low == high else (low, high)
-
-
-def scatter(title: str, name: str, points: list[tuple[float, float, str]], x_label: str,
-            y_label: str, log_x: bool = True) -> str:
-    """An inline SVG scatter plot of (x, y, label) points; a note when there are none."""
-    head = f'<figure><figcaption>{_esc(title)}</figcaption>'
-    points = [p for p in points if p[0] > 0 or not log_x]
-    if not points:
-        note = f"no runs with a known {x_label}"
-        return f'{head}<p class="note" data-plot="{name}">{note}</p></figure>'
-    (x0, x1), (y0, y1) = _axis([p[0] for p in points], log_x), _axis([p[1] for p in points], False)
-
-    def at(x: float, y: float) -> tuple[float, float]:
-        u = (math.log10(x) if log_x else x) - x0
-        return (PAD + u / (x1 - x0) * (WIDTH - 2 * PAD),
-                HEIGHT - PAD - (y - y0) / (y1 - y0) * (HEIGHT - 2 * PAD))
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{name}" '
-             f'width="{WIDTH}" height="{HEIGHT}">',
-             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" '
-             'stroke="#888"/>',
-             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" stroke="#888"/>',
-             f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" text-anchor="middle">{_esc(x_label)}'
-             f'{" (log)" if log_x else ""}</text>',
-             f'<text x="12" y="{HEIGHT / 2}" transform="rotate(-90 12 {HEIGHT / 2})" '
-             f'text-anchor="middle">{_esc(y_label)}</text>',
-             f'<text x="{PAD}" y="{PAD - 8}" font-size="11">{y1:.4g}</text>',
-             f'<text x="{PAD}" y="{HEIGHT - PAD + 14}" font-size="11">{y0:.4g}</text>']
-    for x, y, label in sorted(points):
-        cx, cy = at(x, y)
-        parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="#3465a4">'
-                     f'<title>{_esc(label)}: {x:.4g}, {y:.4g}</title></circle>'
-                     f'<text x="{cx + 7:.1f}" y="{cy - 7:.1f}" font-size="11">{_esc(label)}</text>')
-    return head + "".join(parts) + "</svg></figure>"
 
 
 def seed_spread(table: Table) -> str:

@@ -211,6 +211,17 @@ def read_record(path: str | Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
+def checkpoint_record(init_from: str) -> dict | None:
+    """The ok record of the run a ``ckpt:<run dir>`` (or ``ckpt:<run dir>/model``) names; None
+    for any other checkpoint or a run that did not end ok."""
+    kind, _, where = str(init_from).partition(":")
+    if kind != "ckpt":
+        return None
+    path = Path(where).expanduser()
+    record = read_record(path) or (read_record(path.parent) if path.name == "model" else None)
+    return record if record is not None and record.get("status") == "ok" else None
+
+
 #: what a run's training cost, by the key it has in a record's ``pretraining`` and its own place
 TRAINING_COST = {"tokens": "throughput.train_tokens", "flops": "throughput.train_flops",
                  "wall_time_s": "wall_time_s"}
@@ -223,19 +234,15 @@ def pretraining_cost(init_from: str) -> dict | None:
     directories of the chain, oldest first; zeros from ``scratch``; None for a checkpoint of
     unknown cost (``hf:``, or a run without an ok record). A value some run of the chain did not
     record is None."""
-    kind, _, where = str(init_from).partition(":")
-    if kind == "scratch":
+    if str(init_from) == "scratch":
         return {**dict.fromkeys(TRAINING_COST, 0), "runs": []}
-    if kind != "ckpt":
-        return None
-    path = Path(where).expanduser()
-    source = read_record(path) or (read_record(path.parent) if path.name == "model" else None)
-    if source is None or source.get("status") != "ok":
+    source = checkpoint_record(init_from)
+    if source is None:
         return None
     before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
     if before is None:
         return None
-    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)]}
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(init_from).partition(":")[2]]}
     for key, dotted in TRAINING_COST.items():
         own: Any = source
         for part in dotted.split("."):

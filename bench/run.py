@@ -34,6 +34,7 @@ from bench.checkpoints import (
 )
 from bench.records import (
     SCHEMA_VERSION,
+    checkpoint_record,
     config_hash,
     pretraining_cost,
     read_record,
@@ -45,6 +46,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.archs import arch_of_net, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.family import TaskFamily
+from lit_models.core.footprint import parameter_count
 from lit_models.core.throughput import Throughput
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -68,8 +70,13 @@ def compose_config(overrides: list[str], fix: str) -> DictConfig:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
             return compose("config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as err:
-        reason = " ".join(str(err).split("\n")[0].split())
-        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({reason}); {fix}") from None
+        raise PlmbenchError(f"{' '.join(overrides)} does not compose ({first_line(err)}); "
+                            f"{fix}") from None
+
+
+def first_line(err: Exception) -> str:
+    """An exception's first line, its whitespace collapsed."""
+    return " ".join(str(err).split("\n")[0].split())
 
 
 def checkpoint_package(name: str) -> str:
@@ -159,13 +166,14 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "predictions": predictions or module.predictions,
         "metrics": module.last_metrics,
         "throughput": throughput.summary(),
-        "parameters": sum(p.numel() for p in module.parameters()),
+        # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
+        "parameters": parameter_count(module),
         # the backbone alone, without the task's head (a model's size across tasks); a
         # pretraining net's heads are part of what it trains, so it has none
-        "encoder_parameters": None if family.with_heads else sum(
-            p.numel() for p in net.parameters()),
+        "encoder_parameters": None if family.with_heads else parameter_count(net),
         "data": dm.fingerprints,
         "tokenizer": tokenizer.fingerprint,
+        "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
     }
@@ -231,7 +239,8 @@ def normalize(cfg: DictConfig) -> None:
     """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
     (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
     means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
-    none), so ``model=electra-small`` pretrains as ELECTRA does."""
+    none), so ``model=electra-small`` pretrains as ELECTRA does; a task's ``target``
+    (``resolve_target``) is the config of the task it names."""
     if cfg.get("objective") is None:
         name = cfg.model.get("objective", "mlm")
         file = CONF_DIR / "objective" / f"{name}.yaml"
@@ -240,11 +249,62 @@ def normalize(cfg: DictConfig) -> None:
                                 "use one of those files' names")
         with open_dict(cfg):
             cfg.objective = OmegaConf.load(file)
-    splits = cfg.task.splits
+    resolve_target(cfg)
+    normalize_splits(cfg.task)
+
+
+def normalize_splits(task: DictConfig) -> None:
+    splits = task.splits
     if splits.get("eval") is None:
         splits.eval = []
     elif isinstance(splits.eval, str):
         splits.eval = [splits.eval]
+
+
+def resolve_target(cfg: DictConfig) -> None:
+    """A task that works on a fine-tuned model and its task (an analysis, a compression) names
+    that task in ``task.target``: a task's name (``glue/sst2``), composed as ``task=NAME`` is, or
+    null: the task that the run ``task.target_run`` names (``ckpt:<run dir>``; by default the
+    run's ``init_from``) trained on, as its record holds it (a run that distilled or pruned a
+    model: its own target). ``task.target`` becomes that task's config, so the config hash
+    covers it."""
+    task = cfg.task
+    if "target" not in task or isinstance(task.target, DictConfig):
+        return
+    if task.target is None:
+        run = task.get("target_run") or cfg.init_from
+        record = checkpoint_record(run)
+        if record is None:
+            raise PlmbenchError(
+                f"task {task.name} works on a fine-tuned run's task, and {run} is no finished "
+                "plmbench run: set init_from=ckpt:<run dir> (a run saved with save_model=true), "
+                "or name its task with task.target=<task> (e.g. glue/sst2)")
+        target = record["config"]["task"]
+        while isinstance(target.get("target"), dict):  # a distilled or pruned model's run
+            target = target["target"]
+        target = OmegaConf.create(target)
+    else:
+        target = compose_task(str(task.target))
+    normalize_splits(target)
+    with open_dict(cfg):
+        task.target = target
+
+
+def compose_task(name: str) -> DictConfig:
+    """The config ``task=NAME`` composes: inside a running Hydra app (a run, a sweep) through
+    its own search path, else through ``compose_config``."""
+    from hydra import compose
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    fix = "set task.target to a task under conf/task, e.g. glue/sst2"
+    if not GlobalHydra.instance().is_initialized():
+        return compose_config([f"task={name}"], fix).task
+    try:
+        return compose("config", overrides=[f"task={name}"]).task
+    except HydraException as err:
+        raise PlmbenchError(f"task.target={name} does not compose ({first_line(err)}); "
+                            f"{fix}") from None
 
 
 def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:
@@ -264,9 +324,9 @@ def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
     """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory)
     unless its record says it ran; its run directory. A failure is logged and kept in
     ``FAILURES``, not raised, so a sweep goes on."""
-    normalize(cfg)
     run_dir = run_dir_of(cfg, overrides)
     try:
+        normalize(cfg)  # bad input here (an unknown target task) is a failure like any other
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
             return run_dir

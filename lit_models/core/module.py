@@ -26,6 +26,14 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: a teacher's soft targets mixed into the training loss (task-level distillation,
+        #: ``lit_models/families/distillation.py``): (loss, scores, batch) -> loss; None: the
+        #: task's loss alone
+        self.soft_targets = None
+
+    def distilled(self, loss, scores, batch):
+        """The training ``loss`` with the teacher's soft targets for ``scores``, if any."""
+        return loss if self.soft_targets is None else self.soft_targets(loss, scores, batch)
 
     def compile_encoders(self, backend: str = "inductor") -> list[str]:
         """``torch.compile`` (``backend``) every registered architecture's encoder inside this

@@ -63,7 +63,7 @@ class HeadProbe:
             if self.mask.shape[-1] != heads:
                 raise ValueError(f"head_mask has {self.mask.shape[-1]} heads for a layer of "
                                  f"{heads}; give one value per head of each layer")
-            probabilities = probabilities * self.mask.to(probabilities.dtype)[..., None, None]
+            probabilities = probabilities * self.mask.to(probabilities)[..., None, None]
         if self.keep:
             self.weights = probabilities
         return probabilities

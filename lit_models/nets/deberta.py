@@ -134,10 +134,12 @@ class DisentangledSelfAttention(nn.Module):
             if probe is not None and probe.keep:
                 probe.weights = x.new_zeros(B, 0, T, T)
             return self.out(x.new_zeros(B, T, 0))
-        w = self.in_proj.weight.view(self.num_heads, 3, self.head_dim, H)
-        k = self.heads(x @ w[:, 1].reshape(-1, H).T)
-        v = self.heads(x @ w[:, 2].reshape(-1, H).T + self.v_bias)
-        q = self.heads((x if query is None else query) @ w[:, 0].reshape(-1, H).T + self.q_bias)
+        projected = self.in_proj(x).view(B, T, self.num_heads, 3, self.head_dim)
+        k = projected[..., 1, :].transpose(1, 2)
+        v = projected[..., 2, :].transpose(1, 2) + self.v_bias.view(-1, 1, self.head_dim)
+        if query is not None:  # the EMD's queries: only their query rows are needed
+            projected = self.in_proj(query).view(B, T, self.num_heads, 3, self.head_dim)
+        q = projected[..., 0, :].transpose(1, 2) + self.q_bias.view(-1, 1, self.head_dim)
         bias = None
         if self.terms and rel_embeddings is not None:
             bias = self.relative_scores(q, k, self.pos_dropout(rel_embeddings))
