@@ -277,8 +277,8 @@ def resolve_target(cfg: DictConfig) -> None:
         if record is None:
             raise PlmbenchError(
                 f"task {task.name} works on a fine-tuned run's task, and {run} is no finished "
-                "plmbench run: set init_from=ckpt:<run dir> (a run saved with save_model=true), "
-                "or name its task with task.target=<task> (e.g. glue/sst2)")
+                "plmbench run: point it at one (init_from=ckpt:<run dir>, task.teacher= for a "
+                "distillation), or name its task with task.target=<task> (e.g. glue/sst2)")
         target = record["config"]["task"]
         while isinstance(target.get("target"), dict):  # a distilled or pruned model's run
             target = target["target"]

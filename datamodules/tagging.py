@@ -56,14 +56,22 @@ def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
     return key, (" ".join(words) for words in raw[task["tokens_field"]])
 
 
-def first_subtokens(offsets: list[tuple[int, int]], special: list[int], words: list[str]
-                    ) -> np.ndarray:
-    """Per token: the index of the word it starts, -1 on special tokens and later sub-tokens."""
+def token_words(offsets: list[tuple[int, int]], special: list[int], words: list[str]
+                ) -> np.ndarray:
+    """Per token of the words joined by single spaces: the index of the word its first
+    character falls in, -1 on special tokens."""
     lengths = np.array([len(w) for w in words], dtype=np.int64)
     word_starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])  # words joined by spaces
     starts = np.array([start for start, _ in offsets], dtype=np.int64)
     word = np.searchsorted(word_starts, starts, side="right") - 1
-    real = np.flatnonzero(~np.array(special, dtype=bool))
+    return np.where(np.array(special, dtype=bool), -1, word)
+
+
+def first_subtokens(offsets: list[tuple[int, int]], special: list[int], words: list[str]
+                    ) -> np.ndarray:
+    """Per token: the index of the word it starts, -1 on special tokens and later sub-tokens."""
+    word = token_words(offsets, special, words)
+    real = np.flatnonzero(word >= 0)
     first = real[np.concatenate([[True], word[real][1:] != word[real][:-1]])]
     out = np.full(len(offsets), -1)
     out[first] = word[first]

@@ -70,9 +70,11 @@ def measured(module: nn.Module, dm: PlmDataModule, task: Mapping, target: Mappin
 
 class TargetFamily(TaskFamily):
     """A family that works on a fine-tuned run's model and task: the target task's family builds
-    the modules (no training split), this one evaluates and measures."""
+    the modules (no training split), this one evaluates and measures. Encoders and decoders: an
+    encoder-decoder's text-to-text tasks generate their answers, which ``measured`` does not
+    time."""
 
-    kinds = ("encoder", "decoder", "encoder-decoder")
+    kinds = ("encoder", "decoder")
 
     def vocabulary_corpus(self, task):
         raise needs_fine_tuned(task)

@@ -71,6 +71,9 @@ class TaskDistillation(TaskFamily):
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
+        if not task.get("teacher"):
+            raise PlmbenchError(f"task {task['name']} distils a fine-tuned teacher: set "
+                                "task.teacher=ckpt:<run dir> (a run saved with save_model=true)")
         temperature, alpha = task["temperature"], task["alpha"]
         if temperature <= 0 or not 0 <= alpha <= 1:
             raise PlmbenchError(f"task.temperature={temperature} must be > 0 and task.alpha="

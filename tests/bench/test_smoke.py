@@ -44,13 +44,19 @@ DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pre
              # (superglue/wic), the classifier's head and encoder call (glue/*, spoilers/*),
              # for candidate scoring (superglue/record, multirc) too
              "mc/race", "mc/copa", "superglue/copa", "superglue/boolq", "superglue/cb",
-             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc")
+             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc",
+             # compression/quantize's path without the quantization
+             "compression/measure")
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
+#: tasks on a fine-tuned run's task (``task.target``)
+TARGETED = ("analysis/head_pruning", "compression/")
 
 
 def compose_run(arch: str, task: str, *overrides: str):
+    if task.startswith(TARGETED) and not any(o.startswith("init_from=") for o in overrides):
+        overrides = ("task.target=glue/rte", *overrides)  # no fine-tuned run named: its task
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"model={arch}-tiny", f"task={task}", *TINY,
                                            *overrides])
@@ -65,6 +71,24 @@ def compose_run(arch: str, task: str, *overrides: str):
     if "generation" in cfg.task:  # a random net may never end: a few tokens show the wiring
         cfg.task.generation.max_new_tokens = 8
     return cfg
+
+
+#: what the analyses' and compression tasks run with: a few inputs, a quick latency
+ANALYSIS = {
+    "analysis/attention": ["task.text_examples=8", "task.text.max_train_samples=4",
+                           "task.dependencies.max_sentences=8", "task.dependencies.min_count=1"],
+    **{task: ["task.latency.batches=2", "task.latency.repeats=1"]
+       for task in ("analysis/head_pruning", "compression/measure", "compression/quantize",
+                    "compression/distill")},
+}
+
+
+def fine_tuned(results: Path, arch: str, task: str) -> Path:
+    """The run directory of ``arch`` fine-tuned on ``task`` and saved (run once per module)."""
+    run_dir = results / arch / task / "saved"
+    if not (run_dir / "model").is_dir():
+        execute(compose_run(arch, task, "save_model=true"), run_dir)
+    return run_dir
 
 
 def sentence(rng: random.Random) -> str:
@@ -145,6 +169,8 @@ def mirror_with_stand_ins(tmp_path_factory) -> Path:
                 path = root / t.dataset / (config or t.config) / f"{name}.parquet"
                 if split and split != "heldout" and not path.exists():
                     stand_in(t, path)
+        if cfg.task.get("dependencies"):  # the attention analysis: English-EWT's CoNLL-U
+            hub_fixtures.write_universal_dependencies(root, sentences=12)
         for source in (cfg.task.get("corpus") or {}).get("sources", []):  # open QA: wiki_dpr
             path = root / source.dataset / source.config / f"{source.split}.parquet"
             if not path.exists():
@@ -173,11 +199,13 @@ def test_every_registered_architecture_has_a_tiny_preset():
 
 
 def expected_metrics(cfg) -> set[str]:
-    """What a run of ``cfg`` records per eval split: the task's metrics, ROUGE for generation
-    tasks, the share of invalid generations for mixtures, the objective's losses and
-    perplexity for pretraining."""
+    """What a run of ``cfg`` records per eval split: the task's (or its target's) metrics, ROUGE
+    for generation tasks, the share of invalid generations for mixtures, the objective's losses
+    and perplexity for pretraining."""
     if "members" in cfg.task:
         return {"invalid", "loss"}
+    if "target" in cfg.task:  # a task on a fine-tuned run's task: the target's metrics
+        return set(cfg.task.target.metrics)
     if "metrics" in cfg.task:
         return set(cfg.task.metrics)
     if "generation" in cfg.task:
@@ -205,10 +233,12 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     if task.startswith("pretrain/realm_"):  # REALM masks salient spans (REALM §3.4)
         extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
-        mnli = results / arch / "glue/mnli"
-        if not (mnli / "model").is_dir():
-            execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
-        extra = [f"init_from=ckpt:{mnli}"]
+        extra = [f"init_from=ckpt:{fine_tuned(results, arch, 'glue/mnli')}"]
+    if task.startswith(("analysis/", "compression/")):  # a fine-tuned model and its task
+        rte = fine_tuned(results, arch, "glue/rte")
+        extra = [f"init_from=ckpt:{rte}", *ANALYSIS.get(task, [])]
+        if task == "compression/distill":  # a student of the teacher's architecture and vocabulary
+            extra.append(f"task.teacher=ckpt:{rte}")
     if task == "squad/v1" or task.startswith("ner/"):  # the reader and the tagger export as
         extra = ["save_model=true"]  # transformers' *ForQuestionAnswering, *ForTokenClassification
     if task == "mc/swag" and "multiple_choice" in ARCHS[arch].hf.classes:
@@ -218,13 +248,20 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     record = execute(cfg, run_dir)
     assert record["status"] == "ok"
     assert record["config"]["model"]["arch"] == arch
+    if record["analysis"] is not None:  # an analysis: its findings and page
+        assert (run_dir / record["analysis"]["page"]).is_file()
+    if task.startswith("compression/") or task == "analysis/head_pruning":  # measured
+        assert {"score", "parameters", "size_mb", "latency_ms"} <= set(
+            record["metrics"]["compression"])
     if cfg.task.splits.train is None:  # evaluated only: predictions written, or metrics kept
-        assert record["predictions"] or set(cfg.task.splits.eval) <= set(record["metrics"])
+        assert (record["predictions"] or record["analysis"]
+                or set(cfg.task.splits.eval) <= set(record["metrics"]))
         assert all((run_dir / p).is_file() for p in record["predictions"].values())
         return
     assert record["steps"] == 1
-    assert set(record["metrics"]) == set(cfg.task.splits.eval)
-    for split, values in record["metrics"].items():
+    metrics = {split: v for split, v in record["metrics"].items() if split != "compression"}
+    assert set(metrics) == set(cfg.task.splits.eval)
+    for split, values in metrics.items():
         assert expected_metrics(cfg) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
