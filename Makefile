@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart test lint perf clean
+.PHONY: install quickstart test test-gpu lint perf clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ quickstart: $(STAMP)
 # the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# On a machine with CUDA (install a CUDA torch: TORCH=... as for quickstart): what only a GPU runs (docs/gpu.md):
+# the trainer=gpu / trainer=ddp presets end to end, no host-device synchronisation in a step, inductor, SDPA's CUDA
+# kernels on packed rows, the perf targets. Without CUDA every test here is skipped.
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -q -m gpu tests/gpu
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -9,8 +9,9 @@ non-pad tokens/s, with
 
 - the FLOPs each implementation performs in a step (``torch.utils.flop_counter``: matmuls and
   attention, forward and backward), as achieved FLOP/s and model FLOP utilisation (MFU) against
-  the device's peak (``lit_models/core/peak_flops.py``: a datasheet table for A100/H100/H200, on CPU
-  the measured peak of large float32 matmuls on the same threads);
+  the device's peak (``lit_models/core/peak_flops.py``: a datasheet table for A100/H100/H200, on
+  CPU the measured peak of large matmuls on the same threads, in bf16 for ``--precision
+  bf16-mixed``, which autocasts on CPU as on a GPU);
 - memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
   peak during a step above what it held before it.
 
@@ -154,9 +155,9 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
     device = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    args.peak_flops = (cpu_matmul_peak(torch.get_num_threads()) if device.type == "cpu" else
-                       device_peak_flops(device, torch.bfloat16 if args.precision == "bf16-mixed"
-                                         else torch.float32))
+    matmuls = torch.bfloat16 if args.precision == "bf16-mixed" else torch.float32
+    args.peak_flops = (cpu_matmul_peak(torch.get_num_threads(), matmuls) if device.type == "cpu"
+                       else device_peak_flops(device, matmuls))
     model_cfg = model_config(overrides)
     arch, config = arch_and_config(model_cfg)
     unknown = set(args.steps) - set(STEPS)
@@ -187,7 +188,8 @@ def _cell(value, spec: str) -> str:
 
 def render(report: dict) -> str:
     peak = report["peak_tflops"]
-    source = "measured float32 matmul peak" if report["device"] == "cpu" else "datasheet peak"
+    matmuls = "bf16" if report["precision"] == "bf16-mixed" else "float32"
+    source = f"measured {matmuls} matmul peak" if report["device"] == "cpu" else "datasheet peak"
     lines = [f"## {report['model']} ({report['arch']}), {report['device']} "
              f"({report['threads']} threads), {report['precision']}; MFU against "
              f"{_cell(peak, '.3f')} TFLOP/s ({source}); median of {report['repeats']} "

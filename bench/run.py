@@ -32,6 +32,7 @@ from bench.checkpoints import (
     discard,
     resume_from,
 )
+from bench.launch import check_accelerator, own_processes
 from bench.records import (
     SCHEMA_VERSION,
     checkpoint_record,
@@ -323,14 +324,16 @@ def main(cfg: DictConfig) -> None:
 def run_one(cfg: DictConfig, overrides: list[str]) -> Path:
     """Run the composed ``cfg`` (``overrides`` are the command line's, which name its directory)
     unless its record says it ran; its run directory. A failure is logged and kept in
-    ``FAILURES``, not raised, so a sweep goes on."""
+    ``FAILURES``, not raised, so a sweep goes on. Under DDP the run starts its own ranks, which
+    run it alone (bench/launch.py)."""
     run_dir = run_dir_of(cfg, overrides)
     try:
         normalize(cfg)  # bad input here (an unknown target task) is a failure like any other
+        check_accelerator(cfg.trainer)
         current = config_hash(OmegaConf.to_container(cfg, resolve=True))
         if not claim(run_dir, current, cfg.skip_completed, cfg.only_failed):
             return run_dir
-        with run_log(run_dir):
+        with run_log(run_dir), own_processes([__file__, *overrides]):
             record = execute(cfg, run_dir, overrides)
     except Exception as err:
         bad_input = isinstance(err, PlmbenchError)

@@ -17,7 +17,8 @@ a checkpoint an earlier one left. A study is its experiment's ``study`` block::
           dapt: [model=bert-small, task=pretrain/pubmed, "init_from=ckpt:{general}"]
 
 Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
-overrides of the plan, ``study.*``, stay with the plan), a sweep's points one after another as
+overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes
+that one instead, as the smoke study's do), a sweep's points one after another as
 Hydra's basic launcher runs them, through the same code (``bench.run.run_one``): every run leaves
 its record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry is
 the run directory of the earlier entry ``name``, which must be one run (no sweep) whose record
@@ -126,15 +127,17 @@ def run_study(overrides: list[str]) -> DictConfig:
     check_writable(Path(cfg.results_dir))
     # the runs compose the study's run settings, not its plan: overrides of the plan stay here
     experiment = cfg.study.get("experiment")
-    plan = ("study.", "+study.", "++study.", *(("experiment=", "+experiment=") * bool(experiment)))
+    naming = ("experiment=", "+experiment=")
+    plan = ("study.", "+study.", "++study.", *(naming * bool(experiment)))
     shared = [*([f"experiment={experiment}"] if experiment else []),
               *(o for o in overrides if not o.startswith(plan))]
     done: dict[str, Path] = {}
     for name, entry in entries.items():
-        jobs = points([*shared, *(_resolve(o, done, name) for o in entry)])
+        own = any(o.startswith(naming) for o in entry)  # its experiment, not the study's
+        base = [o for o in shared if not (own and o.startswith(naming))]
+        jobs = points([*base, *(_resolve(o, done, name) for o in entry)])
         run.FAILURES.clear()
-        for job in jobs:
-            sys.argv = [run.__file__, *job]  # what Lightning's DDP launcher re-runs per rank
+        for job in jobs:  # under DDP each run starts its own ranks (bench/launch.py)
             done[name] = run.run_one(composed(job), job)
         for line, _ in run.FAILURES:
             print(f"error: {line}", file=sys.stderr)

@@ -1,16 +1,28 @@
 """What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
 collected from the last validation pass, the step at which that pass ran, the prediction
-files an evaluation wrote into the run directory (Design contract 10), and ``torch.compile`` of
-its encoders (``trainer.compile``)."""
+files an evaluation wrote into the run directory (Design contract 10), ``torch.compile`` of
+its encoders (``trainer.compile``), and gradient clipping that works with mixed precision and the
+fused AdamW kernel together (``trainer.gradient_clip_val``, BERT's global norm 1.0)."""
 
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import lightning as L
 import torch.distributed
+from lightning.pytorch.plugins.precision import (
+    DoublePrecision,
+    HalfPrecision,
+    MixedPrecision,
+    Precision,
+)
+from lightning.pytorch.utilities import GradClipAlgorithmType
 
 from lit_models.archs import ARCHS
-from lit_models.core.optim import configure_optimizer
+from lit_models.core.optim import clip_by_global_norm, configure_optimizer
+
+#: precision plugins whose gradients are the module's own ``.grad`` tensors, clipped here; any
+#: other (FSDP's sharded gradients, DeepSpeed's) clips the Lightning way
+PLAIN_GRADIENTS = (Precision, MixedPrecision, HalfPrecision, DoublePrecision)
 
 
 class PlmModule(L.LightningModule):
@@ -52,6 +64,31 @@ class PlmModule(L.LightningModule):
     def configure_optimizers(self) -> dict:
         total_steps = int(self.trainer.estimated_stepping_batches)
         return configure_optimizer(self, self.optim_cfg, total_steps, self.num_layers)
+
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer,
+                                    gradient_clip_val: float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
+        """Clip the true (unscaled) gradients before the optimizer steps: by their global norm as
+        BERT does (``clip_by_global_norm``), or by value.
+
+        Lightning refuses to clip under mixed precision when the optimizer unscales inside its
+        own step, as the fused AdamW kernel does (``_step_supports_amp_scaling``). With bf16 there
+        is no scale at all. With fp16 the GradScaler is asked to unscale here, once, which also
+        records whether a gradient overflowed; the scaler then hands the fused kernel no scale,
+        only that flag, and the kernel skips the update of an overflowed step."""
+        plugin = self.trainer.precision_plugin
+        if not gradient_clip_val or type(plugin) not in PLAIN_GRADIENTS:
+            super().configure_gradient_clipping(optimizer, gradient_clip_val,
+                                                gradient_clip_algorithm)
+            return
+        scaler = getattr(plugin, "scaler", None)
+        if scaler is not None and getattr(optimizer, "_step_supports_amp_scaling", False):
+            scaler.unscale_(optimizer)  # Lightning unscales every other optimizer itself
+        parameters = list(plugin.main_params(optimizer))
+        if gradient_clip_algorithm == GradClipAlgorithmType.VALUE:
+            torch.nn.utils.clip_grad_value_(parameters, gradient_clip_val)
+        else:
+            clip_by_global_norm(parameters, gradient_clip_val)
 
     def record_metrics(self, split: str, values: Mapping[str, float]) -> None:
         """Log ``<split>/<name>`` and keep the values for the run record."""

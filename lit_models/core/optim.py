@@ -9,11 +9,14 @@ of layer l of L get lr * decay^(L + 1 - l), embeddings count as layer 0 and head
 torch's ``Adafactor`` with factored second moments, beta2_t = 1 - t^-0.8, updates clipped to RMS
 d and scaled by the parameter's RMS, step size rho_t = min(lr_t, 1/sqrt(t)). With a constant lr
 of 0.01 that is T5's pretraining schedule 1/sqrt(max(t, 10^4)); 0.001 its fine-tuning constant.
+
+Gradients are clipped as BERT clips them (``tf.clip_by_global_norm`` in its ``optimization.py``):
+every gradient times clip_norm / max(||g||, clip_norm), ||g|| the L2 norm of all of them together.
 """
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import torch
 from torch import nn
@@ -72,6 +75,24 @@ def fusable(groups: list[dict]) -> bool:
     """Whether torch's fused AdamW kernel (one kernel for all tensors, on CPU and CUDA) applies:
     on CPU it takes a per-tensor update loop that costs ~20% of a small model's step down to ~3%."""
     return all(p.device.type in ("cpu", "cuda") for group in groups for p in group["params"])
+
+
+def clip_by_global_norm(parameters: Iterable[nn.Parameter], clip_norm: float) -> torch.Tensor:
+    """Scale the gradients in place by clip_norm / max(global norm, clip_norm), as BERT does, and
+    return the global norm before clipping. No host-device synchronisation: the factor stays a
+    device tensor. A non-finite norm makes the gradients NaN, as in BERT (a gradient scaler has
+    found the overflow already and skips the step)."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    device = grads[0].device
+    norms = [norm.to(device, torch.float32) for norm in torch._foreach_norm(grads)]
+    total = torch.linalg.vector_norm(torch.stack(norms))
+    factor = clip_norm / total.clamp(min=clip_norm)
+    for on_device in {g.device for g in grads}:
+        group = [g for g in grads if g.device == on_device]
+        torch._foreach_mul_(group, factor.to(on_device))
+    return total
 
 
 def make_optimizer(groups: list[dict], cfg: Mapping) -> torch.optim.Optimizer:

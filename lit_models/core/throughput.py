@@ -17,6 +17,14 @@ import torch
 from lit_models.core.peak_flops import device_peak_flops
 
 
+def matmul_dtype(precision: str) -> torch.dtype:
+    """The dtype a Lightning precision runs its matmuls in (whose peak MFU divides by):
+    bf16-mixed/true -> bf16, 16-mixed/true -> fp16 (the same tensor-core peak), else fp32."""
+    if precision.startswith("bf16"):
+        return torch.bfloat16
+    return torch.float16 if precision.startswith("16") else torch.float32
+
+
 class Throughput(L.Callback):
     """Times every training batch; logs running rates and the share of padding in the batches
     (``train/padding``) every ``read_every`` steps and keeps run totals for the record.
@@ -39,8 +47,8 @@ class Throughput(L.Callback):
         self._start: float | torch.cuda.Event = 0.0
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        dtype = torch.bfloat16 if "bf16" in str(trainer.precision) else torch.float32
-        self.peak_flops = device_peak_flops(trainer.strategy.root_device, dtype)
+        self.peak_flops = device_peak_flops(trainer.strategy.root_device,
+                                            matmul_dtype(str(trainer.precision)))
 
     @staticmethod
     def _cuda(pl_module: L.LightningModule) -> bool:

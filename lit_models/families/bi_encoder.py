@@ -8,14 +8,14 @@ L(q_i, p_i+, p_i,1-, ..., p_i,n-)
     = -log e^{sim(q_i, p_i+)} / (e^{sim(q_i, p_i+)} + Σ_j e^{sim(q_i, p_i,j-)}),
 sim the inner product of the bi-encoder's vectors (``retrieval.encoders.BiEncoder``; DPR: two BERT
 encoders, [CLS] vectors). Evaluation ranks the passages of the eval questions' paragraphs by the
-current encoders (exact inner product) and records recall@k and MRR
-(``lit_models.metrics.retrieval``).
+current encoders (exact inner product) and records the task's metrics of the rankings (recall@k
+and MRR, ``lit_models.metrics.retrieval``).
 ``save_model`` exports ``<run dir>/model/question_encoder`` and ``passage_encoder`` (Hugging Face
 layout), which an open-QA task reads as ``task.dense.encoder=ckpt:<run dir>``.
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from lit_models.core.family import TaskFamily
 from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
 from lit_models.core.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER, SETTINGS_FILE
-from lit_models.metrics.retrieval import answer_hits, retrieval_metrics
+from lit_models.metrics import build_metrics
 from retrieval.dpr_data import dpr_triples, eval_questions
 from retrieval.encoders import BiEncoder
 from retrieval.ict import ict_pairs
@@ -59,11 +59,12 @@ def _split(batch: Mapping) -> tuple[dict, dict]:
 
 class LitBiEncoder(PlmModule):
     def __init__(self, encoder: BiEncoder, eval_splits, retrieve_top_k: int, passage_batch: int,
-                 optim: Mapping) -> None:
+                 optim: Mapping, metrics: Sequence[str]) -> None:
         super().__init__(optim, encoder.question_encoder.config.num_hidden_layers)
         self.encoder = encoder
         self.eval_splits, self.top_k, self.passage_batch = list(eval_splits), retrieve_top_k, \
             passage_batch
+        self.metrics = build_metrics(metrics, "rankings")
         self.question_vectors: list[list[torch.Tensor]] = [[] for _ in self.eval_splits]
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
@@ -91,8 +92,9 @@ class LitBiEncoder(PlmModule):
             scores = torch.cat(collected[i]) @ passages.T
             rows = scores.topk(min(self.top_k, len(corpus)), dim=1).indices
             texts = [[corpus["text"][r] for r in ranked] for ranked in rows.tolist()]
-            hits = answer_hits(texts, dm.eval_data[i]["answers"])
-            self.record_metrics(split, retrieval_metrics(hits))
+            self.metrics.update(dm.eval_data[i]["answers"], rankings=texts)
+            self.record_metrics(split, self.metrics.compute())
+            self.metrics.reset()
 
     @torch.no_grad()
     def _passage_vectors(self, rows: Mapping) -> torch.Tensor:
@@ -123,7 +125,7 @@ class BiEncoderTraining(TaskFamily):
                                  partial(eval_questions, task, words=words),
                                  cfg["seed"])
         module = LitBiEncoder(encoder, dm.eval_split_names, task["retrieve_top_k"],
-                              task["eval_batch_size"], cfg["optim"])
+                              task["eval_batch_size"], cfg["optim"], task["metrics"])
         return module, dm
 
     def export(self, module: LitBiEncoder, tokenizer, run_dir, cfg) -> None:

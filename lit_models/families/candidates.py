@@ -3,10 +3,11 @@ baseline trains them (Wang et al. 2019, §5). Each candidate answer is a binary 
 its context (``datamodules/candidates.py``) and scored by the architecture's classification head
 with two labels, trained with cross-entropy; evaluation reads a question's candidates together:
 
-- MultiRC: an option is predicted right when p(right) > 1/2; F1 over all options (F1_a) and the
-  share of questions with every option right (``lit_models/metrics/superglue.py``);
-- ReCoRD: the query's answer is its most probable entity, scored by the official ReCoRD
-  evaluation (exact match and token F1, the best over the gold answers).
+- MultiRC: an option is predicted right when p(right) > 1/2; the task's metrics score the options
+  (F1 over all options, F1_a, and the share of questions with every option right:
+  ``lit_models/metrics/superglue.py``);
+- ReCoRD: the query's answer is its most probable entity, scored by the task's metrics (the
+  official ReCoRD evaluation: exact match and token F1, the best over the gold answers).
 
 Every evaluation writes ``<run dir>/predictions/<split>.jsonl`` in the inputs of Hugging Face's
 ``super_glue`` metric: MultiRC ``{"idx": {paragraph, question, answer}, "prediction": 0|1}`` per
@@ -24,21 +25,23 @@ from datamodules.predictions import write_jsonl
 from lit_models.archs import arch_of_net
 from lit_models.core.family import NotExported
 from lit_models.families.classify import Classification, LitClassifier
+from lit_models.metrics import Metrics, build_metrics
 from lit_models.metrics.classification import class_probabilities
-from lit_models.metrics.superglue import multirc_scores, record_scores
 
 
-def score_multirc(candidates: datasets.Dataset, probabilities: Sequence[float]
-                  ) -> tuple[dict[str, float], list[dict]]:
+def score_multirc(metrics: Metrics, candidates: datasets.Dataset,
+                  probabilities: Sequence[float]) -> list[dict]:
+    """Update ``metrics`` with the options' labels (right where p(right) > 1/2); the rows."""
     predictions = [int(p > 0.5) for p in probabilities]
-    metrics = multirc_scores(predictions, candidates["label"], candidates["group"])
-    rows = [{"idx": idx, "prediction": p} for idx, p in zip(candidates["idx"], predictions,
-                                                              strict=True)]
-    return metrics, rows
+    metrics.update(list(zip(candidates["label"], candidates["group"], strict=True)),
+                   answer_options=predictions)
+    return [{"idx": idx, "prediction": p} for idx, p in zip(candidates["idx"], predictions,
+                                                             strict=True)]
 
 
-def score_record(candidates: datasets.Dataset, probabilities: Sequence[float]
-                 ) -> tuple[dict[str, float], list[dict]]:
+def score_record(metrics: Metrics, candidates: datasets.Dataset,
+                 probabilities: Sequence[float]) -> list[dict]:
+    """Update ``metrics`` with each query's most probable entity; the rows."""
     best: dict[str, tuple[float, str, list[str], dict]] = {}  # group -> its most probable entity
     for p, group, text, answers, idx in zip(probabilities, candidates["group"],
                                             candidates["text"], candidates["answers"],
@@ -46,22 +49,23 @@ def score_record(candidates: datasets.Dataset, probabilities: Sequence[float]
         if group not in best or p > best[group][0]:
             best[group] = (p, text, answers, idx)
     chosen = list(best.values())
-    metrics = record_scores([text for _, text, _, _ in chosen],
-                            [answers for _, _, answers, _ in chosen])
-    rows = [{"idx": idx, "prediction_text": text} for _, text, _, idx in chosen]
-    return metrics, rows
+    metrics.update([answers for _, _, answers, _ in chosen],
+                   entities=[text for _, text, _, _ in chosen])
+    return [{"idx": idx, "prediction_text": text} for _, text, _, idx in chosen]
 
 
-SCORERS = {"multirc": score_multirc, "record": score_record}
+#: task format -> (what its metrics score, how a split's candidates are scored)
+SCORERS = {"multirc": ("answer_options", score_multirc), "record": ("entities", score_record)}
 
 
 class LitCandidates(LitClassifier):
     """The two-label classifier over candidates, evaluated by question (``SCORERS``)."""
 
     def __init__(self, encoder, head, task_format: str, eval_splits: Sequence[str],
-                 optim: Mapping) -> None:
+                 optim: Mapping, metrics: Sequence[str]) -> None:
         super().__init__(encoder, head, 2, (), eval_splits, optim)
-        self.score = SCORERS[task_format]
+        kind, self.score = SCORERS[task_format]
+        self.scorer = build_metrics(metrics, kind)
         #: per eval split, (candidate index, p(right)) of the last evaluation
         self.collected: list[list[tuple[int, float]]] = [[] for _ in self.eval_splits]
 
@@ -77,8 +81,10 @@ class LitCandidates(LitClassifier):
     def on_validation_epoch_end(self) -> None:
         collected, self.collected = self.collected, [[] for _ in self.eval_splits]
         for i, split, probabilities in self.gathered_splits(collected):
-            metrics, rows = self.score(self.trainer.datamodule.eval_candidates[i], probabilities)
-            self.record_metrics(split, metrics)
+            rows = self.score(self.scorer, self.trainer.datamodule.eval_candidates[i],
+                              probabilities)
+            self.record_metrics(split, self.scorer.compute())
+            self.scorer.reset()
             if self.run_dir is not None and self.trainer.is_global_zero:
                 path = write_jsonl(self.run_dir, split, rows)
                 self.predictions[split] = str(path.relative_to(self.run_dir))
@@ -98,7 +104,7 @@ class CandidateScoring(NotExported, Classification):
 
     def module(self, cfg, net, head, dm) -> LitCandidates:
         return LitCandidates(net, head, cfg["task"]["format"], dm.eval_split_names,
-                             cfg["optim"])
+                             cfg["optim"], cfg["task"]["metrics"])
 
 
     def baseline(self, task) -> None:

@@ -26,7 +26,12 @@ from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import load_head, to_hf
 from lit_models.core.module import PlmModule
-from lit_models.metrics.classification import build_metrics, class_probabilities
+from lit_models.metrics.classification import (
+    class_probabilities,
+    hard_probabilities,
+    label_metrics,
+    label_predictions,
+)
 
 
 class LitClassifier(PlmModule):
@@ -51,7 +56,7 @@ class LitClassifier(PlmModule):
         #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
         #: types of a one-segment vocabulary as extra token embeddings
         self.segments = hasattr(encoder.config, "type_vocab_size")
-        self.split_metrics = nn.ModuleList(build_metrics(metrics, num_labels) for _ in eval_splits)
+        self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
         #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
         self.register_buffer("class_weights", None if class_weights is None
                              else torch.tensor(class_weights, dtype=torch.float))
@@ -89,9 +94,12 @@ class LitClassifier(PlmModule):
         split = self.eval_splits[dataloader_idx]
         loss = self.loss(scores, batch["labels"])
         self.log(f"{split}/loss", loss, add_dataloader_idx=False, sync_dist=True)
-        predictions = (scores.float() if self.num_labels == 1
-                       else class_probabilities(scores, self.num_labels))
-        self.split_metrics[dataloader_idx].update(predictions, batch["labels"])
+        metrics = self.split_metrics[dataloader_idx]
+        if self.num_labels == 1:
+            metrics.update(batch["labels"], scores=scores.float())
+        else:
+            metrics.update(batch["labels"], **label_predictions(
+                class_probabilities(scores, self.num_labels), self.num_labels))
 
     def on_validation_epoch_end(self) -> None:
         for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
@@ -182,9 +190,10 @@ class Classification(TaskFamily):
         metrics = {}
         for split in task["splits"]["eval"]:
             labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
-            computed = build_metrics(task["metrics"], task["num_labels"])
-            values = computed(majority.expand(len(labels)), labels)
-            metrics[split] = {name: float(value) for name, value in values.items()}
+            computed = label_metrics(task["metrics"], task["num_labels"])
+            computed.update(labels, **label_predictions(hard_probabilities(
+                majority.expand(len(labels)), task["num_labels"]), task["num_labels"]))
+            metrics[split] = computed.compute()
         return metrics
 
     def export(self, module, tokenizer: TextTokenizer, run_dir: Path, cfg) -> None:

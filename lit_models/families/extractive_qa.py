@@ -4,8 +4,8 @@ A start vector S and an end vector E (one Linear to two outputs, transformers' `
 score every token of a window: start logits S·T_i, end logits E·T_i; training minimises the mean
 of the cross-entropies of the true start and end positions (the start token for the null answer).
 Evaluation collects the logits of every window of every question, decodes one span per question
-(``lit_models.core.qa_decode``), scores it as the official SQuAD v1.1 / v2.0 scripts do
-(``lit_models.metrics.squad``) and writes ``<run dir>/predictions/<split>.json``
+(``lit_models.core.qa_decode``), scores it with the task's metrics as the official SQuAD v1.1 /
+v2.0 scripts do (``lit_models.metrics.squad``) and writes ``<run dir>/predictions/<split>.json``
 ({question id: answer}) and, for v2.0, ``<split>.null_odds.json`` ({question id: null odds}),
 which the official scripts read as they are. ``save_model=true`` exports the reader as the
 architecture's ``*ForQuestionAnswering``, and ``init_from`` of such a checkpoint keeps its span
@@ -31,12 +31,15 @@ from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import QA_HEAD_NAMES, load_head, to_hf
 from lit_models.core.module import PlmModule
 from lit_models.core.qa_decode import Spans, Windows, best_spans
-from lit_models.metrics.squad import squad_v1, squad_v2
+from lit_models.metrics import build_metrics
+from lit_models.metrics.squad import abstain
 
 
 class LitExtractiveQA(PlmModule):
     def __init__(self, encoder: nn.Module, eval_splits: Sequence[str], decoding: Mapping,
-                 version_2: bool, optim: Mapping) -> None:
+                 version_2: bool, optim: Mapping, metrics: Sequence[str] = ()) -> None:
+        """``metrics``: the task's, which ``evaluate`` computes (none: a subclass scores
+        otherwise)."""
         super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
         self.qa_outputs = nn.Linear(encoder.config.hidden_size, 2)
@@ -45,6 +48,7 @@ class LitExtractiveQA(PlmModule):
         self.eval_splits = list(eval_splits)
         self.decoding = dict(decoding)
         self.version_2 = version_2
+        self.metrics = build_metrics(metrics, "answers_with_null_odds" if version_2 else "answers")
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
         #: per eval split, (window index, [2, length] start/end logits) of the last evaluation
@@ -96,17 +100,24 @@ class LitExtractiveQA(PlmModule):
                           self.decoding["n_best"], self.decoding["max_answer_length"])
 
     def evaluate(self, window_logits: list[torch.Tensor], windows, examples, task: Mapping):
-        """(metrics, {id: answer}, {id: null odds} or None) of one eval split, from the
-        [2, length] start/end logits of each of its windows, in window order."""
+        """(the task's metrics, {id: answer}, {id: null odds} or None) of one eval split, from
+        the [2, length] start/end logits of each of its windows, in window order."""
         decoded = self.decode(window_logits, windows, len(examples))
         texts = decoded.texts(examples[task["context_field"]])
         references = [a["text"] for a in examples[task["answers_field"]]]
         ids = examples[task["id_field"]]
-        if self.version_2:
-            metrics, final = squad_v2(texts, decoded.null_odds, references)
-            odds = dict(zip(ids, decoded.null_odds.tolist(), strict=True))
-            return metrics, dict(zip(ids, final, strict=True)), odds
-        return squad_v1(texts, references), dict(zip(ids, texts, strict=True)), None
+        if self.version_2:  # scored at the null threshold that maximises F1, then abstaining
+            odds = decoded.null_odds.tolist()
+            self.metrics.update(references, answers_with_null_odds=list(zip(texts, odds,
+                                                                            strict=True)))
+            values = self.metrics.compute()
+            texts = abstain(texts, odds, values["null_threshold"])
+            odds = dict(zip(ids, odds, strict=True))
+        else:
+            self.metrics.update(references, answers=texts)
+            values, odds = self.metrics.compute(), None
+        self.metrics.reset()
+        return values, dict(zip(ids, texts, strict=True)), odds
 
     def write_predictions(self, split: str, answers: Mapping, odds: Mapping | None) -> None:
         """The official scripts' inputs: ``<split>.json`` and, v2.0, ``<split>.null_odds.json``."""
@@ -130,7 +141,7 @@ class ExtractiveQA(TaskFamily):
         dm = squad.SquadDataModule(task, tokenizer, seed=cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(net, dm.eval_split_names, decoding,
-                                 task["version_2_with_negative"], cfg["optim"])
+                                 task["version_2_with_negative"], cfg["optim"], task["metrics"])
         if cfg["init_from"] != "scratch":  # a fine-tuned reader keeps its span head
             load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}),
                       checkpoint_dir(cfg["init_from"]), QA_HEAD_NAMES)

@@ -5,8 +5,9 @@ et al. 2014; Lewis et al. 2020, §3.4 for BART on summarization), logits compute
 positions. Evaluation generates with the task's settings (``task.generation``: beams, length
 penalty, no-repeat n-grams, min/max length; ``lit_models/core/generation.py``) and scores the
 decoded
-text against the raw references with ROUGE-1/2/L/Lsum (``lit_models/metrics/rouge.py``), or another
-scorer of texts (``lit_models/families/text_to_text.py``: GLUE labels as words); every evaluation's
+text against the raw references with the metrics the task names (``metrics``: ROUGE-1/2/L/Lsum,
+``lit_models/metrics/rouge.py``; BLEU ...), or another scorer of texts
+(``lit_models/families/text_to_text.py``: GLUE labels as words); every evaluation's
 generations go to ``<run dir>/predictions/<split>.jsonl`` (id, source, prediction, reference).
 Encoder-decoders (BART, T5) read the source and decode the target; a decoder-only model (GPT-2)
 reads source and target as one sequence and generates after the source's separator (Radford et
@@ -21,7 +22,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchmetrics import MeanMetric, Metric
+from torchmetrics import MeanMetric
 
 from datamodules import summarization
 from datamodules.collate import at_positions, label_positions
@@ -33,24 +34,11 @@ from lit_models.core.family import TaskFamily
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
-from lit_models.metrics.rouge import Rouge
+from lit_models.metrics import build_metrics
+from lit_models.metrics.registry import local
 
 #: the model inputs of a batch: an encoder-decoder's and a decoder-only model's
 MODEL_INPUTS = ("input_ids", "attention_mask", "decoder_input_ids")
-
-
-def rouge(split: str) -> Metric:
-    """Summaries are scored with ROUGE, whatever the split."""
-    return Rouge()
-
-
-def local(metric: Metric) -> Metric:
-    """``metric``, and the metrics it holds, computed from this process's state alone: each
-    process updates them with every process's gathered examples."""
-    for module in metric.modules():
-        if isinstance(module, Metric):
-            module.sync_on_compute = module._to_sync = False
-    return metric
 
 
 class Generated(NamedTuple):
@@ -63,12 +51,12 @@ class Generated(NamedTuple):
 
 
 class LitSeq2Seq(PlmModule):
-    """``scorer(split)`` makes the metric of an eval split: ``update(predictions, references)``
-    on texts, ``compute()`` -> {name: value}."""
+    """``scorer(split)`` makes the metrics of an eval split (``lit_models.metrics.Metrics``):
+    ``update(references, texts=generations)``, ``compute()`` -> {name: value}."""
 
     def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
                  eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
-                 optim: Mapping, scorer: Callable[[str], Metric] = rouge) -> None:
+                 optim: Mapping, scorer: Callable[[str], nn.Module]) -> None:
         super().__init__(optim, net.config.num_hidden_layers)
         self.net, self.tokenizer, self.generation = net, tokenizer, generation
         self.eval_splits = list(eval_splits)
@@ -124,20 +112,21 @@ class LitSeq2Seq(PlmModule):
         return list(zip(batch["index"].tolist(), self.generate_texts(batch)[1], strict=True))
 
     def on_validation_epoch_end(self) -> None:
-        """Score every process's generations together (ROUGE, token-weighted NLL, length)."""
+        """Score every process's generations together (the task's metrics, token-weighted NLL,
+        length)."""
         for i, split in enumerate(self.eval_splits):
             self.generations[split] = self.gather_indexed(self.generations[split])
             if self.trainer.sanity_checking or not self.generations[split]:
                 continue
             indices, outputs = zip(*self.generations[split], strict=True)
             score, loss, length = self.scores[i], self.eval_loss[i], self.eval_length[i]
-            score.update([o.text for o in outputs],
-                         [self.texts[split]["reference"][j] for j in indices])
+            score.update([self.texts[split]["reference"][j] for j in indices],
+                         texts=[o.text for o in outputs])
             nll_sums, tokens, lengths = torch.tensor(
                 [o[1:] for o in outputs], dtype=torch.float, device=self.device).T
             loss.update(nll_sums / tokens, weight=tokens)
             length.update(lengths)
-            values = {k: float(v) for k, v in score.compute().items()}
+            values = score.compute()
             values |= {"loss": float(loss.compute()), "generated_tokens": float(length.compute())}
             self.record_metrics(split, values)
             for metric in (score, loss, length):
@@ -152,7 +141,7 @@ class LitSeq2Seq(PlmModule):
 
 
 class Seq2Seq(TaskFamily):
-    """Summarization: source -> summary, evaluated by generation and ROUGE."""
+    """Summarization: source -> summary, evaluated by generation and the task's metrics (ROUGE)."""
 
     with_heads = True  # the language-modelling head generates
     kinds = ("encoder-decoder", "decoder")
@@ -170,7 +159,7 @@ class Seq2Seq(TaskFamily):
         dm = summarization.SummarizationDataModule(
             task, tokenizer, decoder_start(net), cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"])
+                            cfg["optim"], lambda split: build_metrics(task["metrics"], "texts"))
         return module, dm
 
     def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:

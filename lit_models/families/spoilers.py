@@ -26,7 +26,7 @@ from datamodules.files import atomic_write_text
 from datamodules.spoilers import SpoilerDataModule
 from datamodules.tokenization import cache_root
 from lit_models.families.classify import Classification
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import label_metrics, label_predictions
 
 TFIDF_ROW = "TF-IDF + logistic regression"
 log = logging.getLogger("plmbench")
@@ -89,8 +89,9 @@ class SpoilerDetection(Classification):
         metrics = {}
         for split, rows in evals.items():
             spoiler = model.predict_proba(vectorizer.transform(inputs(task, rows)))[:, 1]
-            computed = build_metrics(task["metrics"], 2)
-            values = computed(torch.tensor(spoiler), torch.tensor(rows["label"]))
-            metrics[split] = {name: float(value) for name, value in values.items()}
+            computed = label_metrics(task["metrics"], 2)
+            computed.update(torch.tensor(rows["label"]),
+                            **label_predictions(torch.tensor(spoiler), 2))
+            metrics[split] = computed.compute()
         atomic_write_text(cached, json.dumps(metrics))
         return metrics

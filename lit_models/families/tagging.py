@@ -3,13 +3,14 @@
 A linear layer over each token's final hidden state scores the BIO tags (Ramshaw & Marcus 1995);
 the loss is the cross-entropy on each word's first sub-token. Predicted tags are read as
 conlleval reads them: an I-X that continues no X entity opens one, so it is written as B-X and
-every predictions file is valid BIO. Entity-level precision, recall and F1 (an entity counts when
-its type and both boundaries match; Tjong Kim Sang & De Meulder 2003) come from ``seqeval``, the
-conlleval reimplementation, micro-averaged over entities. Each evaluation writes
-``<run dir>/predictions/<split>.jsonl``: one sentence per line, its tokens, gold and predicted tags.
-``save_model=true`` exports the tagger as the architecture's ``*ForTokenClassification`` (the tags
-in config.json's ``id2label``), and ``init_from`` of such a checkpoint with the same tags keeps its
-head (``lit_models/families/entity_tagger.py`` finds REALM's salient entities with it).
+every predictions file is valid BIO. The task's metrics, entity-level precision, recall and F1
+(an entity counts when its type and both boundaries match; Tjong Kim Sang & De Meulder 2003),
+come from ``seqeval``, the conlleval reimplementation, micro-averaged over entities. Each
+evaluation writes ``<run dir>/predictions/<split>.jsonl``: one sentence per line, its tokens,
+gold and predicted tags. ``save_model=true`` exports the tagger as the architecture's
+``*ForTokenClassification`` (the tags in config.json's ``id2label``), and ``init_from`` of such a
+checkpoint with the same tags keeps its head (``lit_models/families/entity_tagger.py`` finds
+REALM's salient entities with it).
 """
 
 from collections.abc import Mapping, Sequence
@@ -25,12 +26,13 @@ from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
 from lit_models.core.module import PlmModule
-from lit_models.metrics.tagging import bio_decode, entity_scores
+from lit_models.metrics import build_metrics
+from lit_models.metrics.tagging import bio_decode
 
 
 class LitTagger(PlmModule):
     def __init__(self, encoder: nn.Module, label_names: Sequence[str], eval_splits: Sequence[str],
-                 dropout: float, optim: Mapping) -> None:
+                 dropout: float, optim: Mapping, metrics: Sequence[str] = ()) -> None:
         super().__init__(optim, encoder.config.num_hidden_layers)
         self.encoder = encoder
         self.label_names = list(label_names)
@@ -39,6 +41,7 @@ class LitTagger(PlmModule):
         nn.init.normal_(self.classifier.weight, std=encoder.config.initializer_range)
         nn.init.zeros_(self.classifier.bias)
         self.eval_splits = list(eval_splits)
+        self.metrics = build_metrics(metrics, "tags")
         self.collected: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in eval_splits]
 
     def forward(self, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -67,7 +70,9 @@ class LitTagger(PlmModule):
             tags = sentences[dm.task["tags_field"]]
             gold = [[self.label_names[t] for t in sentence] for sentence in tags]
             predicted = self.word_tags(collected[i], [len(w) for w in words])
-            self.record_metrics(split, entity_scores(gold, predicted))
+            self.metrics.update(gold, tags=predicted)
+            self.record_metrics(split, self.metrics.compute())
+            self.metrics.reset()
             if self.run_dir is not None and self.trainer.is_global_zero:
                 self.write_predictions(split, words, gold, predicted)
 
@@ -103,7 +108,7 @@ class Tagging(TaskFamily):
         check_max_length(task, net)
         dm = tagging.TaggingDataModule(task, tokenizer, seed=cfg["seed"])
         module = LitTagger(net, task["label_names"], dm.eval_split_names,
-                           task["classifier_dropout"], cfg["optim"])
+                           task["classifier_dropout"], cfg["optim"], task["metrics"])
         if cfg["init_from"] != "scratch":  # a tagger of the same tags keeps its head
             directory = checkpoint_dir(cfg["init_from"])
             if task_labels(directory, "tagger") == module.label_names:

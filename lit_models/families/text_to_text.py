@@ -35,7 +35,11 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import (
+    hard_probabilities,
+    label_metrics,
+    label_predictions,
+)
 
 #: STS-B's score of a generated text that is no number (T5's string_to_float default)
 NOT_A_SCORE = -1.0
@@ -51,7 +55,7 @@ class LabelScorer(Metric):
         super().__init__()
         self.label_ids = {name: i for i, name in enumerate(label_names)}
         self.num_labels = num_labels
-        self.metrics = build_metrics(metrics, num_labels)
+        self.metrics = label_metrics(metrics, num_labels)
         self.invalid = MeanMetric()
 
     def read(self, prediction: str, reference: str) -> tuple[float | int, float | int, bool]:
@@ -66,14 +70,18 @@ class LabelScorer(Metric):
             return self.label_ids[prediction], gold, False
         return (gold + 1) % self.num_labels, gold, True  # wrong, whatever the metric
 
-    def update(self, predictions: Sequence[str], references: Sequence[str]) -> None:
-        read = [self.read(p, r) for p, r in zip(predictions, references, strict=True)]
+    def update(self, references: Sequence[str], texts: Sequence[str]) -> None:
+        read = [self.read(p, r) for p, r in zip(texts, references, strict=True)]
         predicted, gold, invalid = (torch.tensor(column) for column in zip(*read, strict=True))
-        self.metrics.update(predicted, gold)
+        if self.num_labels == 1:
+            self.metrics.update(gold, scores=predicted)
+        else:  # a generated label is a hard prediction
+            self.metrics.update(gold, **label_predictions(
+                hard_probabilities(predicted, self.num_labels), self.num_labels))
         self.invalid.update(invalid.float())
 
-    def compute(self) -> dict[str, torch.Tensor]:
-        return {**self.metrics.compute(), "invalid": self.invalid.compute()}
+    def compute(self) -> dict[str, float]:
+        return {**self.metrics.compute(), "invalid": float(self.invalid.compute())}
 
     def reset(self) -> None:
         super().reset()

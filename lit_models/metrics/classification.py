@@ -1,6 +1,7 @@
-"""Task metrics by name, all torchmetrics objects, so they accumulate over batches and devices.
+"""Classification and regression metrics, all torchmetrics objects, so they accumulate over
+batches and devices; registered over ``labels`` (predicted class ids), ``probabilities`` (the
+model's class probabilities) and ``scores`` (regression).
 
-Names are the keys a task YAML lists under ``metrics`` and the keys of a record's metrics:
 ``accuracy``, ``f1`` (of the positive class, as GLUE's MRPC/QQP; macro over classes beyond two),
 ``macro_f1`` (the unweighted mean of the per-class F1s) and ``micro_f1`` (F1 of the pooled
 per-class counts: accuracy, for single-label classes), as SciBERT (Beltagy et al. 2019, §4) and
@@ -9,49 +10,58 @@ SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975), ``auro
 under the ROC curve of the positive class's probability, binary tasks: spoiler detection, Wan et
 al. 2019 §5), ``pearson`` and ``spearman`` (STS-B).
 
-A classification collection is fed either class ids [N] or the model's class probabilities
-(``class_probabilities``: p(positive) [N] for two labels, [N, C] beyond), so that ``auroc`` ranks
-by score while the label metrics read the most probable class (p > 0.5, argmax); class ids give
-``auroc`` the ROC of hard predictions.
+A classifier feeds its metrics ``label_predictions`` of its class probabilities
+(``class_probabilities``: p(positive) [N] for two labels, [N, C] beyond): ``auroc`` ranks by the
+probability, the label metrics read the most probable class (p > 0.5, argmax). Predicted class
+ids alone (generated label texts) are probabilities of 0 and 1 (``hard_probabilities``): the ROC
+of hard predictions.
 """
 
 from collections.abc import Sequence
 
 import torch
-import torchmetrics
-from torchmetrics import classification, regression
+import torch.nn.functional as F
+from torchmetrics import Metric, classification, regression
 from torchmetrics.utilities import dim_zero_cat
 
 from datamodules.errors import PlmbenchError
+from lit_models.metrics.registry import Metrics, build_metrics, register_metric
 
 
-def _classification(name: str, num_labels: int) -> torchmetrics.Metric:
-    binary = num_labels == 2
-    if name == "accuracy":
-        if binary:
-            return classification.BinaryAccuracy()
-        return classification.MulticlassAccuracy(num_classes=num_labels, average="micro")
-    if name == "f1":
-        if binary:
-            return classification.BinaryF1Score()
-        return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
-    if name in ("macro_f1", "micro_f1"):
-        average = name.partition("_")[0]
-        return classification.MulticlassF1Score(num_classes=num_labels, average=average)
-    if name == "matthews":
-        task = "binary" if binary else "multiclass"
-        return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
-    if name == "auroc":
-        if not binary:
-            raise PlmbenchError("metric 'auroc' needs a binary task (num_labels: 2)")
-        return ScoreAUROC()
-    raise PlmbenchError(f"metric {name!r} needs a regression task (num_labels: 1)")
+@register_metric("accuracy", inputs="labels")
+def accuracy(num_labels: int, **_) -> Metric:
+    if num_labels == 2:
+        return classification.BinaryAccuracy()
+    return classification.MulticlassAccuracy(num_classes=num_labels, average="micro")
+
+
+@register_metric("f1", inputs="labels")
+def f1(num_labels: int, **_) -> Metric:
+    if num_labels == 2:
+        return classification.BinaryF1Score()
+    return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+
+
+@register_metric("macro_f1", inputs="labels")
+def macro_f1(num_labels: int, **_) -> Metric:
+    return classification.MulticlassF1Score(num_classes=num_labels, average="macro")
+
+
+@register_metric("micro_f1", inputs="labels")
+def micro_f1(num_labels: int, **_) -> Metric:
+    return classification.MulticlassF1Score(num_classes=num_labels, average="micro")
+
+
+@register_metric("matthews", inputs="labels")
+def matthews(num_labels: int, **_) -> Metric:
+    task = "binary" if num_labels == 2 else "multiclass"
+    return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
 
 
 class ScoreAUROC(classification.BinaryAUROC):
-    """torchmetrics' exact binary AUROC over scores of the positive class; class ids are read
-    as scores 0 and 1 (the ROC of hard predictions). NaN where the targets hold one class, for
-    which the ROC is not defined (scikit-learn's NaN; torchmetrics would say 0)."""
+    """torchmetrics' exact binary AUROC over scores of the positive class. NaN where the targets
+    hold one class, for which the ROC is not defined (scikit-learn's NaN; torchmetrics would say
+    0)."""
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> None:
         super().update(preds.float(), target)
@@ -63,27 +73,45 @@ class ScoreAUROC(classification.BinaryAUROC):
         return super().compute()
 
 
+@register_metric("auroc", inputs="probabilities")
+def auroc(num_labels: int, **_) -> Metric:
+    if num_labels != 2:
+        raise PlmbenchError("metric 'auroc' needs a binary task (num_labels: 2)")
+    return ScoreAUROC()
+
+
+@register_metric("pearson", inputs="scores")
+def pearson(**_) -> Metric:
+    return regression.PearsonCorrCoef()
+
+
+@register_metric("spearman", inputs="scores")
+def spearman(**_) -> Metric:
+    return regression.SpearmanCorrCoef()
+
+
+def label_metrics(names: Sequence[str], num_labels: int) -> Metrics:
+    """A classification task's metrics: fed ``label_predictions``, or scores where
+    ``num_labels`` is 1 (regression)."""
+    feeds = ("scores",) if num_labels == 1 else ("labels", "probabilities")
+    return build_metrics(names, feeds, num_labels=num_labels)
+
+
 def class_probabilities(logits: torch.Tensor, num_labels: int) -> torch.Tensor:
-    """What a classification collection reads from [N, C] logits: the softmax, p(positive)
-    [N] for two labels."""
+    """The softmax of [N, C] logits; p(positive) [N] for two labels."""
     probabilities = logits.float().softmax(-1)
     return probabilities[:, 1] if num_labels == 2 else probabilities
 
 
-REGRESSION = {"pearson": regression.PearsonCorrCoef, "spearman": regression.SpearmanCorrCoef}
-CLASSIFICATION = ("accuracy", "f1", "macro_f1", "micro_f1", "matthews", "auroc")
+def hard_probabilities(ids: torch.Tensor, num_labels: int) -> torch.Tensor:
+    """Class ids as ``class_probabilities`` of 0 and 1."""
+    one_hot = F.one_hot(ids.long(), num_labels).float()
+    return one_hot[:, 1] if num_labels == 2 else one_hot
 
 
-def build_metrics(names: Sequence[str], num_labels: int) -> torchmetrics.MetricCollection:
-    """A MetricCollection for a task; fed class ids or ``class_probabilities``
-    (classification), or scores (regression)."""
-    known = CLASSIFICATION + tuple(REGRESSION)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise PlmbenchError(f"unknown metric(s) {unknown} in the task config: use {list(known)}")
-    if num_labels == 1:
-        wrong = [n for n in names if n not in REGRESSION]
-        if wrong:
-            raise PlmbenchError(f"metric(s) {wrong} need classification labels (num_labels >= 2)")
-        return torchmetrics.MetricCollection({n: REGRESSION[n]() for n in names})
-    return torchmetrics.MetricCollection({n: _classification(n, num_labels) for n in names})
+def label_predictions(probabilities: torch.Tensor, num_labels: int) -> dict[str, torch.Tensor]:
+    """What ``label_metrics`` read, by kind, from ``class_probabilities``: the most probable
+    class (``labels``: p > 0.5 for two labels, as torchmetrics' binary threshold) and the
+    probabilities."""
+    labels = (probabilities > 0.5).long() if num_labels == 2 else probabilities.argmax(-1)
+    return {"labels": labels, "probabilities": probabilities}

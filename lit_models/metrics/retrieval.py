@@ -9,7 +9,9 @@ characters, compared uncased); for CuratedTREC the answers are regular expressio
 the NFD-normalised passage, case-insensitively (``match="regex"``, as DrQA and DPR do).
 Retrieval is then scored by torchmetrics' retrieval metrics on (rank, holds-an-answer): recall@k
 is ``RetrievalHitRate(top_k=k)``, MRR ``RetrievalMRR`` (the mean of 1 / the rank of the first
-passage holding an answer, 0 when none of the retrieved does), both on 0..100.
+passage holding an answer, 0 when none of the retrieved does), both on 0..100. Registered as
+``recall@1``, ``recall@5``, ``recall@20``, ``recall@100`` and ``mrr`` over ``rankings`` (each
+question's retrieved passage texts, best first, against its answers).
 """
 
 import unicodedata
@@ -19,6 +21,8 @@ import numpy as np
 import regex
 import torch
 from torchmetrics.retrieval import RetrievalHitRate, RetrievalMRR
+
+from lit_models.metrics.registry import register_metric
 
 MATCHES = ("string", "regex")
 #: DPR's SimpleTokenizer: alphanumeric runs (letters, numbers, marks) or one other non-space
@@ -82,6 +86,14 @@ def retrieval_metrics(hits: np.ndarray, recall_at: Sequence[int] = RECALL_AT) ->
                for k in recall_at}
     metrics["mrr"] = RetrievalMRR()(preds, target, indexes)
     return {name: 100 * float(value) for name, value in metrics.items()}
+
+
+@register_metric(*(f"recall@{k}" for k in RECALL_AT), "mrr", inputs="rankings", whole_split=True)
+def ranking_metrics(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]],
+                    match: str = "string", **_) -> dict[str, float]:
+    """recall@k and MRR (0..100) of each question's retrieved passage texts (best first)."""
+    depth = max((len(p) for p in predictions), default=0)
+    return retrieval_metrics(answer_hits(predictions, references, match, max(depth, 1)))
 
 
 def throughput(count: int, seconds: float) -> float:

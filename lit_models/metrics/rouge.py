@@ -10,7 +10,8 @@ examples of per-example F-measures, on 0..1.
 
 torchmetrics' own ROUGE-Lsum splits sentences with NLTK's punkt model, a data download; here the
 same summary-level LCS (torchmetrics' ``_rouge_lsum_score``) gets the newline-split sentences, so
-nothing beyond the ``nltk`` package (its Porter stemmer) is needed.
+nothing beyond the ``nltk`` package (its Porter stemmer) is needed. Registered as ``rouge1``,
+``rouge2``, ``rougeL`` and ``rougeLsum`` over ``texts``.
 """
 
 from collections.abc import Sequence
@@ -20,6 +21,8 @@ from torchmetrics import MeanMetric, Metric
 from torchmetrics.functional.text.rouge import _normalize_and_tokenize_text, _rouge_lsum_score
 from torchmetrics.text.rouge import ROUGEScore
 
+from lit_models.metrics.registry import register_metric
+
 KEYS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
@@ -28,12 +31,13 @@ def sentences(text: str) -> list[str]:
     return [line for line in text.split("\n") if line.strip()] or [""]
 
 
+@register_metric(*KEYS, inputs="texts")
 class Rouge(Metric):
     """Accumulates ROUGE-1/2/L/Lsum F-measures over (prediction, reference) pairs."""
 
     full_state_update = False
 
-    def __init__(self) -> None:
+    def __init__(self, **_) -> None:
         super().__init__()
         self.overlap = ROUGEScore(use_stemmer=True, rouge_keys=("rouge1", "rouge2", "rougeL"))
         self.lsum = MeanMetric()

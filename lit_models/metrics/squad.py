@@ -12,7 +12,9 @@ questions; a system abstains when its null odds (null score - best non-null scor
 ``find_best_thresh`` does.
 
 The per-question scores are torchmetrics' SQuAD metric on each question; the answer
-normalisation is the scripts' (only used here to drop empty references, as v2.0 does).
+normalisation is the scripts' (only used here to drop empty references, as v2.0 does). Registered
+as ``f1`` over ``answers`` (v1.1; its exact match is ``lit_models.metrics.exact_match``) and as
+the v2.0 figures over ``answers_with_null_odds``.
 """
 
 import re
@@ -21,6 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from torchmetrics.functional.text import squad
+
+from datamodules.errors import PlmbenchError
+from lit_models.metrics.registry import register_metric
 
 ARTICLES = re.compile(r"\b(a|an|the)\b")
 PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -52,10 +57,15 @@ def _percent(scores: np.ndarray) -> float:
     return float(100 * scores.mean()) if len(scores) else 0.0
 
 
-def squad_v1(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
-    """``evaluate-v1.1.py``: exact_match and f1 (0..100) of one prediction per question."""
-    em, f1 = question_scores(predictions, references)
-    return {"exact_match": _percent(em), "f1": _percent(f1)}
+@register_metric("f1", inputs="answers", whole_split=True)
+def f1(predictions: Sequence[str], references: Sequence[Sequence[str]], match: str = "string",
+       **_) -> float:
+    """``evaluate-v1.1.py``'s F1 (0..100) of one answer per question (exact match:
+    ``lit_models.metrics.exact_match``)."""
+    if match != "string":
+        raise PlmbenchError(f"metric f1 compares answer tokens, and {match} answers have none "
+                            "(CuratedTREC's patterns): drop f1 from task.metrics")
+    return _percent(question_scores(predictions, references)[1])
 
 
 def best_null_threshold(f1: np.ndarray, has_answer: np.ndarray, null_odds: np.ndarray,
@@ -73,24 +83,33 @@ def best_null_threshold(f1: np.ndarray, has_answer: np.ndarray, null_odds: np.nd
     return float(null_odds[order[best - 1]])
 
 
-def squad_v2(texts: Sequence[str], null_odds: np.ndarray, answers: Sequence[Sequence[str]]
-             ) -> tuple[dict[str, float], list[str]]:
-    """``evaluate-v2.0.py`` at the best F1 threshold: (metrics on 0..100 plus ``null_threshold``,
-    the answers after abstaining: "" where null odds > threshold).
+@register_metric("exact_match", "f1", "HasAns_exact_match", "HasAns_f1", "HasAns_total",
+                 "NoAns_exact_match", "NoAns_f1", "NoAns_total", "null_threshold",
+                 inputs="answers_with_null_odds", whole_split=True)
+def squad_v2(predictions: Sequence[tuple[str, float]], references: Sequence[Sequence[str]], **_
+             ) -> dict[str, float]:
+    """``evaluate-v2.0.py`` at the best F1 threshold: metrics on 0..100 plus ``null_threshold``
+    (``abstain`` gives the answers after it).
 
-    ``texts`` are the best non-null answers, ``null_odds`` each question's null score minus the
-    best non-null score, ``answers`` the references as the data lists them (empty: unanswerable).
+    ``predictions`` are (best non-null answer, null odds: the question's null score minus the best
+    non-null score), ``references`` the answers as the data lists them (empty: unanswerable).
     """
-    references = [v2_references(a) for a in answers]
-    has_answer = np.array([refs != [""] for refs in references])
+    texts = [text for text, _ in predictions]
+    null_odds = np.array([odds for _, odds in predictions], dtype=float)
+    references = [v2_references(a) for a in references]
+    has_answer = np.array([refs != [""] for refs in references], dtype=bool)
     _, f1 = question_scores(texts, references)
-    abstains = np.array([not text for text in texts])
-    threshold = best_null_threshold(f1, has_answer, np.asarray(null_odds), abstains)
-    final = [text if odds <= threshold else "" for text, odds in zip(texts, null_odds, strict=True)]
-    em, f1 = question_scores(final, references)
+    abstains = np.array([not text for text in texts], dtype=bool)
+    threshold = best_null_threshold(f1, has_answer, null_odds, abstains)
+    em, f1 = question_scores(abstain(texts, null_odds, threshold), references)
     metrics = {"exact_match": _percent(em), "f1": _percent(f1)}
     for name, part in (("HasAns", has_answer), ("NoAns", ~has_answer)):
         metrics |= {f"{name}_exact_match": _percent(em[part]), f"{name}_f1": _percent(f1[part]),
                     f"{name}_total": float(part.sum())}
     metrics["null_threshold"] = threshold
-    return metrics, final
+    return metrics
+
+
+def abstain(texts: Sequence[str], null_odds: Sequence[float], threshold: float) -> list[str]:
+    """The answers after abstaining: "" where the null odds exceed ``threshold``."""
+    return [text if odds <= threshold else "" for text, odds in zip(texts, null_odds, strict=True)]

@@ -11,7 +11,8 @@ ReCoRD (Zhang et al. 2018): a query's answer is one entity of the passage, and t
 removing punctuation, articles and extra whitespace) scores the predicted entity's text against
 every gold answer and keeps the best: ``exact_match`` is normalised equality, ``f1`` the harmonic
 mean of the bag-of-tokens precision and recall (0 when no token is shared), each the mean over
-queries.
+queries. Registered as ``f1a`` and ``exact_match`` over ``answer_options`` and as ``exact_match``
+and ``f1`` over ``entities``.
 """
 
 from collections import Counter
@@ -19,6 +20,7 @@ from collections.abc import Hashable, Sequence
 
 from sklearn.metrics import f1_score
 
+from lit_models.metrics.registry import register_metric
 from lit_models.metrics.squad import normalize_answer
 
 
@@ -55,3 +57,18 @@ def record_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]
         f1 += max((record_token_f1(prediction, a) for a in gold), default=0.0)
     total = len(predictions)
     return {"exact_match": exact / total if total else 0.0, "f1": f1 / total if total else 0.0}
+
+
+@register_metric("f1a", "exact_match", inputs="answer_options", whole_split=True)
+def multirc(predictions: Sequence[int], references: Sequence[tuple[int, Hashable]], **_
+            ) -> dict[str, float]:
+    """``multirc_scores`` of option labels against (gold label, question) references."""
+    labels, questions = zip(*references, strict=True) if references else ((), ())
+    return multirc_scores(predictions, labels, questions)
+
+
+@register_metric("exact_match", "f1", inputs="entities", whole_split=True)
+def record(predictions: Sequence[str], references: Sequence[Sequence[str]], **_
+           ) -> dict[str, float]:
+    """``record_scores`` of each query's chosen entity."""
+    return record_scores(predictions, references)

@@ -60,18 +60,25 @@ def plmbench(*args: str) -> Result:
     return Result(rc, out.getvalue(), err.getvalue())
 
 
-def plmbench_on_mirror(tmp_path_factory, dataset: str, *args: str) -> tuple[Result, Path]:
-    """``plmbench ARGS results_dir=<fresh dir>`` with PLMBENCH_DATA at the data mirror that holds
-    ``dataset`` and a fresh datasets cache, for a module's fixture: (what it returned, the results
-    directory). No mirror: the test fails in CI, else it is skipped."""
-    import datasets
-
+def mirror_with(dataset: str) -> Path:
+    """The data mirror that holds ``dataset``. No mirror: the test fails in CI, else it is
+    skipped."""
     from tests.conftest import MIRROR_CANDIDATES, in_ci
 
     root = next((p for p in MIRROR_CANDIDATES if (p / dataset).is_dir()), None)
     if root is None:
         (pytest.fail if in_ci() else pytest.skip)(f"the data mirror with {dataset} is needed "
                                                   "(PLMBENCH_DATA)")
+    return root
+
+
+def plmbench_on_mirror(tmp_path_factory, dataset: str, *args: str) -> tuple[Result, Path]:
+    """``plmbench ARGS results_dir=<fresh dir>`` with PLMBENCH_DATA at the data mirror that holds
+    ``dataset`` and a fresh datasets cache, for a module's fixture: (what it returned, the results
+    directory)."""
+    import datasets
+
+    root = mirror_with(dataset)
     results = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(root))

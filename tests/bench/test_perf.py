@@ -194,3 +194,21 @@ def test_an_unknown_option_or_preset_is_one_line(argv, reason):
     done = plmbench("perf", *argv)
     assert done.rc != 0 and len(done.err_lines) == 1 and done.out == ""
     assert reason in done.err_lines[0] and "plmbench perf --help" in done.err_lines[0]
+
+
+def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
+    """``plmbench perf --precision bf16-mixed`` on CPU: the steps run under bf16 autocast (as
+    Lightning's bf16-mixed does there) and MFU divides by the measured bf16 matmul peak."""
+    from lit_models.core.peak_flops import cpu_matmul_peak
+    from tests.bench.invoke import plmbench
+
+    report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny"])
+    peak = cpu_matmul_peak(torch.get_num_threads(), torch.bfloat16)
+    assert report["precision"] == "bf16-mixed" and report["peak_tflops"] == peak / 1e12
+    [workload] = report["workloads"]
+    for r in workload["results"].values():
+        assert r["mfu"] == pytest.approx(r["tflops_per_s"] * 1e12 / peak)
+    done = plmbench("perf", "--precision", "bf16-mixed", "--steps", "inference", "--repeats", "1",
+                    "--warmup", "0", "--batch-size", "2", "--seq-len", "16", "model=bert-tiny")
+    assert done.rc == 0, done.err
+    assert "bf16-mixed; MFU against" in done.out and "measured bf16 matmul peak" in done.out

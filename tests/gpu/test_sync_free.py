@@ -2,7 +2,8 @@
 know on the host (padding, masked positions, packed rows, FLOPs) the collate decided on the CPU,
 so under ``torch.cuda.set_sync_debug_mode("error")`` any synchronising call raises. Each step is
 what a run's step does: the batch copied from pinned memory, the loss in bf16 autocast, backward,
-global-norm clipping at 1.0, the fused AdamW update, and the throughput callback's hooks."""
+BERT's global-norm clip at 1.0 as a run clips (``clip_by_global_norm``), the fused AdamW update,
+and the throughput callback's hooks."""
 
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import torch
 
 from datamodules.collate import pad_collate
 from datamodules.packing import collate_packed, pack_examples
+from lit_models.core.optim import clip_by_global_norm
 from lit_models.core.throughput import Throughput
 from lit_models.families.classify import LitClassifier
 from lit_models.families.pretrain import LitPretrain
@@ -70,7 +72,7 @@ def steps(module, loss_fn, batches: list[dict]) -> None:
             loss = loss_fn(batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        clip_by_global_norm(module.parameters(), 1.0)
         optimizer.step()
         throughput.on_train_batch_end(trainer, module, loss, batch, i)
 

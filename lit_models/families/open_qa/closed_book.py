@@ -17,19 +17,16 @@ from datamodules.predictions import write_jsonl
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.open_qa.reader import Reader
 from lit_models.families.seq2seq import LitSeq2Seq
-from lit_models.metrics.exact_match import exact_match
+from lit_models.metrics import build_metrics
 
 
 class LitClosedBook(LitSeq2Seq):
-    """Generates answers; EM against the DataModule's references."""
-
-    def __init__(self, *args, match: str, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.match = match
+    """Generates answers, scored by the task's answer metrics (``scorer``) against the
+    DataModule's references."""
 
     def on_validation_epoch_end(self) -> None:
-        """Every process's generations, gathered, scored by EM (not ROUGE)."""
-        for split in self.eval_splits:
+        """Every process's generations, gathered, scored as answers (EM, not ROUGE)."""
+        for split, score in zip(self.eval_splits, self.scores, strict=True):
             self.generations[split] = self.gather_indexed(self.generations[split])
             if self.trainer.sanity_checking:
                 continue
@@ -37,9 +34,9 @@ class LitClosedBook(LitSeq2Seq):
             rows = self.prediction_rows(split)
             answers = {row["id"]: row["prediction"] for row in rows}
             texts = self.texts[split]
-            hits = [exact_match(answers.get(qid, ""), refs, self.match)
-                    for qid, refs in zip(texts["id"], references, strict=True)]
-            self.record_metrics(split, {"exact_match": 100 * sum(hits) / max(len(hits), 1)})
+            score.update(references, answers=[answers.get(qid, "") for qid in texts["id"]])
+            self.record_metrics(split, score.compute())
+            score.reset()
             if self.run_dir is not None and self.trainer.is_global_zero:
                 lines = [{"id": qid, "question": question, "passages": [],
                           "prediction": answers.get(qid, ""), "references": refs}
@@ -65,7 +62,10 @@ class ClosedBookReader(Reader):
                                     f"{net.config.max_length}")
         dm = ClosedBookDataModule(task, tokenizer, net.config.decoder_start_token_id,
                                   cfg["seed"])
+        def scorer(split: str):  # it retrieves nothing: no recall@k
+            return build_metrics(task["metrics"], "answers", without=("rankings",),
+                                 match=task["questions"]["match"])
+
         module = LitClosedBook(net, tokenizer, GenerationConfig(**task["generation"]),
-                               dm.eval_split_names, dm.texts, cfg["optim"],
-                               match=task["questions"]["match"])
+                               dm.eval_split_names, dm.texts, cfg["optim"], scorer)
         return module, dm

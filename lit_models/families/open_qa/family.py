@@ -43,7 +43,8 @@ from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.retrievers import build_corpus_of, build_retriever
 from lit_models.families.extractive_qa import LitExtractiveQA
 from lit_models.families.open_qa.reader import Reader
-from lit_models.families.open_qa.scoring import open_qa_metrics, prediction_rows
+from lit_models.families.open_qa.scoring import open_qa_metrics, open_qa_scorer, prediction_rows
+from lit_models.metrics import Metrics
 from retrieval.retriever import Retriever
 
 
@@ -51,9 +52,9 @@ class LitRetrieveRead(LitExtractiveQA):
     """The extractive reader over each question's retrieved passages."""
 
     def __init__(self, encoder: nn.Module, eval_splits: Sequence[str], decoding: Mapping,
-                 match: str, describe: Mapping, optim: Mapping) -> None:
+                 scorer: Metrics, describe: Mapping, optim: Mapping) -> None:
         super().__init__(encoder, eval_splits, decoding, False, optim)
-        self.match, self.describe = match, dict(describe)
+        self.scorer, self.describe = scorer, dict(describe)
 
     def on_validation_epoch_end(self) -> None:
         collected, self.logits = self.logits, [[] for _ in self.eval_splits]
@@ -64,8 +65,8 @@ class LitRetrieveRead(LitExtractiveQA):
             read = dm.retrieved[i][0][:, : dm.task["read_top_k"]]
             windows = [logits for _, logits in self.gather_indexed(collected[i])]
             answers = self.answers(windows, dm.eval_windows[i], dm.eval_examples[i], read)
-            metrics = open_qa_metrics(answers, dm.questions[i], dm.retrieved[i], dm.corpus,
-                                      self.match, self.describe)
+            metrics = open_qa_metrics(self.scorer, answers, dm.questions[i], dm.retrieved[i],
+                                      dm.corpus, self.describe)
             self.record_metrics(split, metrics)
             if self.run_dir is not None and self.trainer.is_global_zero:
                 rows = prediction_rows(dm.questions[i], dm.retrieved[i], dm.corpus, answers)
@@ -100,7 +101,7 @@ class ExtractiveReader(Reader):
         retriever = build_retriever(task, corpus, cfg)
         dm = OpenQADataModule(task, tokenizer, corpus, _retrieve(retriever, task), cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
-        module = LitRetrieveRead(net, dm.eval_split_names, decoding, task["questions"]["match"],
+        module = LitRetrieveRead(net, dm.eval_split_names, decoding, open_qa_scorer(task),
                                  retriever.describe(), cfg["optim"])
         return module, dm
 

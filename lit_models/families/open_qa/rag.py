@@ -43,6 +43,7 @@ from lit_models.core.module import PlmModule
 from lit_models.core.retrievers import build_corpus_of, build_retriever
 from lit_models.families.open_qa.reader import Reader
 from lit_models.families.open_qa.retrieval_augmented import RetrievalAugmented
+from lit_models.families.open_qa.scoring import open_qa_scorer
 from lit_models.nets.outputs import shift_right
 
 DECODINGS = ("thorough", "fast")
@@ -143,7 +144,7 @@ class LitRag(RetrievalAugmented, PlmModule):
             raise PlmbenchError(f"task.rag.decoding={rag['decoding']!r}: use one of {DECODINGS}")
         self.marginalisation, self.decoding = marginalisation, rag["decoding"]
         self.attach(retriever, rag["top_k"], task["retrieve_top_k"], False, 0,
-                    task["questions"]["match"])
+                    open_qa_scorer(task))
         self.generation = GenerationConfig(**task["generation"])
         self.sources = tokenizer.truncating(rag["max_length"])
         self.targets = tokenizer.truncating(task["target_max_length"])

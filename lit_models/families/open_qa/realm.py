@@ -40,6 +40,7 @@ from lit_models.core.retrievers import QUESTION_ENCODER, build_corpus_of, build_
 from lit_models.families.extractive_qa import LitExtractiveQA
 from lit_models.families.open_qa.reader import Reader
 from lit_models.families.open_qa.retrieval_augmented import RetrievalAugmented
+from lit_models.families.open_qa.scoring import open_qa_scorer
 
 
 def span_logits(start: Tensor, end: Tensor, context: Tensor, max_answer_length: int) -> Tensor:
@@ -119,7 +120,7 @@ class LitRealm(RetrievalAugmented, LitExtractiveQA):
         LitExtractiveQA.__init__(self, encoder, eval_splits, decoding, False, optim)
         realm = task["realm"]
         self.attach(retriever, task["read_top_k"], task["retrieve_top_k"],
-                    realm["update_documents"], realm["refresh_every"], task["questions"]["match"])
+                    realm["update_documents"], realm["refresh_every"], open_qa_scorer(task))
         self.train_k = min(realm["top_k"], len(retriever.corpus))
         self.inputs = ReaderInputs(tokenizer, task["max_length"])
 

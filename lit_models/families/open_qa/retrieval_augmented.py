@@ -27,6 +27,7 @@ import torch
 from datamodules.predictions import write_jsonl
 from lit_models.core.generation import NEVER
 from lit_models.families.open_qa.scoring import open_qa_metrics, prediction_rows
+from lit_models.metrics import Metrics
 from retrieval.retriever import DenseRetriever
 
 
@@ -49,13 +50,13 @@ class RetrievalAugmented:
     ``__init__``. Subclasses implement ``read(questions, rows, scores) -> answers``."""
 
     def attach(self, retriever: DenseRetriever, corpus_k: int, retrieve_top_k: int,
-               update_documents: bool, refresh_every: int, match: str) -> None:
+               update_documents: bool, refresh_every: int, scorer: Metrics) -> None:
         self.retriever = retriever
         self.bi_encoder = retriever.encoder  # a submodule: moved to the device, optimised
         self.bi_encoder.passage_encoder.requires_grad_(update_documents)
         self.corpus_k = min(corpus_k, len(retriever.corpus))
         self.retrieve_top_k, self.update_documents = retrieve_top_k, update_documents
-        self.refresh_every, self.match, self.refreshes = refresh_every, match, 0
+        self.refresh_every, self.scorer, self.refreshes = refresh_every, scorer, 0
         self.collected: list[list] = [[] for _ in self.eval_splits]
 
     def configure_callbacks(self) -> list[L.Callback]:
@@ -118,8 +119,8 @@ class RetrievalAugmented:
             outputs = [out for _, out in self.gather_indexed(collected[i])]
             rows, scores, answers, seconds = zip(*outputs, strict=True)
             retrieved = (np.stack(rows), np.stack(scores), float(sum(seconds)))
-            metrics = open_qa_metrics(answers, dm.questions[i], retrieved, self.retriever.corpus,
-                                      self.match, self.retriever.describe())
+            metrics = open_qa_metrics(self.scorer, answers, dm.questions[i], retrieved,
+                                      self.retriever.corpus, self.retriever.describe())
             self.record_metrics(split, metrics | {"index_refreshes": self.refreshes})
             if self.run_dir is not None and self.trainer.is_global_zero:
                 lines = prediction_rows(dm.questions[i], retrieved, self.retriever.corpus,

@@ -1,14 +1,12 @@
-"""What every open-domain QA reader reports and writes: exact match of its answers, the
-retriever's recall@k and MRR (DPR's ``has_answer``), its speed and corpus size, and the
-predictions file's rows (question, retrieved passages with scores, answer, references)."""
+"""What every open-domain QA reader reports and writes: the task's metrics of its answers (exact
+match) and of its retrieved passages (recall@k and MRR on DPR's ``has_answer``), the retriever's
+speed and corpus size, and the predictions file's rows (question, retrieved passages with scores,
+answer, references)."""
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from datamodules.open_qa import passage_texts
-from lit_models.metrics.exact_match import exact_match
-from lit_models.metrics.retrieval import answer_hits, retrieval_metrics
+from lit_models.metrics import Metrics, build_metrics
 
 
 def prediction_rows(questions, retrieved, corpus, answers: Sequence[str]) -> list[dict]:
@@ -24,15 +22,20 @@ def prediction_rows(questions, retrieved, corpus, answers: Sequence[str]) -> lis
                 scores.tolist(), answers, strict=True)]
 
 
-def open_qa_metrics(answers: Sequence[str], questions, retrieved, corpus, match: str,
+def open_qa_scorer(task: Mapping) -> Metrics:
+    """The task's metrics (``metrics``: EM, recall@k, MRR) of answers and retrieved passages."""
+    return build_metrics(task["metrics"], ("answers", "rankings"),
+                         match=task["questions"]["match"])
+
+
+def open_qa_metrics(scorer: Metrics, answers: Sequence[str], questions, retrieved, corpus,
                     describe: Mapping) -> dict[str, float]:
-    """EM (0..100), recall@k and MRR of the retrieved passages, and the retriever's figures."""
+    """The ``scorer``'s metrics (on 0..100) of the answers and the retrieved passages, and the
+    retriever's figures (queries/s, passages/s, corpus size)."""
     references = questions["answers"]
-    em = [exact_match(a, refs, match) for a, refs in zip(answers, references, strict=True)]
-    metrics = {"exact_match": 100 * float(np.mean(em)) if em else 0.0}
-    if retrieved is not None:
-        texts = passage_texts(corpus, retrieved[0].tolist())
-        metrics |= retrieval_metrics(answer_hits(texts, references, match, retrieved[0].shape[1]))
-        metrics["queries_per_s"] = len(references) / max(retrieved[2], 1e-9)
-        metrics |= {k: v for k, v in describe.items() if isinstance(v, int | float)}
-    return metrics
+    scorer.update(references, answers=list(answers),
+                  rankings=passage_texts(corpus, retrieved[0].tolist()))
+    metrics = scorer.compute()
+    scorer.reset()
+    metrics["queries_per_s"] = len(references) / max(retrieved[2], 1e-9)
+    return metrics | {k: v for k, v in describe.items() if isinstance(v, int | float)}

@@ -14,6 +14,7 @@ from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.seq2seq import LitSeq2Seq, check_lengths
+from lit_models.metrics import build_metrics
 from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel
 
 IGNORE = -100
@@ -58,7 +59,7 @@ def test_the_trained_loss_is_the_targets_next_token_loss(data):
                        n_positions=64, pad_token_id=tokenizer.special.pad)
     net = GPTLMHeadModel(config).eval()
     module = LitSeq2Seq(net, tokenizer, GenerationConfig(max_new_tokens=4), ["validation"],
-                        dm.texts, {"lr": 1e-3})
+                        dm.texts, {"lr": 1e-3}, lambda split: build_metrics(["rouge1"], "texts"))
     batch = dm.val_dataloader()[0].collate_fn([dm.eval_data[0][i] for i in range(3)])
     with torch.no_grad():
         nll, rows = module.token_nll(batch)

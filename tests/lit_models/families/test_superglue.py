@@ -12,6 +12,7 @@ from datamodules.candidates import CandidateDataModule, multirc, record
 from datamodules.spans import SpanPairDataModule, token_span, word_span
 from datamodules.tokenization import BERT, train_tokenizer
 from lit_models.families.candidates import score_multirc, score_record
+from lit_models.metrics import build_metrics
 from lit_models.metrics.superglue import multirc_scores, record_scores
 from lit_models.nets.heads import SpanPairClassifier
 from lit_models.nets.outputs import EncoderOutput
@@ -58,16 +59,19 @@ def test_scoring_reads_each_question_whole():
         "passage": ["p", "q"], "query": ["@placeholder ran", "x @placeholder"],
         "entities": [["A", "B", "C"], ["D", "E"]], "answers": [["B"], ["D", "E"]],
         "idx": [{"passage": 0, "query": 0}, {"passage": 1, "query": 1}]}))
-    metrics, rows = score_record(candidates, [0.1, 0.7, 0.3, 0.2, 0.6])
+    scorer = build_metrics(["f1"], "entities")
+    rows = score_record(scorer, candidates, [0.1, 0.7, 0.3, 0.2, 0.6])
     assert [r["prediction_text"] for r in rows] == ["B", "E"]
-    assert metrics == record_scores(["B", "E"], [["B"], ["D", "E"]]) == {"exact_match": 1.0,
-                                                                         "f1": 1.0}
+    assert scorer.compute() == record_scores(["B", "E"], [["B"], ["D", "E"]]) == {
+        "exact_match": 1.0, "f1": 1.0}
     options = datasets.Dataset.from_dict(multirc({
         "paragraph": ["p"] * 4, "question": ["q1", "q1", "q2", "q2"], "answer": list("abcd"),
         "label": [1, 0, 1, 1],
         "idx": [{"paragraph": 0, "question": q, "answer": a} for q, a in
                 ((0, 0), (0, 1), (1, 0), (1, 1))]}))
-    metrics, rows = score_multirc(options, [0.9, 0.2, 0.8, 0.4])
+    scorer = build_metrics(["f1a"], "answer_options")
+    rows = score_multirc(scorer, options, [0.9, 0.2, 0.8, 0.4])
+    metrics = scorer.compute()
     assert [r["prediction"] for r in rows] == [1, 0, 1, 0]
     assert metrics == multirc_scores([1, 0, 1, 0], [1, 0, 1, 1], ["0-0", "0-0", "0-1", "0-1"])
     assert metrics["exact_match"] == 0.5

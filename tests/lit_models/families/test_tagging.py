@@ -46,12 +46,12 @@ def test_entity_scores_computed_by_hand():
     predicted = [["B-PER", "I-PER", "O", "B-ORG"],  # PER right; LOC missed, ORG spurious
                  ["B-ORG", "O", "B-PER"]]  # both right
     # gold entities 4, predicted 4, correct 3: P = R = F1 = 3/4
-    assert entity_scores(gold, predicted) == pytest.approx(
+    assert entity_scores(predicted, gold) == pytest.approx(
         {"precision": 0.75, "recall": 0.75, "f1": 0.75})
     # a boundary error is a miss and a false alarm: gold 1, predicted 1, correct 0
-    assert entity_scores([["B-PER", "I-PER"]], [["B-PER", "O"]])["f1"] == 0.0
+    assert entity_scores(predicted=[["B-PER", "O"]], gold=[["B-PER", "I-PER"]])["f1"] == 0.0
     # P 1/1, R 1/2: F1 2/3
-    scores = entity_scores([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]])
+    scores = entity_scores(predicted=[["B-PER", "O", "O"]], gold=[["B-PER", "O", "B-LOC"]])
     assert scores == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3})
 
 
@@ -69,7 +69,7 @@ def test_tiny_run_leaves_a_record_predictions_and_a_board_row(mirror, tmp_path):
     lines = [json.loads(line) for line in (where / "predictions/test.jsonl").open()]
     assert len(lines) == 24
     assert all(len(s["tokens"]) == len(s["gold"]) == len(s["predicted"]) for s in lines)
-    rescored = entity_scores([s["gold"] for s in lines], [s["predicted"] for s in lines])
+    rescored = entity_scores([s["predicted"] for s in lines], [s["gold"] for s in lines])
     assert record["metrics"]["test"] == pytest.approx(rescored)
     board = plmbench("leaderboard", str(tmp_path), "--board", "tagging")
     assert board.rc == 0, board.err

@@ -60,8 +60,8 @@ def test_texts_outside_the_label_set_count_as_wrong():
     predictions = ["equivalent", "equivalent", "not_equivalent", "maybe", "", "equivalent"]
     references = ["equivalent", "not_equivalent", "not_equivalent", "equivalent",
                   "not_equivalent", "equivalent"]
-    scorer.update(predictions[:3], references[:3])
-    scorer.update(predictions[3:], references[3:])
+    scorer.update(references[:3], texts=predictions[:3])
+    scorer.update(references[3:], texts=predictions[3:])
     scores = scorer.compute()
     gold = torch.tensor([1, 0, 0, 1, 0, 1])
     as_read = torch.tensor([1, 1, 0, 0, 1, 1])  # "maybe" and "" read as the other label
@@ -71,7 +71,7 @@ def test_texts_outside_the_label_set_count_as_wrong():
     assert scores["matthews"] == pytest.approx(BinaryMatthewsCorrCoef()(as_read, gold).item())
     assert scores["invalid"] == pytest.approx(2 / 6)
     regression = LabelScorer(["score"], ["pearson"], 1)
-    regression.update(["1.0", "2.0", "x", "4.0"], ["1.1", "2.3", "3.2", "3.9"])
+    regression.update(["1.1", "2.3", "3.2", "3.9"], texts=["1.0", "2.0", "x", "4.0"])
     expected = torch.corrcoef(torch.tensor([[1.0, 2.0, -1.0, 4.0], [1.1, 2.3, 3.2, 3.9]]))[0, 1]
     values = regression.compute()
     assert values["pearson"] == pytest.approx(expected.item(), abs=1e-6)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
-from lit_models.metrics.classification import build_metrics
+from lit_models.metrics.classification import label_metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore:Metric `SpearmanCorrcoef`:UserWarning")
 
@@ -18,10 +18,11 @@ SPLITS = (3, 17, 1, 29, 50)
 
 
 def feed(names: list[str], num_labels: int, preds: torch.Tensor, target: torch.Tensor) -> dict:
-    metrics = build_metrics(names, num_labels)
+    metrics = label_metrics(names, num_labels)
+    kind = "scores" if num_labels == 1 else "labels"
     for p, t in zip(preds.split(SPLITS), target.split(SPLITS), strict=True):
-        metrics.update(p, t)
-    return {name: float(value) for name, value in metrics.compute().items()}
+        metrics.update(t, **{kind: p})
+    return metrics.compute()
 
 
 def confusion(preds: list[int], target: list[int], k: int) -> list[list[int]]:
@@ -194,30 +195,30 @@ def test_metrics_accumulate_rather_than_keep_the_last_batch(binary):
 
 def test_reset_forgets_earlier_batches(binary):
     preds, target = binary
-    metrics = build_metrics(["accuracy"], 2)
-    metrics.update(1 - target, target)
+    metrics = label_metrics(["accuracy"], 2)
+    metrics.update(target, labels=1 - target)
     metrics.compute()
     metrics.reset()
-    metrics.update(target, target)
-    assert float(metrics.compute()["accuracy"]) == pytest.approx(1.0)
+    metrics.update(target, labels=target)
+    assert metrics.compute()["accuracy"] == pytest.approx(1.0)
 
 
 def test_unknown_metric_raises():
     with pytest.raises(PlmbenchError, match="bleu"):
-        build_metrics(["accuracy", "bleu"], 2)
+        label_metrics(["accuracy", "bleu"], 2)
 
 
 @pytest.mark.parametrize("name", ["accuracy", "f1", "matthews"])
 def test_classification_metric_on_a_regression_task_raises(name):
     with pytest.raises(PlmbenchError, match=name):
-        build_metrics(["pearson", name], 1)
+        label_metrics(["pearson", name], 1)
 
 
 @pytest.mark.parametrize("name", ["pearson", "spearman"])
 @pytest.mark.parametrize("num_labels", [2, 3])
 def test_regression_metric_on_a_classification_task_raises(name, num_labels):
     with pytest.raises(PlmbenchError, match=name):
-        build_metrics(["accuracy", name], num_labels)
+        label_metrics(["accuracy", name], num_labels)
 
 
 def test_macro_and_micro_f1_of_several_classes_one_never_seen():

@@ -13,7 +13,12 @@ import torch
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from datamodules.errors import PlmbenchError
-from lit_models.metrics.classification import build_metrics, class_probabilities
+from lit_models.metrics.classification import (
+    class_probabilities,
+    hard_probabilities,
+    label_metrics,
+    label_predictions,
+)
 from lit_models.metrics.superglue import multirc_scores, record_scores
 
 
@@ -87,10 +92,10 @@ def test_auroc_and_f1_match_scikit_learn_on_probabilities_with_ties():
     logits = torch.randn(200, 2, generator=g) + target[:, None] * torch.tensor([0.0, 0.8])
     logits[:20] = 0.0  # ties at p = 0.5: class 0, as argmax reads them
     probabilities = class_probabilities(logits, 2)
-    metrics = build_metrics(["auroc", "f1", "accuracy"], 2)
+    metrics = label_metrics(["auroc", "f1", "accuracy"], 2)
     for p, t in zip(probabilities.split(37), target.split(37), strict=True):
-        metrics.update(p, t)
-    got = {k: float(v) for k, v in metrics.compute().items()}
+        metrics.update(t, **label_predictions(p, 2))
+    got = metrics.compute()
     predicted = logits.argmax(-1).numpy()
     assert got["auroc"] == pytest.approx(roc_auc_score(target.numpy(), probabilities.numpy()),
                                          abs=1e-6)
@@ -100,16 +105,17 @@ def test_auroc_and_f1_match_scikit_learn_on_probabilities_with_ties():
 
 def test_auroc_of_a_constant_predictor_is_one_half_and_needs_two_labels():
     target = torch.tensor([0, 1, 1, 0, 1])
-    metrics = build_metrics(["auroc"], 2)
-    metrics.update(torch.zeros(5, dtype=torch.long), target)  # class ids: a majority baseline
-    assert float(metrics.compute()["auroc"]) == pytest.approx(0.5)
+    metrics = label_metrics(["auroc"], 2)
+    majority = hard_probabilities(torch.zeros(5, dtype=torch.long), 2)  # a majority baseline
+    metrics.update(target, **label_predictions(majority, 2))
+    assert metrics.compute()["auroc"] == pytest.approx(0.5)
     with pytest.raises(PlmbenchError, match="auroc.*binary"):
-        build_metrics(["auroc"], 3)
+        label_metrics(["auroc"], 3)
 
 
 def test_auroc_of_one_class_is_undefined_as_scikit_learn_says():
-    metrics = build_metrics(["auroc"], 2)
-    metrics.update(torch.tensor([0.2, 0.9]), torch.tensor([0, 0]))
-    assert math.isnan(float(metrics.compute()["auroc"]))
+    metrics = label_metrics(["auroc"], 2)
+    metrics.update(torch.tensor([0, 0]), **label_predictions(torch.tensor([0.2, 0.9]), 2))
+    assert math.isnan(metrics.compute()["auroc"])
     with pytest.warns(UserWarning, match="Only one class"):
         assert math.isnan(roc_auc_score([0, 0], [0.2, 0.9]))

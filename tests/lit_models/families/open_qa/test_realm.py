@@ -76,7 +76,8 @@ def test_gold_spans_are_the_answers_tokens(minilm):
 
 
 TASK = {"n_best": 5, "max_answer_length": 10, "read_top_k": 3, "retrieve_top_k": 4,
-        "max_length": 64, "questions": {"match": "string"}}
+        "max_length": 64, "questions": {"match": "string"},
+        "metrics": ["exact_match", "recall@1", "mrr"]}
 CORPUS = datasets.Dataset.from_dict({
     "id": [f"p{i}" for i in range(5)], "title": ["Denver", "Paris", "", "Rivers", "Bread"],
     "text": ["The Broncos of Denver won Super Bowl 50.", "Paris is the capital of France.",
