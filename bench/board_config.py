@@ -83,12 +83,16 @@ class Board:
     reference: str = ""
     #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
     columns: tuple[Column, ...] = ()
+    #: a label prefix: each task's columns labelled "<curves><number>" are drawn, on the HTML
+    #: page, as one curve per row over the number (the probing board's accuracy by layer); ""
+    #: draws none
+    curves: str = ""
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
-                 "reference"}
+                 "reference", "curves"}
         if unknown := sorted(set(config) - known):
             raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
         name = config.get("name")
@@ -130,6 +134,7 @@ class Board:
             score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
             note=str(config.get("note") or ""),
             reference=reference,
+            curves=str(config.get("curves") or ""),
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 

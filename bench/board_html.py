@@ -11,6 +11,7 @@ same bytes.
 from __future__ import annotations
 
 import json
+import re
 
 from bench.board_text import (
     BASELINE_MARK,
@@ -66,6 +67,31 @@ def seed_spread(table: Table) -> str:
     return "".join(figures)
 
 
+def curves(table: Table) -> str:
+    """Per task, its columns labelled "<board.curves><number>" as one curve per row over the
+    number (a probing run's accuracy by layer)."""
+    prefix = table.board.curves
+    if not prefix:
+        return ""
+    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)(?: \[.*\])?$")
+    by_task: dict[str, list[tuple[int, str, float]]] = {}
+    for column in table.columns:
+        match = pattern.match(column.label)
+        if match:
+            by_task.setdefault(column.task, []).append(
+                (int(match.group(1)), column.label, column.scale))
+    figures = []
+    for index, (task, columns) in enumerate(sorted(by_task.items())):
+        series = [svg.Series(row.label, [(float(x), scale * row.cells[label].center(table.stat),
+                                          row.label)
+                                         for x, label, scale in columns if label in row.cells],
+                             line=True) for row in table.rows if not row.baseline]
+        figures.append(svg.plot(f"{task}: by {prefix.strip()}", f"curves-{index}",
+                                [s for s in series if s.points], prefix.strip(), task,
+                                label_points=False))
+    return "".join(figures)
+
+
 def _cell(row: Row, table: Table, label: str) -> str:
     column = next(c for c in table.columns if c.label == label)
     cell = row.cells.get(label)
@@ -113,7 +139,7 @@ def render_html(table: Table) -> str:
         f'<p class="note">{_esc(_footnote(table)) if table.rows else ""}</p>',
         (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
          f'<ul id="failures">{failures}</ul>') if table.failures else "",
-        '<h2>Plots</h2><div class="plots">',
+        '<h2>Plots</h2><div class="plots">', curves(table),
         scatter("score against parameters", "parameters", params, "parameters", y_label),
         scatter("score against pretraining compute", "compute", compute, "training FLOPs",
                 y_label),

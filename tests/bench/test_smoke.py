@@ -21,7 +21,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
-from datamodules import goodreads
+from datamodules import goodreads, universal_dependencies
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
@@ -46,8 +46,10 @@ DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pre
              # for candidate scoring (superglue/record, multirc) too
              "mc/race", "mc/copa", "superglue/copa", "superglue/boolq", "superglue/cb",
              "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc",
-             # compression/quantize's path without the quantization
-             "compression/measure")
+             # compression/quantize's path without the quantization; probing/ner's family on
+             # other data (parsed sentences, edges, sentences generated from text)
+             "compression/measure", "probing/pos", "probing/dependencies",
+             "probing/sentence_length", "probing/word_content", "probing/bigram_shift")
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -81,7 +83,12 @@ ANALYSIS = {
     **{task: ["task.latency.batches=2", "task.latency.repeats=1"]
        for task in ("analysis/head_pruning", "compression/measure", "compression/quantize",
                     "compression/distill")},
+    **{f"probing/{task}": ["task.text.max_train_samples=12", "task.train_examples=48",
+                           "task.eval_examples=24", "task.probe.epochs=2"]
+       for task in ("sentence_length", "word_content", "bigram_shift")},
+    **{f"probing/{task}": ["task.probe.epochs=2"] for task in ("ner", "pos", "dependencies")},
 }
+ANALYSIS["probing/word_content"] += ["task.words=8", "task.first_rank=20"]
 
 
 def fine_tuned(results: Path, arch: str, task: str) -> Path:
@@ -102,6 +109,9 @@ def stand_in(task, path: Path) -> None:
     dataset, config = path.parent.parent.name, path.parent.name
     if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE: their hub schemas
         hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
+        return
+    if dataset == universal_dependencies.DATASET:  # CoNLL-U fixtures, converted
+        hub_fixtures.write_universal_dependencies(path.parents[2], sentences=12)
         return
     if dataset == goodreads.DATASET:  # the raw file, converted: all three splits at once
         goodreads.convert(hub_fixtures.write_goodreads(path.parents[2] / "goodreads.json.gz"),
@@ -237,6 +247,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
         extra = [f"init_from=ckpt:{fine_tuned(results, arch, 'glue/mnli')}"]
+    if task.startswith("probing/"):
+        extra = ANALYSIS[task]
     if task.startswith(("analysis/", "compression/")):  # a fine-tuned model and its task
         rte = fine_tuned(results, arch, "glue/rte")
         extra = [f"init_from=ckpt:{rte}", *ANALYSIS.get(task, [])]
@@ -251,8 +263,14 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     record = execute(cfg, run_dir)
     assert record["status"] == "ok"
     assert record["config"]["model"]["arch"] == arch
-    if record["analysis"] is not None:  # an analysis: its findings and page
+    if (record["analysis"] or {}).get("page"):  # an analysis's page
         assert (run_dir / record["analysis"]["page"]).is_file()
+    if task.startswith("probing/"):  # a probe per layer, over the mix, and on the control task
+        split = record["metrics"][cfg.task.splits.eval[0]]
+        layers = record["config"]["model"].get("num_hidden_layers") or 0
+        assert {"mix", "centre_of_gravity", "layer_0"} <= set(split)
+        assert len(record["analysis"]["layers"]) == len(record["analysis"]["mix_weights"])
+        assert not layers or len(record["analysis"]["layers"]) == layers + 1
     if task.startswith("compression/") or task == "analysis/head_pruning":  # measured
         assert {"score", "parameters", "size_mb", "latency_ms"} <= set(
             record["metrics"]["compression"])
