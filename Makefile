@@ -38,9 +38,11 @@ quickstart: $(STAMP)
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0 trainer.max_epochs=10
 	$(BIN)/plmbench leaderboard results/quickstart
 
-# the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py)
+# the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py); a
+# module stays on one worker (loadscope), so module fixtures run once and tests that read what
+# earlier tests of their module left (a results directory) see it
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope tests
 
 # On a machine with CUDA (install a CUDA torch: TORCH=... as for quickstart): what only a GPU runs (docs/gpu.md):
 # the trainer=gpu / trainer=ddp presets end to end, no host-device synchronisation in a step, inductor, SDPA's CUDA

@@ -1,43 +1,70 @@
 """``plmbench leaderboard --compare DIR_A DIR_B``: what changed between two sets of results (two
-code versions, two protocols), cell by cell, on one board.
+code versions, two protocols), cell by cell, on one board, and whether it is more than noise.
 
-Rows are matched by their label, columns by theirs; a cell shows A's mean, B's mean and the
-difference B - A in the column's format. Rows or cells only one side has say so.
+Rows are matched by their label, columns by theirs; a cell shows A's value, B's value and the
+difference B - A in the column's format, marked "~" where the difference is not significant
+(Welch's test over seeds, ``bench/stats.py``). Rows or cells only one side has say so. Below the
+table, every row both sides have is tested per task and on the aggregate by the paired
+bootstrap over examples and seeds and by ASO (``bench/significance.py``).
 """
 
 from __future__ import annotations
 
-from bench.leaderboard import MISSING, Table
+from bench.bootstrap import RESAMPLES
+from bench.leaderboard import MISSING, Row, Table
+from bench.significance import compare, render
+from bench.stats import Estimate, difference
+
+NOT_SIGNIFICANT = " ~"
 
 
-def _mean(table: Table, row_label: str, column_label: str) -> float | None:
-    row = next((r for r in table.rows if r.label == row_label), None)
+def _cell(table: Table, row: Row | None, column_label: str):
     column = next((c for c in table.columns if c.label == column_label), None)
     if row is None or column is None or column_label not in row.cells:
-        return None
-    return column.scale * row.cells[column_label].center(table.stat)
+        return None, None
+    return column.scale * row.cells[column_label].center(table.stat), row.cells[column_label]
 
 
-def render_comparison(a: Table, b: Table, name_a: str, name_b: str) -> str:
-    """Markdown: one row per label of either side, one column per column of either side."""
+def _scaled(cell, scale: float) -> Estimate:
+    estimate = cell.estimate
+    return Estimate(scale * estimate.value, scale * scale * estimate.variance, estimate.df)
+
+
+def render_comparison(a: Table, b: Table, name_a: str, name_b: str, resamples: int = RESAMPLES,
+                      aso_iterations: int = 1000) -> str:
+    """Markdown: one row per label of either side, one column per column of either side; then
+    the significance of each label both sides have."""
     columns = {c.label: c for c in b.columns} | {c.label: c for c in a.columns}
     labels = sorted({r.label for r in a.rows} | {r.label for r in b.rows})
     if not labels:
         return f"No finished runs of board {a.board.name!r} under {name_a} or {name_b}.\n"
+    rows_a, rows_b = ({r.label: r for r in t.rows} for t in (a, b))
     lines = [f"## {a.board.title}: {name_b} against {name_a} (B - A)", "",
              "| Model | " + " | ".join(columns) + " |",
              "|:--" + "|--:" * len(columns) + "|"]
     for label in labels:
         cells = []
         for column in columns.values():
-            x, y = _mean(a, label, column.label), _mean(b, label, column.label)
+            (x, cell_a), (y, cell_b) = (_cell(t, rows.get(label), column.label)
+                                        for t, rows in ((a, rows_a), (b, rows_b)))
             if x is None and y is None:
                 cells.append(MISSING)
             elif x is None or y is None:
                 side = "B" if x is None else "A"
                 cells.append(f"only {side}: {format(x if y is None else y, column.format)}")
             else:
+                test = difference(_scaled(cell_a, column.scale), _scaled(cell_b, column.scale))
+                mark = NOT_SIGNIFICANT if test is not None and not test.significant else ""
                 diff = format(y - x, "+" + column.format.lstrip("+"))
-                cells.append(f"{format(x, column.format)} → {format(y, column.format)} ({diff})")
+                cells.append(f"{format(x, column.format)} → {format(y, column.format)} "
+                             f"({diff}){mark}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join([*lines, "", f"A: {name_a}; B: {name_b}. Cells: {a.stat} over seeds.", ""])
+    lines += ["", f"A: {name_a}; B: {name_b}. Cells: {a.stat} over seeds; ~ not significant "
+              "(Welch's t-test over seeds, 5%).", ""]
+    for label in labels:
+        if label in rows_a and label in rows_b and a.board.aggregate != "none":
+            tested = compare(rows_a[label], rows_b[label], a.columns, a.board, resamples,
+                             aso_iterations=aso_iterations)
+            lines.append(render(tested, name_a, name_b, label, resamples,
+                                a.score_higher_is_better))
+    return "\n".join(lines)

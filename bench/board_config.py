@@ -15,7 +15,15 @@ beside its tasks' own columns instead (the GLUE board's model size and pretraini
 each task's scores).
 
 A column with ``text: true`` (a retriever's name, an index type) is no cell: its values follow the
-row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows.
+row's label, "minilm-l6 (dense, HNSW32)", and records that differ in them are different rows;
+with ``text: column`` its values are a column of text beside the numbers (the pretraining recipe
+behind a row). A column with ``varies: false`` holds a value that does not change with the seed
+(parameters, FLOPs): its cell shows the value alone, not a spread over seeds.
+
+A board scores rows by its ``aggregate`` (the default, e.g. the GLUE leaderboard's) or by one of
+its named ``aggregates`` (``plmbench leaderboard --aggregate NAME``: BERT's Table 1 average),
+which may name the ``columns`` it averages. ``references`` names a file of published results
+(``conf/references/<name>.yaml``, ``bench/references.py``) shown apart from the measured rows.
 
 The tables built from a board and records are ``bench/leaderboard.py``'s.
 """
@@ -35,6 +43,8 @@ if TYPE_CHECKING:
 #: where the board YAMLs live: <repo>/conf/board/<name>.yaml
 BOARD_DIR = Path(__file__).resolve().parent.parent / "conf" / "board"
 AGGREGATES = ("task_macro", "mean", "none")
+#: the name of a board's own ``aggregate`` when it gives none
+DEFAULT_AGGREGATE = "default"
 #: how a board groups records into rows: by (label, protocol hash), or by label alone
 ROWS = ("protocol", "label")
 DEFAULT_FORMAT = ".4g"
@@ -76,6 +86,16 @@ class Board:
     aggregate: str = "none"  # task_macro | mean | none
     score_label: str = "Score"
     score_format: str = ""  # "" = the columns' default format
+    #: which aggregate scores the rows (``aggregate.name``, or a key of ``aggregates``), and
+    #: what it is, for the title: "the GLUE leaderboard's aggregate"
+    aggregate_name: str = DEFAULT_AGGREGATE
+    aggregate_description: str = ""
+    #: the labels of the columns the aggregate averages; empty: every scoring column
+    score_columns: tuple[str, ...] = ()
+    #: the other aggregates a board offers, by name: their YAML mappings, checked
+    aggregates: tuple[tuple[str, Mapping], ...] = ()
+    #: published results shown apart from the rows (conf/references/<name>.yaml)
+    references: str = ""
     note: str = ""  # appended to the Markdown footnote (e.g. a citation)
     rows: str = "protocol"  # one of ROWS
     #: the row (label) every other row's score and parameters are given as a share of: a
@@ -92,7 +112,7 @@ class Board:
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
-                 "reference", "curves"}
+                 "reference", "aggregates", "references", "curves"}
         if unknown := sorted(set(config) - known):
             raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
         name = config.get("name")
@@ -104,14 +124,13 @@ class Board:
         defaults = config.get("defaults") or {}
         if unknown := sorted(set(defaults) - {"scale", "higher_is_better", "format"}):
             raise PlmbenchError(f"{where}: unknown defaults {unknown}")
-        aggregate = config.get("aggregate") or {}
-        if unknown := sorted(set(aggregate) - {"method", "label", "format"}):
-            raise PlmbenchError(f"{where}: unknown aggregate keys {unknown}")
+        aggregate = _check_aggregate(config.get("aggregate") or {}, f"{where}: aggregate")
         method = aggregate.get("method", "none")
-        if method not in AGGREGATES:
-            raise PlmbenchError(
-                f"{where}: aggregate.method {method!r} is not one of {', '.join(AGGREGATES)}"
-            )
+        others = config.get("aggregates") or {}
+        if not isinstance(others, Mapping):
+            raise PlmbenchError(f"{where}: aggregates must map names to aggregates")
+        others = {name: _check_aggregate(spec, f"{where}: aggregates.{name}")
+                  for name, spec in others.items()}
         rows = config.get("rows", "protocol")
         if rows not in ROWS:
             raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
@@ -132,16 +151,61 @@ class Board:
             aggregate=method,
             score_label=str(aggregate.get("label") or "Score"),
             score_format=_check_format(aggregate.get("format", ""), f"{where} aggregate"),
+            aggregate_name=str(aggregate.get("name") or DEFAULT_AGGREGATE),
+            aggregate_description=str(aggregate.get("description") or ""),
+            score_columns=tuple(aggregate.get("columns") or ()),
+            aggregates=tuple(sorted(others.items())),
+            references=str(config.get("references") or ""),
             note=str(config.get("note") or ""),
             reference=reference,
             curves=str(config.get("curves") or ""),
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 
+    @property
+    def aggregate_names(self) -> list[str]:
+        """The aggregates this board can score by: its own first, then the named ones."""
+        return [self.aggregate_name, *(name for name, _ in self.aggregates)]
+
+    def with_aggregate(self, name: str | None) -> Board:
+        """This board scored by aggregate ``name`` (None or its own: the board as it is)."""
+        if name is None or name == self.aggregate_name:
+            return self
+        spec = dict(self.aggregates).get(name)
+        if spec is None:
+            raise PlmbenchError(f"board {self.name!r} has no aggregate {name!r}; use one of "
+                                f"{', '.join(self.aggregate_names)}")
+        return replace(
+            self, aggregate=spec.get("method", self.aggregate), aggregate_name=name,
+            score_label=str(spec.get("label") or name),
+            score_format=spec.get("format", self.score_format),
+            aggregate_description=str(spec.get("description") or ""),
+            score_columns=tuple(spec.get("columns") or ()),
+            note=str(spec.get("note") or ""))
+
     def task_rank(self, task: str) -> tuple[int, str]:
         """Sort key of a task: its place in ``task_order``, unlisted tasks after, by name."""
         order = self.task_order
         return (order.index(task), "") if task in order else (len(order), task)
+
+
+def _check_aggregate(spec: object, where: str) -> dict:
+    """An aggregate's mapping (method, label, format, name, description, columns, note),
+    checked."""
+    if not isinstance(spec, Mapping):
+        raise PlmbenchError(f"{where} must be a mapping of method, label, ...")
+    known = {"method", "label", "format", "name", "description", "columns", "note"}
+    if unknown := sorted(set(spec) - known):
+        raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    method = spec.get("method", "none")
+    if method not in AGGREGATES:
+        raise PlmbenchError(f"{where}.method {method!r} is not one of {', '.join(AGGREGATES)}")
+    columns = spec.get("columns") or []
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise PlmbenchError(f"{where}: columns must be a list of column labels")
+    if "format" in spec:
+        _check_format(spec["format"], where)
+    return dict(spec)
 
 
 def known_boards() -> list[str]:
@@ -191,15 +255,25 @@ class Column:
     format: str
     in_label: bool = False  # ``text: true``: a text (a retriever's name) shown in the row label
     adds: bool = False  # a board column shown beside its tasks' own columns, not instead of them
+    is_text: bool = False  # ``text: column``: a text shown in a column of its own (a recipe)
+    varies: bool = True  # ``varies: false``: the same for every seed (parameters, FLOPs)
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
 
     def text(self, cell: Cell, stat: str = "mean") -> str:
+        """The cell as a board shows it: the value alone where it does not vary with the seed;
+        the median and range (``stat`` median); else the mean ± the half-width of its 95%
+        t-interval over seeds (one seed: no interval)."""
+        low, high = cell.values[0], cell.values[-1]
+        if not self.varies and low == high:
+            return self.show(low)
         if stat == "median":
-            low, high = cell.values[0], cell.values[-1]
             return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
-        return f"{self.show(cell.mean)} ± {self.show(cell.std)} (n={cell.n})"
+        interval = cell.interval()
+        if interval is None:
+            return f"{self.show(cell.mean)} (n={cell.n})"
+        return f"{self.show(cell.mean)} ± {self.show(cell.mean - interval[0])} (n={cell.n})"
 
 
 def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Column]:
@@ -238,7 +312,8 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
         at = f"{where} columns[{i}]"
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
-        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text"} | extra
+        known = {"label", "value", "scale", "higher_is_better", "score", "format", "text",
+                 "varies"} | extra
         if unknown := sorted(set(spec) - known):
             raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
         label, value = spec.get("label"), spec.get("value")
@@ -256,11 +331,23 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
                 spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
             ),
             format=_check_format(spec.get("format", board.format), at),
-            in_label=(text := _check_bool(spec.get("text", False), "text", at)),
+            in_label=(text := _check_text(spec.get("text", False), at)) == "label",
+            is_text=text == "column",
             score=not text and _check_bool(spec.get("score", True), "score", at),
             adds=_check_bool(spec.get("adds", False), "adds", at),
+            varies=_check_bool(spec.get("varies", True), "varies", at),
         ))
     return columns
+
+
+def _check_text(value: object, where: str) -> str:
+    """A column's ``text``: "" (a number), "label" (``true``: in the row label) or "column"."""
+    if value in (False, True):
+        return "label" if value else ""
+    if value == "column":
+        return "column"
+    raise PlmbenchError(f"{where}: text must be true (in the row label), column or false, "
+                        f"not {value!r}")
 
 
 def _board_columns_of(specs: object, board: Board, where: str) -> list[Column]:

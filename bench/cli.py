@@ -5,9 +5,14 @@
     plmbench run --rerun-failed -m ...     only the points of a sweep whose record failed
     plmbench rerun RECORD.json             exactly the configuration a record holds, again
     plmbench study experiment=NAME [...]   the runs of a study, in order (e.g. experiment=domain)
+    plmbench claims experiment=claims_small [...]   the literature's claims, run and reported
     plmbench leaderboard [RESULTS_DIR] [--board glue] [--format md|csv|json|html] [--out FILE]
                          [--select best-on-dev] [--stat median] [--no-baselines]
-                         [--compare DIR_A DIR_B]
+                         [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
+    plmbench significance ROW_A ROW_B [RESULTS_DIR] [--board glue] [--resamples 1000]
+                                           is B's score different from A's? (bootstrap, ASO)
+    plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
+                                           a model's GLUE test predictions as the server's zip
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
@@ -97,14 +102,47 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
     from bench.baselines import baseline_records
     from bench.leaderboard import build_table
     from bench.records import iter_records
+    from bench.references import load_references
     from bench.selection import best_on_dev
 
     records = list(iter_records(results_dir))
-    if args.select == "best-on-dev":
+    if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
-    if args.baselines:
+    if getattr(args, "baselines", True):
         records += baseline_records(records, board.name)
-    return build_table(records, board, args.stat)
+    table = build_table(records, board, getattr(args, "stat", "mean"))
+    if getattr(args, "references", False):
+        if not board.references:
+            raise PlmbenchError(f"board {board.name!r} names no published references "
+                                "(references: in its YAML); leave out --references")
+        table.references = load_references(board.references)
+    return table
+
+
+def cmd_significance(args: argparse.Namespace) -> int:
+    """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
+    from bench.board_config import get_board
+    from bench.significance import compare, find_row, render
+
+    board = get_board(args.board).with_aggregate(args.aggregate)
+    if board.aggregate == "none":
+        raise PlmbenchError(f"board {board.name!r} has no score to compare rows by; use a "
+                            "board with an aggregate (glue, squad, tagging, ...)")
+    table = board_table(args.results_dir, board, args)
+    rows = [find_row(table, label) for label in (args.row_a, args.row_b)]
+    lines = compare(*rows, table.columns, board, args.resamples, args.seed, args.aso_iterations)
+    text = render(lines, args.row_a, args.row_b, f"{board.title}, {board.score_label}",
+                  args.resamples, table.score_higher_is_better)
+    return _emit(text, args.out)
+
+
+def _emit(text: str, out: str | None) -> int:
+    if out:
+        atomic_write_text(Path(out), text)
+        print(f"wrote {out}")
+    else:
+        print(text)
+    return 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -113,22 +151,18 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from bench.board_html import render_html
     from bench.board_text import render_csv, render_json, render_markdown
 
-    board = get_board(args.board)
+    board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
         a, b = (board_table(where, board, args) for where in args.compare)
-        text = render_comparison(a, b, *args.compare)
+        text = render_comparison(a, b, *args.compare, resamples=args.resamples,
+                                 aso_iterations=args.aso_iterations)
     else:
         table = board_table(args.results_dir, board, args)
         renderers = {"md": lambda: render_markdown(table, args.results_dir),
                      "csv": lambda: render_csv(table), "json": lambda: render_json(table),
                      "html": lambda: render_html(table)}
         text = renderers[args.format]()
-    if args.out:
-        atomic_write_text(Path(args.out), text)
-        print(f"wrote {args.out}")
-    else:
-        print(text)
-    return 0
+    return _emit(text, args.out)
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -154,6 +188,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    from bench.submit import GLUE, submit_glue
+
+    out, sources, missing = submit_glue(args.results_dir, args.model, args.out,
+                                        args.allow_missing)
+    for entry in GLUE:
+        if entry.file in sources:
+            source = sources[entry.file]
+            print(f"{entry.file:<12} {entry.rows:>7} rows  from {source.run_dir} "
+                  f"(seed {source.seed}: {source.reason})")
+    if missing:
+        print(f"warning: {len(missing)} of {len(GLUE)} files missing (--allow-missing): "
+              f"{', '.join(missing)}; GLUE's server scores complete submissions", file=sys.stderr)
+    print(f"wrote {out} (sources: {out.name}.sources.json)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="plmbench",
@@ -168,6 +219,8 @@ def parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
+    sub.add_parser("claims", help="the literature's claims: their arms run, claims.md and "
+                   "claims.html written (experiment=claims_small|claims_tiny)", add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
@@ -182,12 +235,50 @@ def parser() -> argparse.ArgumentParser:
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
     lb.add_argument("--stat", choices=["mean", "median"], default="mean",
-                    help="the statistic over seeds in cells and scores: mean ± std, or median "
+                    help="the statistic over seeds in cells and scores: mean ± its 95% "
+                         "interval, or median "
                          "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
-                    help="the difference of two results directories, cell by cell (Markdown)")
+                    help="the difference of two results directories, cell by cell, each row "
+                         "tested per task and on the score (Markdown)")
+    lb.add_argument("--aggregate", help="the score: the board's own (glue: the GLUE "
+                    "leaderboard's), or another it names (glue: bert_table1, BERT's Table 1 "
+                    "average)")
+    lb.add_argument("--references", action="store_true",
+                    help="show the board's published reference rows (glue: dev results of "
+                         "BERT-base, DistilBERT, ELECTRA-Small, RoBERTa-base, DeBERTa-v3-base, "
+                         "ModernBERT-base), apart from the measured rows")
+    lb.add_argument("--resamples", type=int, default=1000,
+                    help="paired bootstrap replicates of --compare (default: 1000)")
+    lb.add_argument("--aso-iterations", type=int, default=1000,
+                    help="ASO's bootstrap iterations in --compare (deepsig; 0: skip the test)")
+    sig = sub.add_parser("significance", help="B - A per task and on the score: paired "
+                         "bootstrap over examples and seeds, almost stochastic order")
+    sig.add_argument("row_a", help="a row label of the board (A)")
+    sig.add_argument("row_b", help="another row label (B)")
+    sig.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
+                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
+    sig.add_argument("--board", default="glue", help="the board whose rows are compared")
+    sig.add_argument("--aggregate", help="the score to compare (default: the board's own)")
+    sig.add_argument("--select", choices=["all", "best-on-dev"], default="all",
+                     help="best-on-dev: per model and task, the grid point best on dev")
+    sig.add_argument("--resamples", type=int, default=1000,
+                     help="paired bootstrap replicates (default: 1000)")
+    sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    sig.add_argument("--aso-iterations", type=int, default=1000,
+                     help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
+    sig.add_argument("--out", help="write to this file instead of stdout")
+    submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
+    submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")
+    submit.add_argument("results_dir", help="where the runs wrote their records")
+    submit.add_argument("--model", help="the runs' label (default: the only one with GLUE "
+                                        "predictions)")
+    submit.add_argument("--out", help="the zip to write (default: RESULTS_DIR/submissions/"
+                                      "glue-LABEL.zip)")
+    submit.add_argument("--allow-missing", action="store_true",
+                        help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
     data = sub.add_parser("data", help="the local data mirror")
@@ -204,6 +295,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv and argv[0] == "claims":
+            from bench.claims import cmd_claims
+
+            return cmd_claims(argv[1:])
         if argv and argv[0] in ("run", "perf", "study"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])
@@ -217,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.cmd == "rerun":
             return cmd_rerun(args.record)
+        if args.cmd == "significance":
+            return cmd_significance(args)
+        if args.cmd == "submit":
+            return cmd_submit(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)

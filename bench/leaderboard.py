@@ -6,12 +6,19 @@ shows and how they are scaled and scored; this module turns records into its tab
 Records of one board are grouped into rows by (label, protocol_hash), or by label alone with
 ``rows: label`` (a study's fine-tuning, adaptation and evaluation runs of one model differ in
 protocol but are one row); a cell aggregates the records of one row on one column, the seeds of
-a run or the runs a board column spans: mean ± sample std (0 for one value), median and n. A
-row's score follows the board's ``aggregate.method``: ``task_macro`` is GLUE's official
-aggregate (Wang et al. 2019, evaluation paragraph): a task with several scoring columns scores
-their unweighted mean, and the board score is the macro-average of the task scores, taken over
-the tasks a row has and reported with their count, so a partial sweep still gets a number;
-``mean`` is the plain mean of the scoring columns a row has; ``none`` gives no score.
+a run or the runs a board column spans: mean, sample std (0 for one value), median, n and the
+95% t-interval of the mean (``bench/stats.py``). A row's score follows the board's aggregate
+(``aggregate.method``): ``task_macro`` is GLUE's official aggregate (Wang et al. 2019,
+evaluation paragraph): a task with several scoring columns scores their unweighted mean, and the
+board score is the macro-average of the task scores, taken over the tasks a row has and reported
+with their count, so a partial sweep still gets a number; ``mean`` is the plain mean of the
+scoring columns a row has (those the aggregate names: BERT's Table 1 average); ``none`` gives no
+score. The score's interval combines its tasks' seed variances (Welch-Satterthwaite).
+
+Every column's best row is marked, and so is every row whose cell Welch's t-test over seeds
+cannot tell from the best one at the 5% level (``marks``): differences a reader should not
+read as a ranking. The paired bootstrap over examples (``plmbench significance``) tests a pair of
+rows more sharply.
 
 Failed runs of a board are listed apart from its rows, each with its error line; rows computed
 from the data alone (``bench/baselines.py``, a record with ``baseline: true``) are marked as
@@ -30,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
+from bench.board_score import mark_rows, score
+from bench.stats import Estimate
 from datamodules.errors import PlmbenchError
 
 MISSING = "–"
@@ -69,18 +78,29 @@ class Cell:
     std: float  # sample standard deviation, 0 for a single seed
     median: float
     n: int
-    values: tuple[float, ...] = ()  # one per seed, sorted (the spread plotted on the HTML page)
+    values: tuple[float, ...] = ()  # one per seed, sorted
+    #: (seed, value) pairs sorted by seed: a row's seeds matched across its columns
+    seeds: tuple[tuple[str, float], ...] = ()
 
     @classmethod
-    def of(cls, values: list[float]) -> Cell:
-        values = sorted(values)  # the same seeds give the same floats in any record order
+    def of(cls, pairs: list[tuple[str, float]]) -> Cell:
+        values = sorted(value for _, value in pairs)  # the same in any record order
         std = statistics.stdev(values) if len(values) > 1 else 0.0
         return cls(statistics.mean(values), std, statistics.median(values), len(values),
-                   tuple(values))
+                   tuple(values), tuple(sorted(pairs)))
 
     def center(self, stat: str) -> float:
         """The cell's value under ``stat`` (one of STATS)."""
         return self.median if stat == "median" else self.mean
+
+    @property
+    def estimate(self) -> Estimate:
+        """The mean over seeds with the variance of that mean (``bench/stats.py``)."""
+        return Estimate.of(self.values)
+
+    def interval(self) -> tuple[float, float] | None:
+        """The 95% t-interval of the mean over seeds, unscaled; None for one seed."""
+        return self.estimate.interval()
 
 
 @dataclass
@@ -98,6 +118,16 @@ class Row:
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
     share: float | None = None  # score / the board's reference row's score
     parameter_share: float | None = None  # parameters / the reference row's parameters
+    #: the score as an estimate over seeds (its interval); None without one
+    score_estimate: Estimate | None = None
+    texts: dict[str, str] = field(default_factory=dict)  # ``text: column`` values by label
+    #: column label (or board_score.SCORE) -> BEST or TIED (bench/board_score.py)
+    marks: dict[str, str] = field(default_factory=dict)
+    #: the records behind the row, by task (what ``plmbench significance`` resamples)
+    records: dict[str, list[Mapping]] = field(default_factory=dict, repr=False)
+
+    def score_interval(self) -> tuple[float, float] | None:
+        return None if self.score_estimate is None else self.score_estimate.interval()
 
 
 @dataclass(frozen=True)
@@ -122,6 +152,9 @@ class Table:
     n_scorable: int = 0  # the "N" of "(k/N tasks)": tasks (or columns) a score can cover
     failures: list[Failure] = field(default_factory=list)
     stat: str = "mean"  # the statistic over seeds in cells and score, one of STATS
+    text_columns: list[str] = field(default_factory=list)  # ``text: column`` labels, in order
+    #: published rows shown apart (``bench/references.py``), when asked for
+    references: list = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -239,19 +272,6 @@ def _unique_labels(columns: list[Column]) -> list[Column]:
     ]
 
 
-def _score(cells: dict[str, Cell], columns: list[Column], board: Board, stat: str):
-    """(score, how many tasks or columns it covers) of one row; (None, 0) without a score."""
-    scoring = [c for c in columns if c.score and c.label in cells]
-    if board.aggregate == "none" or not scoring:
-        return None, 0
-    if board.aggregate == "mean":
-        return statistics.mean(c.scale * cells[c.label].center(stat) for c in scoring), len(scoring)
-    by_task = defaultdict(list)
-    for column in scoring:
-        by_task[column.task].append(column.scale * cells[column.label].center(stat))
-    return statistics.mean(statistics.mean(v) for v in by_task.values()), len(by_task)
-
-
 def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean") -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
     ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average."""
@@ -263,25 +283,34 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
     extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
     by_task: dict[str, list[tuple[Mapping, list[Column]]]] = defaultdict(list)
-    values: dict[tuple[str, str], dict[tuple[str, str], list[float]]] = defaultdict(
+    values: dict[tuple[str, str], dict[tuple[str, str], list[tuple[str, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
     n_records = 0
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
-    for (label, protocol, _task, _seed), record in selected:
+    texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    text_labels: dict[str, None] = {}
+    for (label, record_protocol, task, seed), record in selected:
         columns = [c for c in _record_columns(record, board) if not c.in_label]
         found = [(c, value) for c in columns if (value := lookup(record, c.value)) is not None]
         if not found:
             continue
+        protocol = record_protocol
         if board.rows == "label":
             protocols[label, ""].add(protocol)
             protocol = ""
         for column in {c.task for c in columns}:
             by_task[column].append((record, [c for c in columns if c.task == column]))
+        seed_key = repr((record_protocol, seed))  # a seed's runs, matched across columns
         for column, value in found:
-            values[label, protocol][column.task, column.label].append(value)
+            values[label, protocol][column.task, column.label].append((seed_key, value))
+        for column in columns:
+            if column.is_text and (text := lookup_text(record, column.value)) is not None:
+                texts[label, protocol][column.label].add(text)
+                text_labels.setdefault(column.label)
         n_records += not record.get("baseline")  # runs used; a baseline is no run
         row = extras[label, protocol]
+        row.setdefault("records", defaultdict(list))[task].append(record)
         row["baseline"] = bool(record.get("baseline"))
         size = record.get("encoder_parameters") or record.get("parameters")  # without a task head
         for key, value in (("parameters", size),
@@ -291,8 +320,10 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
 
     columns = [
         c for c in _board_columns(by_task, board)
-        if any((c.task, c.label) in row for row in values.values())
+        if not c.is_text and any((c.task, c.label) in row for row in values.values())
     ]
+    if board.score_columns:  # the aggregate averages the columns it names, and only those
+        columns = [replace(c, score=c.label in board.score_columns) for c in columns]
     shown = _unique_labels(columns)
     if board.aggregate != "none":
         directions = {c.higher_is_better for c in shown if c.score}
@@ -325,15 +356,21 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         if board.rows == "label":  # a row of several protocols: a hash of them all
             joined = ",".join(sorted(protocols[label, protocol]))
             protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
-        rows.append(Row(name, protocol, cells, *_score(cells, shown, board, stat), **extra))
+        value, covered, estimate = score(cells, shown, board, stat)
+        shown_texts = {text: " / ".join(sorted(found))
+                       for text, found in texts[label, protocol].items()}
+        rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
+                        texts=shown_texts, **{k: dict(v) if k == "records" else v
+                                              for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
-                  stat)
+                  stat, list(text_labels))
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,
         row.label, row.protocol_hash,
     ))
     table.rows = _with_shares(rows, board)
+    mark_rows(table.rows, shown, table.score_higher_is_better)
     return table
 
 

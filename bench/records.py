@@ -242,7 +242,9 @@ def pretraining_cost(init_from: str) -> dict | None:
     before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
     if before is None:
         return None
-    cost = {"runs": [*before["runs"], source.get("run_dir") or str(init_from).partition(":")[2]]}
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(init_from).partition(":")[2]],
+            # the recipe of the last pretraining of the chain (a fine-tuning run passes its own on)
+            "recipe": source.get("recipe") or before.get("recipe")}
     for key, dotted in TRAINING_COST.items():
         own: Any = source
         for part in dotted.split("."):

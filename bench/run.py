@@ -33,6 +33,7 @@ from bench.checkpoints import (
     resume_from,
 )
 from bench.launch import check_accelerator, own_processes
+from bench.recipe import recipe_of
 from bench.records import (
     SCHEMA_VERSION,
     checkpoint_record,
@@ -157,6 +158,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         trainer.fit(module, datamodule=dm, ckpt_path=resumed, weights_only=False)
         if module.validated_at_step != trainer.global_step:  # max_steps stopped mid-epoch
             trainer.validate(module, datamodule=dm, verbose=False)
+        if dm.predict_split_names:  # unlabelled splits, predicted whole (GLUE's test sets)
+            predictions = family.predict(trainer, module, dm, run_dir, cfg)
     if trainer.is_global_zero:
         predictions |= family.evaluation_outputs(module, run_dir, cfg)
         family.export(module, tokenizer, run_dir, cfg)
@@ -164,8 +167,10 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
             discard(checkpoints)
     return {
         "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
-        "predictions": predictions or module.predictions,
+        "predictions": {**module.predictions, **predictions},
         "metrics": module.last_metrics,
+        # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
+        "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
         # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
         "parameters": parameter_count(module),
@@ -177,6 +182,9 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
+        # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
+        "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
+        else None,
     }
 
 
@@ -239,17 +247,13 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None) 
 def normalize(cfg: DictConfig) -> None:
     """One spelling of what several spellings mean: ``task.splits.eval`` is a list of splits
     (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
-    means the preset's own (``model.objective``, a ``conf/objective`` name; ``mlm`` if it names
-    none), so ``model=electra-small`` pretrains as ELECTRA does; a task's ``target``
-    (``resolve_target``) is the config of the task it names."""
+    means the preset's own (``model.objective``: a ``conf/objective`` name, or a mapping of its
+    ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
+    it names none), so ``model=electra-small`` pretrains as ELECTRA does and ``model=bert-base``
+    as BERT did; a task's ``target`` (``resolve_target``) is the config of the task it names."""
     if cfg.get("objective") is None:
-        name = cfg.model.get("objective", "mlm")
-        file = CONF_DIR / "objective" / f"{name}.yaml"
-        if not file.is_file():
-            raise PlmbenchError(f"model.objective={name!r} names no conf/objective/{name}.yaml; "
-                                "use one of those files' names")
         with open_dict(cfg):
-            cfg.objective = OmegaConf.load(file)
+            cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))
     resolve_target(cfg)
     normalize_splits(cfg.task)
 
@@ -306,6 +310,23 @@ def compose_task(name: str) -> DictConfig:
     except HydraException as err:
         raise PlmbenchError(f"task.target={name} does not compose ({first_line(err)}); "
                             f"{fix}") from None
+
+
+def preset_objective(chosen: object) -> DictConfig:
+    """The objective config a model preset's ``objective`` names: ``conf/objective/<name>.yaml``
+    with the preset's settings over it; one line naming a name or setting that does not exist."""
+    settings = OmegaConf.to_container(chosen) if isinstance(chosen, DictConfig) else {
+        "name": chosen}
+    name = settings.pop("name", None)
+    file = CONF_DIR / "objective" / f"{name}.yaml"
+    if not file.is_file():
+        raise PlmbenchError(f"model.objective names {name!r}, which is no "
+                            f"conf/objective/{name}.yaml; use one of those files' names")
+    objective = OmegaConf.load(file)
+    if unknown := sorted(set(settings) - set(objective)):
+        raise PlmbenchError(f"model.objective sets {unknown}, which objective {name} does not "
+                            f"have; its settings: {sorted(k for k in objective if k[0] != '_')}")
+    return OmegaConf.merge(objective, settings)
 
 
 def run_dir_of(cfg: DictConfig, overrides: list[str]) -> Path:

@@ -35,7 +35,7 @@ import itertools
 import logging
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -119,11 +119,30 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
     return REFERENCE.sub(run_dir, override)
 
 
-def run_study(overrides: list[str]) -> DictConfig:
-    """Run every entry of the study the overrides compose, in order; the composed config."""
+def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
+    """``names`` and every entry they start from ("{name}" in their overrides), transitively; a
+    name that is no entry is one line naming it."""
+    wanted, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in entries:
+            raise PlmbenchError(f"study entry {name!r} is not in study.runs; known: "
+                                f"{', '.join(entries)}")
+        if name not in wanted:
+            wanted.add(name)
+            todo += [m for o in entries[name] for m in REFERENCE.findall(o)]
+    return wanted
+
+
+def run_study(overrides: list[str], select: Iterable[str] | None = None) -> DictConfig:
+    """Run every entry of the study the overrides compose (only those ``select`` names and the
+    entries they start from, when given), in order; the composed config."""
 
     cfg = composed(overrides)
     entries = study_runs(cfg)
+    if select is not None:
+        keep = needed(entries, select)
+        entries = {name: entry for name, entry in entries.items() if name in keep}
     check_writable(Path(cfg.results_dir))
     # the runs compose the study's run settings, not its plan: overrides of the plan stay here
     experiment = cfg.study.get("experiment")

@@ -5,7 +5,7 @@
   ``max_length`` tokens (Clark et al.: 1,000 Wikipedia segments of at most 128 tokens);
 - §4, dependency-parsed sentences (the mirror's ``universal_dependencies`` rows: words, each
   word's head and relation), read alone, each with the word every token belongs to
-  (``word_ids``, -1 on special tokens; words joined by single spaces, as the taggers read them);
+  (``word_ids``, -1 on special tokens; each word tokenized on its own, as the taggers read them);
   a sentence longer than ``max_length`` tokens is left out, since its last words have no
   attention.
 
@@ -20,7 +20,6 @@ import torch
 
 from datamodules.base import PlmDataModule
 from datamodules.collate import pad_collate
-from datamodules.tagging import token_words
 from datamodules.tokenization import TextTokenizer
 
 SPLITS = ("text", "parsed")
@@ -60,18 +59,17 @@ class AttentionTextDataModule(PlmDataModule):
         self.eval_data = [text]
         if self.parsed is None:
             return
-        whole = self.tokenizer.backend
+        # one token past max_length tells a sentence that does not fit
+        words_encoder = self.tokenizer.words_encoder(self.task["max_length"] + 1)
         examples = []
         for row in self.parsed:
             words = list(row["tokens"])
-            encoding = whole.encode(" ".join(words))
+            encoding = words_encoder.encode(words, is_pretokenized=True)
             if len(encoding.ids) > self.task["max_length"]:
                 self.skipped += 1
                 continue
             examples.append({"input_ids": encoding.ids, "index": len(self.trees),
-                             "word_ids": token_words(encoding.offsets,
-                                                     encoding.special_tokens_mask,
-                                                     words).tolist()})
+                             "word_ids": [-1 if w is None else w for w in encoding.word_ids]})
             self.trees.append({"words": words, "heads": list(row["head"]),
                                "relations": list(row["deprel"])})
         self.eval_data.append(examples)

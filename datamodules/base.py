@@ -74,6 +74,11 @@ class PlmDataModule(L.LightningDataModule):
         self.eval_split_names = [eval_splits] if isinstance(eval_splits, str) else list(eval_splits)
         self.train_data: Sequence | None = None  # a datasets.Dataset or a list of examples
         self.eval_data: list[Sequence] = []  # one per eval split, in eval_split_names' order
+        #: unlabelled splits a trained model predicts, whole (``task.predict_splits``: GLUE's
+        #: test sets, for ``plmbench submit glue``); ``predict_data`` in their order
+        predict = task.get("predict_splits") or []
+        self.predict_split_names = [predict] if isinstance(predict, str) else list(predict)
+        self.predict_data: list[Sequence] = []
         self._resume: dict | None = None  # where a checkpoint's training stood (load_state_dict)
 
     def _loaded_train_data(self) -> Sequence:
@@ -153,6 +158,26 @@ class PlmDataModule(L.LightningDataModule):
         self._resume = state or None
 
     def val_dataloader(self) -> list[DataLoader]:
-        """One loader per eval split, in the task's order (see ``eval_split_names``)."""
+        """One loader per eval split, in the task's order (see ``eval_split_names``); an empty
+        split is refused: no metric is defined on no examples (scikit-learn, scipy and the
+        official scripts refuse them too)."""
+        for split, data in zip(self.eval_split_names, self.eval_data, strict=True):
+            if len(data) == 0:
+                raise PlmbenchError(
+                    f"task {self.task['name']}: eval split {split} has no examples "
+                    f"(max_eval_samples={self.task.get('max_eval_samples')}); raise "
+                    "task.max_eval_samples or name another split"
+                )
         batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
         return [self._loader(data, batch_size) for data in self.eval_data]
+
+    def predicted_splits(self) -> list[tuple[str, Sequence, DataLoader]]:
+        """(split, its examples, their loader) of what a run predicts without scoring: the
+        ``predict_splits`` (whole), or, for a task without a training split, its eval splits."""
+        if self.task["splits"].get("train"):
+            names, data = self.predict_split_names, self.predict_data
+        else:
+            names, data = self.eval_split_names, self.eval_data
+        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
+        return [(name, examples, self._loader(examples, batch_size))
+                for name, examples in zip(names, data, strict=True)]

@@ -157,6 +157,7 @@ class GlueDataModule(PlmDataModule):
             self.train_data = self._prepare(train_split, self.task.get("max_train_samples"))
         cap = self.task.get("max_eval_samples")
         self.eval_data = [self._prepare(split, cap) for split in self.eval_split_names]
+        self.predict_data = [self._prepare(split, None) for split in self.predict_split_names]
 
     def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
         """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
@@ -166,7 +167,7 @@ class GlueDataModule(PlmDataModule):
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
                raw._fingerprint]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-        return raw.map(
+        encoded = raw.map(
             self._encode,
             batched=True,
             remove_columns=raw.column_names,
@@ -174,6 +175,8 @@ class GlueDataModule(PlmDataModule):
             new_fingerprint=fingerprint,
             desc=f"tokenizing {task['name']} {split}",
         )
+        # each example's row in the split: GLUE's idx, what the predictions files are keyed by
+        return encoded.add_column("index", list(range(len(encoded))))
 
     @property
     def features(self) -> datasets.Features:

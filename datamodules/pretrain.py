@@ -30,6 +30,7 @@ from omegaconf import DictConfig
 from datamodules.base import PlmDataModule, task_config
 from datamodules.errors import PlmbenchError
 from datamodules.packing import pack_examples
+from datamodules.sampling import EpochSampler, PhasedSampler
 from datamodules.sources import load_split
 from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
@@ -167,6 +168,11 @@ class PretrainDataModule(PlmDataModule):
     losses compare across epochs and runs. With ``pack`` the examples are packed into rows of
     ``max_length`` tokens (``datamodules/packing.py``) before any of that. With ``text`` the
     examples are made from sentence strings, not token ids (the objective tokenizes them).
+
+    ``phases`` (``task.length_schedule``, BERT A.2): (share of the steps, length, example
+    builder at that length) per phase; the training examples are each phase's, made and packed
+    at its length, and trained on in turn (``PhasedSampler``); eval examples stay at
+    ``max_length``.
     """
 
     def __init__(
@@ -180,9 +186,12 @@ class PretrainDataModule(PlmDataModule):
         pack: bool = False,
         seed: int = 0,
         text: bool = False,
+        phases: list[tuple[float, int, Callable]] | None = None,
     ) -> None:
         super().__init__(_task_config(task), collate_fn, seed)
         self.make_examples, self.copies, self.seeded = make_examples, copies, seeded
+        self.phases = phases or []
+        self.phase_sizes: list[int] = []
         self.pack, self.text = pack, text
         # sentences are encoded without special tokens and cut when examples are built
         self.encoder = tokenizer.backend
@@ -219,9 +228,13 @@ class PretrainDataModule(PlmDataModule):
                 documents, held_out = documents[: -self.held_out], documents[-self.held_out :]
         if train_split:
             rng = random.Random(f"{self.seed}:{train_split}")
-            examples = self._rows([example for _ in range(self.copies)
-                                   for example in self.make_examples(documents, rng=rng)])
-            if documents and not examples:
+            phases = self.phases or [(1.0, self.task["max_length"], self.make_examples)]
+            per_phase = [self._rows([example for _ in range(self.copies)
+                                     for example in make(documents, rng=rng)], length)
+                         for _, length, make in phases]
+            self.phase_sizes = [len(examples) for examples in per_phase]
+            examples = [example for examples in per_phase for example in examples]
+            if documents and not all(self.phase_sizes):
                 raise PlmbenchError(
                     f"task {self.task['name']}: the objective makes no example of its "
                     f"{len(documents)} training documents (sentence-pair objectives need "
@@ -234,9 +247,23 @@ class PretrainDataModule(PlmDataModule):
             self.eval_data.append(self._with_mask_seeds(
                 self._rows(self.make_examples(split_documents, rng=rng)), rng))
 
-    def _rows(self, examples: list[dict]) -> list[dict]:
-        """The examples as rows: packed into rows of ``max_length`` tokens with ``pack``."""
-        return pack_examples(examples, self.task["max_length"]) if self.pack else examples
+    def _rows(self, examples: list[dict], length: int | None = None) -> list[dict]:
+        """The examples as rows: packed into rows of ``length`` (``max_length``) tokens with
+        ``pack``."""
+        length = length or self.task["max_length"]
+        return pack_examples(examples, length) if self.pack else examples
+
+    def _sampler(self, data) -> EpochSampler:
+        """The length schedule's phases in turn for exactly max_steps batches, else the shared
+        per-epoch order."""
+        if not self.phases:
+            return super()._sampler(data)
+        steps = self.trainer.max_steps if self.trainer is not None else -1
+        if steps is None or steps < 1:
+            raise PlmbenchError(f"task {self.task['name']}: task.length_schedule shares the "
+                                "steps between lengths; set trainer.max_steps")
+        return PhasedSampler(self.phase_sizes, [share for share, _, _ in self.phases],
+                             self.task["batch_size"], steps, self.seed)
 
     @property
     def fingerprints(self) -> dict[str, str]:

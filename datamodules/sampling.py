@@ -5,6 +5,11 @@ depends on nothing that ran before; a run resumed mid-epoch skips the examples i
 already trained on (``resume_at``) and sees the rest in the same order as an uninterrupted run.
 Lightning calls ``set_epoch`` at the start of every epoch.
 
+A length schedule (``PhasedSampler``; BERT, Devlin et al. 2019, A.2: 90% of the steps at 128
+tokens, the rest at 512) trains on one set of examples after another, each for its share of
+the run's steps, reshuffled on every pass over it; the run is then one epoch of exactly
+max_steps batches.
+
 Length grouping (``LengthGroupedSampler``): dynamic padding pads a batch to its longest example,
 so batches of similar lengths waste little. As in transformers' ``group_by_length``, the epoch's
 permutation is cut into mega-batches of ``mega_batches`` batches, each sorted by length, and the
@@ -91,3 +96,30 @@ class LengthGroupedSampler(EpochSampler, DistributedSampler):
     def __len__(self) -> int:
         """This rank's examples per epoch (all of them on one device)."""
         return self.size if self.num_replicas == 1 else len(self.order(self.epoch))
+
+
+class PhasedSampler(EpochSampler):
+    """Indices into the concatenated examples of several phases (of ``sizes`` examples each):
+    phase p's ``shares[p]`` of ``steps`` batches of ``batch_size``, drawn from its own examples
+    (permuted anew for every pass over them), the phases in order; the last phase takes the
+    batches the rounding of the others leaves. One epoch is the whole run."""
+
+    def __init__(self, sizes: Sequence[int], shares: Sequence[float], batch_size: int,
+                 steps: int, seed: int) -> None:
+        batches = [round(share * steps) for share in shares[:-1]]
+        self.batches = [*batches, steps - sum(batches)]
+        if min(self.batches) < 0 or min(sizes) < 1:
+            raise ValueError(f"phases of {list(sizes)} examples cannot fill {self.batches} batches")
+        super().__init__(steps * batch_size, seed)
+        self.sizes, self.batch_size = list(sizes), batch_size
+
+    def order(self, epoch: int) -> torch.Tensor:
+        parts, offset = [], 0
+        for phase, (size, batches) in enumerate(zip(self.sizes, self.batches, strict=True)):
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch * 101 + phase)
+            need = batches * self.batch_size
+            passes = [torch.randperm(size, generator=generator)
+                      for _ in range(math.ceil(need / size))]
+            parts.append(torch.cat(passes or [torch.empty(0, dtype=torch.long)])[:need] + offset)
+            offset += size
+        return torch.cat(parts)

@@ -170,10 +170,12 @@ def load_split(
         _check_columns(f"hub {hub}/{config}/{split}", data.column_names, columns)
         return data
     present = sorted(p.stem for p in path.parent.glob("*.parquet"))
+    command = f"plmbench data mirror {dataset} {config}" + (f" --hub-id {hub}" if hub != dataset
+                                                            else "")
     raise PlmbenchError(
         f"{dataset}/{config} split {split} not found: tried {path} (missing; mirror has "
         f"{present or 'no splits of this config'}) and hub {hub} ({reason}); set PLMBENCH_DATA "
-        f"to a mirror that has it, or run `plmbench data mirror {dataset} {config}` where online"
+        f"to a mirror that has it, or run `{command}` where online"
     )
 
 

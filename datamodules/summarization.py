@@ -115,6 +115,7 @@ class SummarizationDataModule(PlmDataModule):
             self.train_data = self._prepare(train_split, self.task.get("max_train_samples"))
         cap = self.task.get("max_eval_samples")
         self.eval_data = [self._prepare(split, cap) for split in self.eval_split_names]
+        self.predict_data = [self._prepare(split, None) for split in self.predict_split_names]
 
     def _raw(self, split: str, cap: int | None) -> datasets.Dataset:
         """The rows of ``split`` (its first ``cap``): the columns the pairs are made of, and ids."""

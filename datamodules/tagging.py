@@ -2,11 +2,12 @@
 
 Devlin et al. 2019 (BERT), §5.3: the words are tokenized into sub-tokens and the tag of a word
 is predicted at its first sub-token; the other sub-tokens (and special tokens) carry no label
-(-100, which the loss ignores). Words are joined by single spaces and tokenized as text, so every
-tokenizer family sees the input as it was trained (byte-level BPE words keep their leading space);
-a sub-token belongs to the word its first character falls in, and each first sub-token keeps its
-word's index (``word_ids``). Words the model does not see (past ``max_length`` tokens, or that
-tokenize to nothing) are predicted "O", so every prediction covers the whole sentence.
+(-100, which the loss ignores). Each word is tokenized on its own, as transformers'
+token-classification recipe does (``is_split_into_words=True``; byte-level BPE words after a
+space, its ``add_prefix_space=True``: ``TextTokenizer.words_encoder``), so an export labels the
+sub-tokens transformers' own pipeline labels; each first sub-token keeps its word's index
+(``word_ids``). Words the model does not see (past ``max_length`` tokens, or that tokenize to
+nothing) are predicted "O", so every prediction covers the whole sentence.
 """
 
 import hashlib
@@ -56,35 +57,23 @@ def vocabulary_corpus(task: Mapping | DictConfig) -> tuple[str, Iterator[str]]:
     return key, (" ".join(words) for words in raw[task["tokens_field"]])
 
 
-def token_words(offsets: list[tuple[int, int]], special: list[int], words: list[str]
-                ) -> np.ndarray:
-    """Per token of the words joined by single spaces: the index of the word its first
-    character falls in, -1 on special tokens."""
-    lengths = np.array([len(w) for w in words], dtype=np.int64)
-    word_starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])  # words joined by spaces
-    starts = np.array([start for start, _ in offsets], dtype=np.int64)
-    word = np.searchsorted(word_starts, starts, side="right") - 1
-    return np.where(np.array(special, dtype=bool), -1, word)
-
-
-def first_subtokens(offsets: list[tuple[int, int]], special: list[int], words: list[str]
-                    ) -> np.ndarray:
-    """Per token: the index of the word it starts, -1 on special tokens and later sub-tokens."""
-    word = token_words(offsets, special, words)
-    real = np.flatnonzero(word >= 0)
-    first = real[np.concatenate([[True], word[real][1:] != word[real][:-1]])]
-    out = np.full(len(offsets), -1)
-    out[first] = word[first]
+def first_subtokens(word_ids: list[int | None]) -> list[int]:
+    """Per token: the index of the word it starts, -1 on special tokens and later sub-tokens
+    (``word_ids``: each token's word, None on special tokens)."""
+    out, previous = [], None
+    for word in word_ids:
+        out.append(word if word is not None and word != previous else -1)
+        previous = word
     return out
 
 
 def encode_words(encoder: Tokenizer, sentences: list[list[str]]) -> list[dict[str, list]]:
     """Per sentence of words: ``input_ids``, ``token_type_ids`` and ``word_ids`` (the word each
-    first sub-token starts, -1 elsewhere) of the words joined by single spaces."""
-    encodings = encoder.encode_batch([" ".join(words) for words in sentences])
+    first sub-token starts, -1 elsewhere), each word tokenized on its own (``encoder``:
+    ``TextTokenizer.words_encoder``)."""
+    encodings = encoder.encode_batch([list(words) for words in sentences], is_pretokenized=True)
     return [{"input_ids": e.ids, "token_type_ids": e.type_ids,
-             "word_ids": first_subtokens(e.offsets, e.special_tokens_mask, words).tolist()}
-            for e, words in zip(encodings, sentences, strict=True)]
+             "word_ids": first_subtokens(e.word_ids)} for e in encodings]
 
 
 class TaggingDataModule(PlmDataModule):
@@ -96,7 +85,7 @@ class TaggingDataModule(PlmDataModule):
         collate = partial(pad_collate, pad_id=tokenizer.special.pad, pad_values=PAD_VALUES)
         super().__init__(_task_dict(task), collate, seed)
         self.tokenizer = tokenizer
-        self.encoder = tokenizer.truncating(self.task["max_length"])
+        self.encoder = tokenizer.words_encoder(self.task["max_length"])
         self.eval_sentences: list[datasets.Dataset] = []
 
     @property

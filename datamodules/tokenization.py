@@ -69,8 +69,10 @@ class SpecialTokens:
 class TokenizerSpec:
     """What an architecture registers for its vocabularies: the family, its special tokens as
     (role, string) in id order, post-processing templates over role names ("cls $A sep",
-    ``:1`` for segment ids), the transformers class named in tokenizer_config.json, and special
-    tokens of no role numbered after them (T5's sentinels <extra_id_0> ...)."""
+    ``:1`` for segment ids), the transformers class named in tokenizer_config.json, special
+    tokens of no role numbered after them (T5's sentinels <extra_id_0> ...), and the inputs the
+    architecture's transformers models take (its tokenizer class's ``model_input_names``: token
+    types only where the model reads segments), which an export's tokenizer returns."""
 
     family: str
     tokens: tuple[tuple[str, str], ...]
@@ -78,6 +80,10 @@ class TokenizerSpec:
     pair: str
     tokenizer_class: str
     extra: tuple[str, ...] = ()
+    model_input_names: tuple[str, ...] = ("input_ids", "token_type_ids", "attention_mask")
+    #: where transformers' batches put padding: XLNet's classifier reads the last position, its
+    #: <cls>, so its tokenizer pads on the left
+    padding_side: str = "right"
 
 
 BERT = TokenizerSpec(
@@ -93,6 +99,7 @@ ROBERTA = TokenizerSpec(
     single="cls $A sep",
     pair="cls $A sep sep $B sep",
     tokenizer_class="RobertaTokenizerFast",
+    model_input_names=("input_ids", "attention_mask"),  # one segment: no token types
 )
 DEBERTA = TokenizerSpec(  # GPT-2's byte-level BPE with BERT's special tokens (He et al. 2021, §4.1)
     "bpe",
@@ -107,6 +114,7 @@ XLNET = TokenizerSpec(  # SentencePiece pieces; <sep> and <cls> END a sequence (
     single="$A sep cls:2",
     pair="$A sep $B:1 sep:1 cls:2",  # segment ids 0, 1 and 2 for <cls>, as XLNetTokenizer
     tokenizer_class="XLNetTokenizer",
+    padding_side="left",
 )
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
 _DEFAULT_CLASS = {"wordpiece": BERT.tokenizer_class, "bpe": ROBERTA.tokenizer_class,
@@ -162,6 +170,20 @@ class TextTokenizer:
         copy.enable_truncation(max_length, strategy="longest_first")
         return copy
 
+    def words_encoder(self, max_length: int) -> Tokenizer:
+        """``truncating(max_length)`` for sentences given as words
+        (``encode_batch(sentences, is_pretokenized=True)``), as transformers' token-classification
+        recipe encodes them (``is_split_into_words=True``): each word on its own, a byte-level
+        BPE's words each after a space (the recipe's ``add_prefix_space=True``), as they read
+        inside a text; metaspace vocabularies mark every word already."""
+        config = _json(self.backend)
+        for step in _pre_tokenizer_steps(config["pre_tokenizer"]):
+            if step["type"] == "ByteLevel":
+                step["add_prefix_space"] = True
+        copy = Tokenizer.from_str(json.dumps(config))
+        copy.enable_truncation(max_length, strategy="longest_first")
+        return copy
+
     def word_start_mask(self) -> torch.Tensor:
         """bool [vocab_size]: True where a token begins a word (wordpiece: no "##" prefix;
         byte-level BPE: "Ġ" first; metaspace: "▁" first) and on every special token."""
@@ -188,10 +210,14 @@ class TextTokenizer:
         return mask
 
 
-def _word_marker(pre_tokenizer: dict[str, Any] | None) -> str:
+def _pre_tokenizer_steps(pre_tokenizer: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The steps of a (Sequence) pre-tokenizer's JSON, the objects themselves."""
     steps = [pre_tokenizer] if pre_tokenizer else []
-    steps = [s for step in steps for s in step.get("pretokenizers", [step])]
-    for step in steps:
+    return [s for step in steps for s in step.get("pretokenizers", [step])]
+
+
+def _word_marker(pre_tokenizer: dict[str, Any] | None) -> str:
+    for step in _pre_tokenizer_steps(pre_tokenizer):
         if step["type"] == "Metaspace":
             return step["replacement"]
         if step["type"] == "ByteLevel":
@@ -407,10 +433,13 @@ def _no_tokenizer(path: Path) -> PlmbenchError:
     )
 
 
-def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None = None) -> None:
+def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None = None,
+                   spec: TokenizerSpec | None = None) -> None:
     """Write ``tok`` as transformers' ``AutoTokenizer.from_pretrained(directory)`` loads it:
-    tokenizer.json, tokenizer_config.json (class, ``model_max_length`` unless None, roles),
-    special_tokens_map.json and the family's legacy files (vocab.txt; vocab.json + merges.txt).
+    tokenizer.json, tokenizer_config.json (class, ``model_max_length`` unless None, roles; with
+    the architecture's ``spec``, an export's, the ``model_input_names`` its models take and the
+    ``padding_side`` they read batches with), special_tokens_map.json and the family's legacy
+    files (vocab.txt; vocab.json + merges.txt).
 
     transformers 5's model classes (RobertaTokenizer, T5Tokenizer, ...) rebuild their own
     normalizer and pre-tokenizer around the vocabulary. Where that would encode differently from
@@ -424,6 +453,9 @@ def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None =
     tokenizer_class = "PreTrainedTokenizerFast" if rebuilt_differently else tok.tokenizer_class
     config = vocab_files.hf_config(tok.roles, tokenizer_class, tok.family, tok.lowercase,
                                    max_length)
+    if spec is not None:
+        config |= {"model_input_names": list(spec.model_input_names),
+                   "padding_side": spec.padding_side}
     tokens = vocab_files.special_tokens_map(tok.roles, tok.family)
     for name, content in ((vocab_files.CONFIG_FILE, config), (vocab_files.MAP_FILE, tokens)):
         (directory / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n",

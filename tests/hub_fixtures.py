@@ -1,10 +1,14 @@
 """Small splits in the hub's column schema of the datasets the offline mirror lacks (SWAG, RACE,
-SuperGLUE) and the raw Goodreads spoiler file, written by the tests into a temporary
+SuperGLUE, WMT) and the raw Goodreads spoiler file, written by the tests into a temporary
 ``PLMBENCH_DATA``: ``write(root, dataset, config, split)`` writes
-``<root>/<dataset>/<config>/<split>.parquet``.
+``<root>/<dataset>/<config>/<split>.parquet``; ``linked_mirror`` puts them beside the real
+mirror's datasets.
 
-The schemas are those of ``allenai/swag`` (config ``regular``), ``ehovy/race`` and
-``aps/super_glue``; labels are those the hub holds (ids; RACE's answer letters)."""
+The schemas are those of ``allenai/swag`` (config ``regular``), ``ehovy/race``,
+``aps/super_glue`` and ``wmt/wmt16`` / ``wmt/wmt14`` (one ``translation`` column of {language:
+sentence}); labels are those the hub holds (ids; RACE's answer letters). The WMT "translations"
+are English sentences put word by word through a small lexicon (real Romanian and German words,
+diacritics included), so a model can learn the mapping and BLEU has something to find."""
 
 from __future__ import annotations
 
@@ -136,6 +140,32 @@ def wsc(rng: random.Random, n: int) -> dict:
     return rows
 
 
+#: English -> (Romanian, German); "the" has no Romanian word of its own (the article is a suffix)
+LEXICON = {
+    "the": ("", "die"), "cat": ("pisica", "Katze"), "dog": ("câinele", "Hund"),
+    "sees": ("vede", "sieht"), "eats": ("mănâncă", "isst"), "a": ("un", "ein"),
+    "fish": ("pește", "Fisch"), "house": ("casa", "Haus"), "big": ("mare", "groß"),
+    "small": ("mică", "klein"), "today": ("astăzi", "heute"), "and": ("și", "und"),
+    "water": ("apă", "Wasser"), "drinks": ("bea", "trinkt"), "we": ("noi", "wir"),
+    "sleep": ("dormim", "schlafen"), "in": ("în", "in"), "garden": ("grădină", "Garten"),
+}
+
+
+def wmt(language: str) -> Callable[[random.Random, int], dict]:
+    """Pairs of English and ``language`` (ro, de) sentences in the wmt schema."""
+    side = ("ro", "de").index(language)
+
+    def rows(rng: random.Random, n: int) -> dict:
+        pairs = []
+        for _ in range(n):
+            words = [rng.choice(list(LEXICON)) for _ in range(rng.randint(3, 9))]
+            other = " ".join(w for w in (LEXICON[word][side] for word in words) if w)
+            pairs.append({language: other.capitalize() + ".",
+                          "en": " ".join(words).capitalize() + "."})
+        return {"translation": pairs}
+    return rows
+
+
 #: (dataset, config) -> rows writer
 WRITERS: dict[tuple[str, str], Callable[[random.Random, int], dict]] = {
     ("swag", "regular"): swag,
@@ -148,6 +178,8 @@ WRITERS: dict[tuple[str, str], Callable[[random.Random, int], dict]] = {
     ("super_glue", "record"): record,
     ("super_glue", "wic"): wic,
     ("super_glue", "wsc.fixed"): wsc,
+    ("wmt16", "ro-en"): wmt("ro"),
+    ("wmt14", "de-en"): wmt("de"),
 }
 
 
@@ -158,6 +190,27 @@ def write(root: Path, dataset: str, config: str, split: str, n: int = 20) -> Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_dict(WRITERS[dataset, config](rng, n)).to_parquet(str(path))
     return path
+
+
+def linked_mirror(root: Path, *fixtures: tuple[str, str, dict[str, int]]) -> Path:
+    """``root`` with the real mirror's datasets linked in (when there is one) and each fixture
+    (dataset, config, {split: rows}) written beside them."""
+    from tests.conftest import MIRROR_CANDIDATES
+
+    real = next((path for path in MIRROR_CANDIDATES if (path / "glue").is_dir()), None)
+    root.mkdir(parents=True, exist_ok=True)
+    for dataset in real.iterdir() if real else ():
+        if dataset.is_dir():
+            (root / dataset.name).symlink_to(dataset, target_is_directory=True)
+    for dataset, config, splits in fixtures:
+        for split, rows in splits.items():
+            write(root, dataset, config, split, rows)
+    return root
+
+
+#: WMT'16 En-Ro and WMT'14 En-De, every split (training pairs for a few steps, a few to score)
+WMT = [(dataset, config, {"train": 48, "validation": 8, "test": 8})
+       for dataset, config in (("wmt16", "ro-en"), ("wmt14", "de-en"))]
 
 
 def goodreads_reviews(rng: random.Random, reviews: int = 90, books: int = 30) -> list[dict]:

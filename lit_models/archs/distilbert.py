@@ -30,7 +30,8 @@ ARCH = Arch(
     config=DistilBertConfig,
     encoder=DistilBertModel,
     pretraining=DistilBertForMaskedLM,
-    tokenizer=replace(tokenization.BERT, tokenizer_class="DistilBertTokenizer"),
+    tokenizer=replace(tokenization.BERT, tokenizer_class="DistilBertTokenizer",
+                      model_input_names=("input_ids", "attention_mask")),  # no segments
     hf=HFLayout(
         model_type="distilbert",
         prefix="distilbert.",

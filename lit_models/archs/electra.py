@@ -3,9 +3,9 @@ transformers' ``Electra*`` layout, and the released fine-tuning head (first toke
 out_proj).
 
 Our pretraining net holds both encoders. Exported, it is transformers' ``ElectraForPreTraining``
-(the discriminator and its head) plus the generator under ``generator.`` (transformers ignores
-those weights; ``from_hf(..., with_heads=True)`` reads them back to continue pretraining). The
-generator alone exports and imports as ``ElectraForMaskedLM``.
+(the discriminator and its head); the generator's weights, under ``generator.``, go to a file
+beside it that transformers does not read (``from_hf(..., with_heads=True)`` reads them back to
+continue pretraining). The generator alone exports and imports as ``ElectraForMaskedLM``.
 """
 
 from functools import partial
@@ -68,6 +68,7 @@ ARCH = Arch(
                  "mlm": "ElectraForMaskedLM", "classifier": "ElectraForSequenceClassification",
                  "multiple_choice": "ElectraForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|(^|\.)generator_lm_head\.weight$",
+        beside=r"^generator\.",
         task_head_prefixes=("classifier.", "qa_outputs.", "sequence_summary."),
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,

@@ -19,6 +19,7 @@ TOKENIZER = TokenizerSpec(
     single="cls $A sep",
     pair="cls $A sep $B sep",
     tokenizer_class="PreTrainedTokenizerFast",
+    model_input_names=("input_ids", "attention_mask"),
 )
 
 _LAYER = "decoder.layers.{i}"

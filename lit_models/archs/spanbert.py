@@ -1,7 +1,7 @@
 """SpanBERT's registration (Joshi et al. 2020): BERT's WordPiece vocabulary and checkpoint layout
 (the released SpanBERT checkpoints are transformers ``bert`` checkpoints, and so are our exports:
-the pretraining net as ``BertForMaskedLM`` plus the span boundary head under ``cls.sbo.``, which
-transformers ignores), fine-tuned as BERT is."""
+the pretraining net as ``BertForMaskedLM``, its span boundary head, ``cls.sbo.``, in a file beside
+it that transformers does not read), fine-tuned as BERT is."""
 
 from dataclasses import replace
 
@@ -31,6 +31,7 @@ ARCH = Arch(
             "sbo_head.bias": "cls.sbo.bias",
         },
         classes={**bert.ARCH.hf.classes, "pretraining": "BertForMaskedLM"},
+        beside=r"^cls\.sbo\.",
     ),
     classification_head=PooledClassifier,
 )

@@ -30,6 +30,10 @@ class HFLayout:
     skipped: str  # regex of checkpoint entries that are no weights of their own (buffers, ties)
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
     optional: tuple[str, ...] = ()  # encoder weights a checkpoint may lack (kept as initialised)
+    #: regex of transformers' names of pretraining weights its class has no place for (ELECTRA's
+    #: generator, SpanBERT's span boundary head): exported beside the checkpoint's weights
+    #: (``lit_models/core/hf.py``'s ``BESIDE_FILE``), so transformers loads no unexpected key
+    beside: str = ""
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda hf_config: None  # why we cannot load it
     #: regex of transformers' weight names stored [in, out], transposed to our Linear's [out, in]

@@ -20,6 +20,7 @@ TOKENIZER = TokenizerSpec(
     pair="$A sep $B sep",
     tokenizer_class="T5Tokenizer",
     extra=SENTINELS,
+    model_input_names=("input_ids", "attention_mask"),
 )
 
 

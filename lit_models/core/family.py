@@ -25,6 +25,8 @@ from lit_models.archs.spec import KINDS
 class TaskFamily:
     #: whether the net is built with its pretraining heads
     with_heads: bool = False
+    #: whether a run pretrains (its record names its recipe: objective, masking, lengths ...)
+    pretrains: bool = False
     #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
     kinds: tuple[str, ...] = ("encoder",)
 
@@ -52,9 +54,14 @@ class TaskFamily:
 
     def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
                 run_dir: Path, cfg: Mapping) -> dict[str, str]:
-        """Predictions of every eval split of a task without a training split; split -> file
-        relative to ``run_dir``."""
-        raise PlmbenchError(f"task {cfg['task']['name']} has no training split; give it one")
+        """Prediction files of the splits a run predicts without scoring them
+        (``dm.predicted_splits()``: the eval splits of a task without a training split, else
+        ``task.predict_splits``); split -> file relative to ``run_dir``."""
+        task = cfg["task"]
+        if task["splits"].get("train"):
+            raise PlmbenchError(f"task {task['name']}: its family predicts no unlabelled splits; "
+                                "remove task.predict_splits")
+        raise PlmbenchError(f"task {task['name']} has no training split; give it one")
 
     def evaluation_outputs(self, module: L.LightningModule, run_dir: Path, cfg: Mapping
                            ) -> dict[str, str]:
@@ -134,6 +141,17 @@ def target_task(task: Mapping, train: bool = False) -> dict:
 def target_family(target: Mapping, arch: Arch) -> "TaskFamily":
     """The family of a target task, for ``arch``."""
     return hydra.utils.instantiate(target["family"]).for_arch(arch, target)
+
+
+def check_predicted_rows(task: Mapping, split: str, predicted: int, examples: int) -> None:
+    """A prediction file holds one row per example of its split, or is not written (a
+    submission missing rows is refused by the benchmark's server)."""
+    if predicted != examples:
+        raise PlmbenchError(
+            f"task {task['name']}: {predicted} predictions for the {examples} examples of split "
+            f"{split} (a distributed predict keeps each process's share); predict on one "
+            "device: trainer.devices=1"
+        )
 
 
 def check_max_length(task: Mapping, net: nn.Module) -> None:

@@ -8,6 +8,9 @@ files. The architecture's registration (``lit_models/archs``) holds the whole ma
 of several of theirs (a fused qkv projection), concatenated along the output dimension on import
 and split on export. Tied copies (an MLM decoder tied to the token embeddings, Devlin et al. 2019
 §3.1) are skipped on import and not written on export, as transformers' ``save_pretrained`` does.
+An export holds exactly the weights of the class its config.json names (transformers loads it
+with no missing or unexpected key): no pooler under a task head that reads none, and pretraining
+weights the class has no place for in ``BESIDE_FILE``, read back by ``from_hf``.
 ``transformers`` itself is never imported here.
 """
 
@@ -26,8 +29,12 @@ from torch import Tensor, nn
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
+from lit_models.nets.heads import PooledClassifier
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+#: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
+#: the checkpoint's own so that transformers loads it without an unexpected key
+BESIDE_FILE = "plmbench_beside.safetensors"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
@@ -186,6 +193,8 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     state = _read_weights(_weights_file(directory))
+    if with_heads and (directory / BESIDE_FILE).is_file():
+        state |= _read_weights(directory / BESIDE_FILE)
     config = replace(config, **arch.hf.weights_config(set(state)))
     if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
         net = arch.masked_lm(config)
@@ -307,12 +316,18 @@ def hf_checkpoint(net: nn.Module, head: nn.Module | None = None,
         kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
         class_name = layout.classes[kinds.get(type(net), "encoder")]
         weights = hf_state_dict(net)
+        if layout.beside:
+            weights = {k: v for k, v in weights.items() if not re.search(layout.beside, k)}
     else:
         class_name = task_class(layout, task)
         if class_name is None:
             raise PlmbenchError(f"transformers has no {task} model of {layout.model_type}: "
                                 "run without save_model=true")
         weights = hf_state_dict(net, prefix=layout.prefix)
+        if task in TASK_HEADS or not isinstance(head, PooledClassifier):
+            # transformers' task classes whose head reads no pooled output have no pooler
+            pooler = layout.prefix + "pooler."
+            weights = {k: v for k, v in weights.items() if not k.startswith(pooler)}
         for ours, theirs in task_head_names(layout, task).items():
             for param, tensor in getattr(head, ours).state_dict().items():
                 weights[f"{theirs}.{param}"] = tensor.detach().cpu().clone()
@@ -343,6 +358,9 @@ def to_hf(
     for ``task="multiple_choice"`` its ``*ForMultipleChoice`` (the multiple-choice head).
     The directory appears complete or not at all (written beside it, then renamed)."""
     config, weights = hf_checkpoint(net, head, label_names, task)
+    layout = arch_of_net(net).hf
+    beside = {k: v for k, v in hf_state_dict(net).items()
+              if head is None and layout.beside and re.search(layout.beside, k)}
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")
@@ -351,8 +369,10 @@ def to_hf(
     tmp.chmod(0o755)  # mkdtemp makes it private; the export is meant to be shared
     try:
         save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
+        if beside:
+            save_file(beside, tmp / BESIDE_FILE, metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        save_tokenizer(tokenizer, tmp, net.config.max_length)
+        save_tokenizer(tokenizer, tmp, net.config.max_length, arch_of_net(net).tokenizer)
         if directory.exists():  # replace a previous export: move it aside, then swap
             old = tmp.with_name(tmp.name + ".old")
             directory.rename(old)

@@ -33,6 +33,8 @@ class PlmModule(L.LightningModule):
         self.optim_cfg = dict(optim)
         self.num_layers = num_layers
         self.last_metrics: dict[str, dict[str, float]] = {}
+        #: split -> metric -> how the scorer computed it (sacreBLEU's signature), for the record
+        self.metric_signatures: dict[str, dict[str, str]] = {}
         self.validated_at_step = -1
         #: the run directory (set by the run); a module that writes predictions puts them under
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
@@ -90,10 +92,14 @@ class PlmModule(L.LightningModule):
         else:
             clip_by_global_norm(parameters, gradient_clip_val)
 
-    def record_metrics(self, split: str, values: Mapping[str, float]) -> None:
-        """Log ``<split>/<name>`` and keep the values for the run record."""
+    def record_metrics(self, split: str, values: Mapping[str, float],
+                       signatures: Mapping[str, str] | None = None) -> None:
+        """Log ``<split>/<name>`` and keep the values for the run record, with the
+        ``signatures`` of the metrics whose computation a scorer names (tokenizer, version)."""
         values = {name: float(v) for name, v in values.items()}
         self.last_metrics[split] = values
+        if signatures:
+            self.metric_signatures[split] = dict(signatures)
         # torchmetrics already reduced the values over ranks: the sync is a no-op all-reduce
         self.log_dict({f"{split}/{k}": v for k, v in values.items()}, prog_bar=True,
                       add_dataloader_idx=False, sync_dist=True)

@@ -3,8 +3,11 @@
 The architecture's classification head (``lit_models/nets/heads.py``) maps the encoder's output
 to label scores, trained with cross-entropy (classification) or mean squared error (STS-B's 0..5
 score, num_labels = 1). ``Classification`` is the task family: GLUE-style DataModule, this
-module, GLUE-format prediction files for tasks without a training split, and the export of the
-fine-tuned model with ``save_model``.
+module, GLUE-format prediction files of every evaluated split (with the gold labels, for
+``plmbench significance``; ``datamodules/predictions.py``) and of the splits a run predicts
+(unlabelled test sets), and the export of the fine-tuned model with ``save_model``. A fine-tuned
+head loaded with ``init_from`` (GLUE AX from an MNLI model, or further fine-tuning) has its
+classes put in the task's order by their names.
 """
 
 import inspect
@@ -19,12 +22,13 @@ from torch import nn
 from datamodules import glue
 from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
-from datamodules.predictions import write_predictions
+from datamodules.predictions import submission_vocabulary, write_predictions
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
-from lit_models.core.family import TaskFamily, check_max_length
+from lit_models.core.family import TaskFamily, check_max_length, check_predicted_rows
 from lit_models.core.hf import load_head, to_hf
+from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics.classification import (
     class_probabilities,
@@ -53,10 +57,14 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        #: token types go to nets with segment embeddings only: GPT-2 would read the all-zero
-        #: types of a one-segment vocabulary as extra token embeddings
-        self.segments = hasattr(encoder.config, "type_vocab_size")
+        #: token types go to the nets that read segments (the inputs the architecture's
+        #: transformers models take: BERT's segment embeddings, XLNet's relative segments);
+        #: GPT-2 would read the all-zero types of a one-segment vocabulary as token embeddings
+        self.segments = "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
         self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
+        #: split -> (example index, (prediction, gold label)) of the last evaluation, in order
+        self.outputs: dict[str, list[tuple[int, tuple]]] = {}
+        self._collected: list[list[torch.Tensor]] = []
         #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
         self.register_buffer("class_weights", None if class_weights is None
                              else torch.tensor(class_weights, dtype=torch.float))
@@ -100,16 +108,53 @@ class LitClassifier(PlmModule):
         else:
             metrics.update(batch["labels"], **label_predictions(
                 class_probabilities(scores, self.num_labels), self.num_labels))
+        if "index" in batch:  # kept on the device: read once, at the epoch's end
+            chosen = scores.float() if self.num_labels == 1 else scores.argmax(-1)
+            self._collected[dataloader_idx].append(torch.stack(
+                [batch["index"].to(chosen.dtype), chosen, batch["labels"].to(chosen.dtype)], 1))
+
+    def on_validation_epoch_start(self) -> None:
+        self._collected = [[] for _ in self.eval_splits]
 
     def on_validation_epoch_end(self) -> None:
-        for split, metrics in zip(self.eval_splits, self.split_metrics, strict=True):
+        for i, (split, metrics) in enumerate(zip(self.eval_splits, self.split_metrics,
+                                                 strict=True)):
             if not self.trainer.sanity_checking:
                 self.record_metrics(split, metrics.compute())
+                self.outputs[split] = self.gather_indexed(self._example_outputs(i))
             metrics.reset()
+
+    def _example_outputs(self, split_index: int) -> list[tuple[int, tuple]]:
+        """This process's (example index, (prediction, gold)) pairs of one eval split."""
+        rows = self._collected[split_index]
+        if not rows:
+            return []
+        convert = float if self.num_labels == 1 else int
+        return [(int(index), (convert(prediction), convert(gold)))
+                for index, prediction, gold in torch.cat(rows).tolist()]
 
     def predict_step(self, batch, batch_idx: int, dataloader_idx: int = 0) -> torch.Tensor:
         scores = self(batch)
         return scores if self.num_labels == 1 else scores.argmax(-1)
+
+
+def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> bool:
+    """Load ``init_from``'s classification head into ``head`` (``names``: the architecture's
+    ``classifier_names``) with its rows in the task's label order (``lit_models/core/labels.py``);
+    False, ``head`` untouched, where there is none to load: scratch, a checkpoint without a head
+    or with another label count, or ``task.checkpoint_labels=new``."""
+    task, init_from = cfg["task"], cfg["init_from"]
+    given = task.get("checkpoint_labels")
+    if init_from == "scratch" or given == NEW_HEAD:
+        return False
+    directory = checkpoint_dir(init_from)
+    if not load_head(head, directory, names):
+        return False
+    if task["num_labels"] > 1:  # a regression head has one row
+        order = label_order(checkpoint_labels(directory), task.get("label_names") or [],
+                            f"init_from={init_from}", given)
+        reorder_rows(head.out, order)
+    return True
 
 
 def no_training_split(task) -> PlmbenchError:
@@ -149,8 +194,7 @@ class Classification(TaskFamily):
         task = cfg["task"]
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = cfg["init_from"] != "scratch" and load_head(
-            head, checkpoint_dir(cfg["init_from"]), arch.hf.classifier_names)
+        fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         return head
@@ -165,21 +209,37 @@ class Classification(TaskFamily):
         return None
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
-        """GLUE-format prediction files of every eval split."""
+        """GLUE submission files of the splits the run predicts (the eval splits of a task
+        without a training split, such as AX; else ``task.predict_splits``, GLUE's unlabelled
+        test sets), each with one row per example of its split and no gold column."""
         dm.setup("predict")
-        loaders = dm.val_dataloader()
-        outputs = trainer.predict(module, dataloaders=loaders)
-        per_split = outputs if len(loaders) > 1 else [outputs]
-        label_names = cfg["task"]["label_names"]
-        return {
-            split: str(write_predictions(run_dir, split, torch.cat(batches), label_names)
-                       .relative_to(run_dir))
-            for split, batches in zip(dm.eval_split_names, per_split, strict=True)
-        }
+        splits = dm.predicted_splits()
+        outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
+        per_split = outputs if len(splits) > 1 else [outputs]
+        vocabulary = submission_vocabulary(cfg["task"])
+        files = {}
+        for (split, examples, _), batches in zip(splits, per_split, strict=True):
+            predicted = torch.cat(batches).tolist()
+            check_predicted_rows(cfg["task"], split, len(predicted), len(examples))
+            path = write_predictions(run_dir, split, range(len(predicted)), predicted, vocabulary)
+            files[split] = str(path.relative_to(run_dir))
+        return files
+
+    def evaluation_outputs(self, module: LitClassifier, run_dir: Path, cfg) -> dict[str, str]:
+        """The last evaluation's predictions of every labelled eval split, with gold labels."""
+        vocabulary = submission_vocabulary(cfg["task"])
+        files = {}
+        for split, rows in module.outputs.items():
+            indices = [index for index, _ in rows]
+            predicted, gold = zip(*(pair for _, pair in rows), strict=True) if rows else ((), ())
+            path = write_predictions(run_dir, split, indices, predicted, vocabulary, gold)
+            files[split] = str(path.relative_to(run_dir))
+        return files
 
     def baseline(self, task):
         """The majority class of the training labels predicted for every eval example; for
-        regression the mean score, a constant, whose Pearson and Spearman correlations are 0."""
+        regression the mean score, a constant, whose Pearson and Spearman correlations are 0 (as
+        ``Correlation`` reports a constant's); CoLA's Matthews reads 0, scikit-learn's value."""
         if not task["splits"].get("train"):
             return None
         if task["num_labels"] == 1:

@@ -59,7 +59,7 @@ class TaggerEntities:
         self.tagger = LitTagger(encoder, labels, (), 0.0, {}).eval()
         load_head(nn.ModuleDict({"classifier": self.tagger.classifier}), directory,
                   TAGGER_HEAD_NAMES)
-        self.encoder = tokenizer.truncating(max_length)
+        self.encoder = tokenizer.words_encoder(max_length)
         self.pad_id = tokenizer.special.pad
         self.batch_size = batch_size
 

@@ -75,13 +75,28 @@ def pretraining_datamodule(task: Mapping, tokenizer: TextTokenizer,
     if packing.enabled and not pack:
         log.info("%s: examples not packed (task.packing applies to objectives with "
                  "packable examples)", type(objective).__name__)
-    make_examples = (objective.make_examples(task["max_length"], tokenizer, packing) if pack
-                     else objective.make_examples(task["max_length"], tokenizer))
+    def builder(length: int):
+        return (objective.make_examples(length, tokenizer, packing) if pack
+                else objective.make_examples(length, tokenizer))
+
+    phases = [(share, length, builder(length)) for share, length in length_schedule(task)]
     return pretrain.PretrainDataModule(
-        task, tokenizer, make_examples, objective.collator(tokenizer, seed),
+        task, tokenizer, builder(task["max_length"]), objective.collator(tokenizer, seed),
         copies=objective.copies, seeded=objective.seeded, pack=pack, seed=seed,
-        text=objective.reads_text,
+        text=objective.reads_text, phases=phases or None,
     )
+
+
+def length_schedule(task: Mapping) -> list[tuple[float, int]]:
+    """``task.length_schedule`` checked: (share of the steps, tokens) pairs whose shares sum to
+    1 (BERT, Devlin et al. 2019, A.2: [[0.9, 128], [0.1, 512]]); [] without one."""
+    schedule = task.get("length_schedule") or []
+    pairs = [tuple(phase) for phase in schedule]
+    valid = all(len(p) == 2 and 0 < p[0] <= 1 and int(p[1]) == p[1] > 0 for p in pairs)
+    if not valid or (pairs and abs(sum(p[0] for p in pairs) - 1) > 1e-6):
+        raise PlmbenchError(f"task {task['name']}: length_schedule {schedule} must be [share, "
+                            "tokens] pairs whose shares sum to 1, e.g. [[0.9, 128], [0.1, 512]]")
+    return [(float(share), int(length)) for share, length in pairs]
 
 
 def build_objective(config: Mapping, net, tokenizer: TextTokenizer) -> PretrainingObjective:
@@ -104,6 +119,7 @@ class Pretraining(TaskFamily):
     """A pretraining objective on a document corpus; the pretrained net is exported."""
 
     with_heads = True
+    pretrains = True
     kinds = KINDS
 
     def vocabulary_corpus(self, task):
@@ -111,7 +127,8 @@ class Pretraining(TaskFamily):
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
-        check_max_length(task, net)
+        longest = max([task["max_length"], *(length for _, length in length_schedule(task))])
+        check_max_length({**task, "max_length": longest}, net)
         objective = build_objective(cfg["objective"], net, tokenizer)
         dm = pretraining_datamodule(task, tokenizer, objective, cfg["seed"])
         return LitPretrain(net, objective, cfg["optim"], dm.eval_split_names), dm

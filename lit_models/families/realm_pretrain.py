@@ -251,6 +251,7 @@ class RealmPretraining(TaskFamily):
     with ``objective=ssm``)."""
 
     with_heads = True
+    pretrains = True
 
     def vocabulary_corpus(self, task):
         corpus = build_corpus_of(task)

@@ -52,7 +52,8 @@ class Generated(NamedTuple):
 
 class LitSeq2Seq(PlmModule):
     """``scorer(split)`` makes the metrics of an eval split (``lit_models.metrics.Metrics``):
-    ``update(references, texts=generations)``, ``compute()`` -> {name: value}."""
+    ``update(references, texts=generations)``, ``compute()`` -> {name: value},
+    ``signatures()`` -> {name: how it was computed} (recorded with the values)."""
 
     def __init__(self, net: nn.Module, tokenizer: TextTokenizer, generation: GenerationConfig,
                  eval_splits: Sequence[str], texts: Mapping[str, Mapping[str, list[str]]],
@@ -128,7 +129,7 @@ class LitSeq2Seq(PlmModule):
             length.update(lengths)
             values = score.compute()
             values |= {"loss": float(loss.compute()), "generated_tokens": float(length.compute())}
-            self.record_metrics(split, values)
+            self.record_metrics(split, values, score.signatures())
             for metric in (score, loss, length):
                 metric.reset()
 
@@ -141,25 +142,30 @@ class LitSeq2Seq(PlmModule):
 
 
 class Seq2Seq(TaskFamily):
-    """Summarization: source -> summary, evaluated by generation and the task's metrics (ROUGE)."""
+    """Summarization: source -> summary, evaluated by generation and the task's metrics (ROUGE).
+    Another task of text pairs (translation) names its DataModule and vocabulary text."""
 
     with_heads = True  # the language-modelling head generates
     kinds = ("encoder-decoder", "decoder")
+
+    #: the text pairs' DataModule, and the text a scratch vocabulary is trained on
+    data = summarization.SummarizationDataModule
+    corpus = staticmethod(summarization.vocabulary_corpus)
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split; give it one "
                                 "(splits.train)")
-        return summarization.vocabulary_corpus(task)
+        return self.corpus(task)
 
     def build(self, cfg, net, tokenizer):
         task = cfg["task"]
         generation = GenerationConfig(**task["generation"])
         check_lengths(task, net, generation)
-        dm = summarization.SummarizationDataModule(
-            task, tokenizer, decoder_start(net), cfg["seed"])
+        dm = self.data(task, tokenizer, decoder_start(net), cfg["seed"])
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
-                            cfg["optim"], lambda split: build_metrics(task["metrics"], "texts"))
+                            cfg["optim"], lambda split: build_metrics(
+                                task["metrics"], "texts", bleu=task.get("bleu")))
         return module, dm
 
     def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:

@@ -9,7 +9,8 @@ come from ``seqeval``, the conlleval reimplementation, micro-averaged over entit
 evaluation writes ``<run dir>/predictions/<split>.jsonl``: one sentence per line, its tokens,
 gold and predicted tags. ``save_model=true`` exports the tagger as the architecture's
 ``*ForTokenClassification`` (the tags in config.json's ``id2label``), and ``init_from`` of such a
-checkpoint with the same tags keeps its head (``lit_models/families/entity_tagger.py`` finds
+checkpoint with the same tags keeps its head, its rows in the task's order
+(``lit_models/families/entity_tagger.py`` finds
 REALM's salient entities with it).
 """
 
@@ -25,6 +26,7 @@ from datamodules.predictions import write_jsonl
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
+from lit_models.core.labels import label_order, normalized, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics import build_metrics
 from lit_models.metrics.tagging import bio_decode
@@ -111,9 +113,12 @@ class Tagging(TaskFamily):
                            task["classifier_dropout"], cfg["optim"], task["metrics"])
         if cfg["init_from"] != "scratch":  # a tagger of the same tags keeps its head
             directory = checkpoint_dir(cfg["init_from"])
-            if task_labels(directory, "tagger") == module.label_names:
+            theirs = task_labels(directory, "tagger") or []
+            if sorted(map(normalized, theirs)) == sorted(map(normalized, module.label_names)):
                 load_head(nn.ModuleDict({"classifier": module.classifier}), directory,
-                          TAGGER_HEAD_NAMES)
+                          TAGGER_HEAD_NAMES)  # its rows in our order of the tags
+                reorder_rows(module.classifier, label_order(theirs, module.label_names,
+                                                            f"init_from={cfg['init_from']}"))
         return module, dm
 
     def export(self, module, tokenizer, run_dir, cfg):

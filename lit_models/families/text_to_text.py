@@ -12,7 +12,8 @@ metrics are the GLUE ones (``lit_models/metrics/classification.py``), so runs re
 board beside
 the encoders. ``TextToText`` is the task family (named for encoder-decoders by the GLUE YAMLs'
 ``ByKind``): the text-pairs DataModule, ``LitSeq2Seq`` with this scorer, JSONL generations, GLUE
-TSV predictions for unlabelled tasks (AX), and the majority-class baseline. ``Mixture`` trains
+TSV predictions of every evaluated split with gold labels and of unlabelled tasks (AX), and
+the majority-class baseline. ``Mixture`` trains
 on several such tasks at once (§3.5.2, ``datamodules/mixture.py``).
 """
 
@@ -30,8 +31,9 @@ from datamodules import glue_text
 from datamodules.base import task_config
 from datamodules.errors import PlmbenchError
 from datamodules.mixture import MixtureDataModule
-from datamodules.predictions import write_predictions
+from datamodules.predictions import submission_vocabulary, write_predictions
 from datamodules.tokenization import TextTokenizer
+from lit_models.core.family import check_predicted_rows
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
@@ -83,10 +85,25 @@ class LabelScorer(Metric):
     def compute(self) -> dict[str, float]:
         return {**self.metrics.compute(), "invalid": float(self.invalid.compute())}
 
+    def signatures(self) -> dict[str, str]:
+        return self.metrics.signatures()
+
     def reset(self) -> None:
         super().reset()
         self.metrics.reset()
         self.invalid.reset()
+
+
+def submission_label(task: Mapping, text: str) -> int | float | str:
+    """A generated (or reference) label text as a predictions file's value: the class id of a
+    label name, STS-B's score as a float; a text that is neither stays as it was written."""
+    if task["num_labels"] == 1:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    names = list(task["label_names"])
+    return names.index(text) if text in names else text
 
 
 def label_scorer(task: Mapping) -> LabelScorer:
@@ -126,17 +143,38 @@ class TextToText(Seq2Seq):
 
     def predict(self, trainer: L.Trainer, module: LitSeq2Seq, dm, run_dir: Path, cfg
                 ) -> dict[str, str]:
-        """GLUE-format predictions (label names) of every eval split; a generated text outside
-        the label set is written as it is."""
+        """GLUE-format predictions (label names) of the splits the run predicts (as
+        ``Classification.predict``); a generated text outside the label set is written as it
+        is."""
         dm.setup("predict")
-        loaders = dm.val_dataloader()
-        outputs = trainer.predict(module, dataloaders=loaders)
-        per_split = outputs if len(loaders) > 1 else [outputs]
+        splits = dm.predicted_splits()
+        outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
+        per_split = outputs if len(splits) > 1 else [outputs]
         files = {}
-        for split, batches in zip(dm.eval_split_names, per_split, strict=True):
-            texts = [text for _, text in sorted(pair for batch in batches for pair in batch)]
-            files[split] = str(write_predictions(run_dir, split, texts, cfg["task"]["label_names"])
-                               .relative_to(run_dir))
+        for (split, examples, _), batches in zip(splits, per_split, strict=True):
+            rows = sorted(pair for batch in batches for pair in batch)
+            check_predicted_rows(cfg["task"], split, len(rows), len(examples))
+            predicted = [submission_label(cfg["task"], text) for _, text in rows]
+            path = write_predictions(run_dir, split, [i for i, _ in rows], predicted,
+                                     submission_vocabulary(cfg["task"]))
+            files[split] = str(path.relative_to(run_dir))
+        return files
+
+    def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:
+        """The last evaluation's predictions of every eval split in the GLUE schema, with gold
+        labels (``datamodules/predictions.py``), as the encoders' runs write them."""
+        task, files = cfg["task"], {}
+        for split in module.eval_splits:
+            rows = module.generations.get(split)
+            if not rows:
+                continue
+            references = module.texts[split]["reference"]
+            path = write_predictions(
+                run_dir, split, [i for i, _ in rows],
+                [submission_label(task, out.text) for _, out in rows],
+                submission_vocabulary(task),
+                [submission_label(task, references[i]) for i, _ in rows])
+            files[split] = str(path.relative_to(run_dir))
         return files
 
     def baseline(self, task):
@@ -187,6 +225,10 @@ class Mixture(TextToText):
         module = LitSeq2Seq(net, tokenizer, generation, dm.eval_split_names, dm.texts,
                             cfg["optim"], lambda split: label_scorer(members[split.split(":")[0]]))
         return module, dm
+
+    def evaluation_outputs(self, module: LitSeq2Seq, run_dir: Path, cfg) -> dict[str, str]:
+        """Each member's generations as JSONL (a mixture's eval splits are "<member>:<split>")."""
+        return Seq2Seq.evaluation_outputs(self, module, run_dir, cfg)
 
     def baseline(self, task):
         return None

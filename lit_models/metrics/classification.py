@@ -6,9 +6,11 @@ model's class probabilities) and ``scores`` (regression).
 ``macro_f1`` (the unweighted mean of the per-class F1s) and ``micro_f1`` (F1 of the pooled
 per-class counts: accuracy, for single-label classes), as SciBERT (Beltagy et al. 2019, §4) and
 don't-stop-pretraining (Gururangan et al. 2020, Table 5) report ChemProt (micro) and ACL-ARC,
-SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975), ``auroc`` (the area
-under the ROC curve of the positive class's probability, binary tasks: spoiler detection, Wan et
-al. 2019 §5), ``pearson`` and ``spearman`` (STS-B).
+SciCite and SciERC relations (macro); ``matthews`` (CoLA; Matthews 1975, ``matthews.py``),
+``auroc`` (the area under the ROC curve of the positive class's probability, binary tasks:
+spoiler detection, Wan et al. 2019 §5), ``pearson`` and ``spearman`` (STS-B; ``correlation.py``).
+Each equals scikit-learn's / scipy's value, degenerate inputs included (a constant predictor,
+one class present; ``tests/lit_models/metrics/test_degenerate.py``).
 
 A classifier feeds its metrics ``label_predictions`` of its class probabilities
 (``class_probabilities``: p(positive) [N] for two labels, [N, C] beyond): ``auroc`` ranks by the
@@ -21,10 +23,12 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
-from torchmetrics import Metric, classification, regression
+from torchmetrics import Metric, classification
 from torchmetrics.utilities import dim_zero_cat
 
 from datamodules.errors import PlmbenchError
+from lit_models.metrics.correlation import Correlation
+from lit_models.metrics.matthews import MatthewsCorrCoef
 from lit_models.metrics.registry import Metrics, build_metrics, register_metric
 
 
@@ -54,8 +58,7 @@ def micro_f1(num_labels: int, **_) -> Metric:
 
 @register_metric("matthews", inputs="labels")
 def matthews(num_labels: int, **_) -> Metric:
-    task = "binary" if num_labels == 2 else "multiclass"
-    return classification.MatthewsCorrCoef(task=task, num_classes=num_labels)
+    return MatthewsCorrCoef(num_classes=num_labels)  # scikit-learn's, 0 when undefined
 
 
 class ScoreAUROC(classification.BinaryAUROC):
@@ -82,12 +85,12 @@ def auroc(num_labels: int, **_) -> Metric:
 
 @register_metric("pearson", inputs="scores")
 def pearson(**_) -> Metric:
-    return regression.PearsonCorrCoef()
+    return Correlation("pearson")  # scipy's, in float64; 0 for a constant vector
 
 
 @register_metric("spearman", inputs="scores")
 def spearman(**_) -> Metric:
-    return regression.SpearmanCorrCoef()
+    return Correlation("spearman")
 
 
 def label_metrics(names: Sequence[str], num_labels: int) -> Metrics:

@@ -21,6 +21,10 @@ exact match and F1, seqeval's precision/recall/F1, ROUGE-1/2/L/Lsum): it lists a
 a task names any of them to select it, and every value it computes is recorded. A function gets
 the family's context as keywords (``num_labels``, ``match`` ...) and ignores the rest (``**_``).
 
+A metric whose value depends on settings a reader must know to recompute it (sacreBLEU's
+tokenizer, smoothing and version) is a ``Signed`` metric: ``Metrics.signatures()`` gives its
+signature, which the run records beside the value.
+
 Predictions of tensor kinds (``labels``, ``scores``) are reduced over DDP processes by
 torchmetrics (a whole-split metric's are gathered with ``cat``); predictions of the other kinds are
 Python objects, which the family gathers (``PlmModule.gather_indexed``) before it updates: those
@@ -72,6 +76,13 @@ class Registration:
 
 #: (inputs, name) -> its registration
 METRICS: dict[tuple[str, str], Registration] = {}
+
+
+class Signed(Metric):
+    """A metric that says how it computed its values (a signature per value name)."""
+
+    def signatures(self) -> dict[str, str]:
+        raise NotImplementedError
 
 
 class WholeSplit(Metric):
@@ -149,6 +160,11 @@ class Metrics(nn.Module):
                 out = {registration.names[0]: out}
             values |= {name: float(value) for name, value in out.items()}
         return values
+
+    def signatures(self) -> dict[str, str]:
+        """How each ``Signed`` metric computed its values (after ``compute``)."""
+        return {name: signature for metric in self.parts if isinstance(metric, Signed)
+                for name, signature in metric.signatures().items()}
 
     def reset(self) -> None:
         for metric in self.parts:

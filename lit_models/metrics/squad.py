@@ -7,9 +7,14 @@ tokens; a question scores the maximum over its references, the dataset the mean 
 Rajpurkar et al. 2018, §5 (v2.0, ``evaluate-v2.0.py``): an unanswerable question's only
 reference is the empty answer (so predicting "" scores 1, anything else 0), references that
 normalise to nothing are dropped; HasAns/NoAns are the means over answerable / unanswerable
-questions; a system abstains when its null odds (null score - best non-null score, BERT's
-§4.3 s_null vs. s_hat) exceed a threshold, chosen on the dev set to maximise F1 as the script's
-``find_best_thresh`` does.
+questions (absent, as in the script, when there are none; v2.0 scores a prediction and a reference
+that both normalise to nothing F1 1, v1.1 scores it 0); a system abstains when its null odds
+(null score - best non-null score, BERT's §4.3 s_null vs. s_hat) exceed a threshold, chosen on
+the dev set to maximise F1 as the script's ``find_best_thresh`` does. Questions of equal null
+odds abstain together under any threshold, so only cuts between distinct odds are candidates
+(the script also counts cuts inside a run of equal odds, a best F1 no threshold reproduces); the
+written predictions then score, under ``evaluate-v2.0.py``, exactly what the record says.
+No questions: an error, as the scripts divide by their count.
 
 The per-question scores are torchmetrics' SQuAD metric on each question; the answer
 normalisation is the scripts' (only used here to drop empty references, as v2.0 does). Registered
@@ -54,7 +59,10 @@ def question_scores(predictions: Sequence[str], references: Sequence[Sequence[st
 
 
 def _percent(scores: np.ndarray) -> float:
-    return float(100 * scores.mean()) if len(scores) else 0.0
+    if len(scores) == 0:
+        raise PlmbenchError("SQuAD scores of no questions: the eval split is empty; check the "
+                            "task's eval splits and max_eval_samples")
+    return float(100 * scores.mean())
 
 
 @register_metric("f1", inputs="answers", whole_split=True)
@@ -65,7 +73,11 @@ def f1(predictions: Sequence[str], references: Sequence[Sequence[str]], match: s
     if match != "string":
         raise PlmbenchError(f"metric f1 compares answer tokens, and {match} answers have none "
                             "(CuratedTREC's patterns): drop f1 from task.metrics")
-    return _percent(question_scores(predictions, references)[1])
+    f1 = question_scores(predictions, references)[1]
+    # v1.1's F1 is 0 without a common token, also when the prediction normalises to nothing
+    # (v2.0, whose rule torchmetrics follows, scores an empty pair 1)
+    f1[[not normalize_answer(p) for p in predictions]] = 0.0
+    return _percent(f1)
 
 
 def best_null_threshold(f1: np.ndarray, has_answer: np.ndarray, null_odds: np.ndarray,
@@ -77,7 +89,11 @@ def best_null_threshold(f1: np.ndarray, has_answer: np.ndarray, null_odds: np.nd
     order = np.argsort(null_odds, kind="stable")
     gain = np.where(has_answer, f1, np.where(abstains, 0.0, -1.0))[order]
     totals = np.concatenate([[0.0], np.cumsum(gain)])  # answered: none, first 1, first 2, ...
-    best = int(np.argmax(totals))  # the first maximum, as the script keeps strict improvements
+    odds = np.asarray(null_odds)[order]
+    cuts = np.ones(len(totals), dtype=bool)  # a threshold answers all of equal odds or none
+    cuts[1:-1] = odds[1:] != odds[:-1]
+    # the first maximum, as the script keeps strict improvements
+    best = int(np.argmax(np.where(cuts, totals, -np.inf)))
     if best == 0:  # nothing answered: a threshold below every odds
         return float(null_odds[order[0]] - 1.0) if len(order) else 0.0
     return float(null_odds[order[best - 1]])
@@ -95,17 +111,21 @@ def squad_v2(predictions: Sequence[tuple[str, float]], references: Sequence[Sequ
     non-null score), ``references`` the answers as the data lists them (empty: unanswerable).
     """
     texts = [text for text, _ in predictions]
+    _percent(np.ones(len(texts)))  # no questions: refused
     null_odds = np.array([odds for _, odds in predictions], dtype=float)
-    references = [v2_references(a) for a in references]
-    has_answer = np.array([refs != [""] for refs in references], dtype=bool)
+    answers, references = references, [v2_references(a) for a in references]
+    # answerable: the data lists answers, even ones that normalise to nothing (as the script's
+    # qid_to_has_ans reads them)
+    has_answer = np.array([len(a) > 0 for a in answers], dtype=bool)
     _, f1 = question_scores(texts, references)
     abstains = np.array([not text for text in texts], dtype=bool)
     threshold = best_null_threshold(f1, has_answer, null_odds, abstains)
     em, f1 = question_scores(abstain(texts, null_odds, threshold), references)
     metrics = {"exact_match": _percent(em), "f1": _percent(f1)}
     for name, part in (("HasAns", has_answer), ("NoAns", ~has_answer)):
-        metrics |= {f"{name}_exact_match": _percent(em[part]), f"{name}_f1": _percent(f1[part]),
-                    f"{name}_total": float(part.sum())}
+        metrics[f"{name}_total"] = float(part.sum())
+        if part.any():
+            metrics |= {f"{name}_exact_match": _percent(em[part]), f"{name}_f1": _percent(f1[part])}
     metrics["null_threshold"] = threshold
     return metrics
 

@@ -68,6 +68,13 @@ class PretrainingObjective:
         return None
 
 
+def special_ids(tokenizer: TextTokenizer) -> set[int]:
+    """Ids no corruption may draw as a random token: the special tokens by role and every token
+    the tokenizer added as special (T5's sentinels, ...)."""
+    added = tokenizer.backend.get_added_tokens_decoder().items()
+    return tokenizer.special.ids | {i for i, token in added if token.special}
+
+
 def perplexity(loss: float) -> float:
     """exp(mean negative log-likelihood per predicted token), inf where that overflows."""
     return math.exp(loss) if loss < 700 else math.inf

@@ -32,6 +32,7 @@ from lit_models.objectives.base import (
     PretrainingObjective,
     perplexity,
 )
+from lit_models.objectives.flops import EncoderShape, encoder_decoder_training_flops
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,14 @@ class DenoisingCollator(ExampleRandomness):
         return pad_collate(rows, self.pad)
 
 
+def require_encoder_decoder(net: nn.Module, why: str) -> None:
+    """Refuse, in one line saying ``why``, a net without an encoder-decoder's language-modelling
+    head."""
+    if not (hasattr(net, "encode") and hasattr(net, "logits")):
+        raise PlmbenchError(f"{type(net).__name__} is no encoder-decoder with a language-"
+                            f"modelling head; {why}")
+
+
 def reconstruction_loss(net: nn.Module, batch: Mapping[str, Tensor]) -> Tensor:
     """Mean negative log-likelihood of the labels under the decoder, logits only where a label
     is (Design contract 2)."""
@@ -145,11 +154,11 @@ class Denoising(PretrainingObjective):
     def __init__(self, name: str = "denoising", **noise) -> None:
         self.name = name
         self.noise = NoiseConfig(**noise)
+        self.decoder_layers = 0  # the net's, once ``check`` has seen it
 
     def check(self, net: nn.Module, tokenizer: TextTokenizer) -> None:
-        if not (hasattr(net, "encode") and hasattr(net, "logits")):
-            raise PlmbenchError(f"{type(net).__name__} is no encoder-decoder with a language-"
-                                "modelling head; denoising pretrains BART-style models")
+        require_encoder_decoder(net, "denoising pretrains BART-style models")
+        self.decoder_layers = net.config.decoder_layers
         special = tokenizer.special
         if None in (special.cls, special.sep, special.mask):
             raise PlmbenchError("denoising needs the tokenizer's bos, eos and mask tokens; name "
@@ -171,3 +180,7 @@ class Denoising(PretrainingObjective):
 
     def summarize(self, means: Mapping[str, float]) -> dict[str, float]:
         return {**means, "perplexity": perplexity(means["denoising_loss"])}
+
+    def flops(self, shape: EncoderShape, batch: Mapping[str, Tensor]) -> Tensor:
+        """Encoder over the corrupted block, decoder and output layer over the original."""
+        return encoder_decoder_training_flops(shape, self.decoder_layers, batch)

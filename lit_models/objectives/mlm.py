@@ -35,7 +35,7 @@ from datamodules.collate import (
 from datamodules.errors import PlmbenchError
 from datamodules.packing import PackingConfig, collate_packed
 from datamodules.tokenization import TextTokenizer
-from lit_models.objectives.base import PretrainingObjective, perplexity
+from lit_models.objectives.base import PretrainingObjective, perplexity, special_ids
 from lit_models.objectives.flops import EncoderShape, mlm_training_flops
 from lit_models.objectives.ngram import ngram_starts
 from lit_models.objectives.nsp import LABEL_KEYS, make_segment_pairs, next_sentence_loss
@@ -162,11 +162,9 @@ class MLMCollator:
                 "masked LM needs a mask token, and this tokenizer's config names none "
                 "(mask_token in tokenizer_config.json); use a checkpoint with one"
             )
-        added = tokenizer.backend.get_added_tokens_decoder().items()
-        ids = special.ids | {i for i, token in added if token.special}
         vocab_size = tokenizer.vocab_size
         self.special = torch.zeros(vocab_size, dtype=torch.bool)
-        self.special[sorted(ids)] = True
+        self.special[sorted(special_ids(tokenizer))] = True
         self.pad_id, self.mask_id, self.vocab_size = special.pad, special.mask, vocab_size
         self.cfg = cfg
         # a token begins a word if its vocabulary entry does, or if it follows a special token

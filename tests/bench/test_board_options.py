@@ -10,6 +10,7 @@ import random
 import statistics
 
 import pytest
+from scipy import stats as scipy_stats
 
 from bench.cli import main
 from bench.records import write_record
@@ -103,10 +104,20 @@ def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
                     protocol="s" * 16)
     write_all(tmp_path / "a", records)
     write_all(tmp_path / "b", [*shifted, only_b])
-    text = leaderboard(capsys, "--compare", tmp_path / "a", tmp_path / "b")
-    rows = rows_of(text)
+    text = leaderboard(capsys, "--compare", tmp_path / "a", tmp_path / "b",
+                       "--aso-iterations", "50")
+    cells, tests = text.split("\n### ", 1)
+    rows = rows_of(cells)
     before = 100 * statistics.mean(values["bert-tiny"]["RTE (acc)"])
-    assert rows["bert-tiny"]["RTE (acc)"] == f"{before:.1f} → {before + 1:.1f} (+1.0)"
+    # +1 point on every seed, marked "~" as Welch's test over the three seeds (scipy) cannot
+    # tell it from noise at 5%
+    seeds = values["bert-tiny"]["RTE (acc)"]
+    p = scipy_stats.ttest_ind([v + 0.01 for v in seeds], seeds, equal_var=False).pvalue
+    mark = " ~" if p >= 0.05 else ""
+    assert rows["bert-tiny"]["RTE (acc)"] == f"{before:.1f} → {before + 1:.1f} (+1.0){mark}"
+    # the rows both sides have are tested per task and on the score (Welch: no predictions)
+    assert tests.startswith("bert-tiny: B = ") and "electra-small: B = " not in tests  # A only
+    assert "| **aggregate** |" in tests and "| Welch |" in tests
     assert rows["electra-small"]["RTE (acc)"].startswith("only A: ")
     assert rows["roberta-tiny"]["RTE (acc)"] == "only B: 50.0"
     assert rows["roberta-tiny"]["MRPC (F1)"] == "–"

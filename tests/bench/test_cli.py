@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from scipy import stats as scipy_stats
 
 from bench.board_config import known_boards
 from bench.records import config_hash
@@ -63,8 +64,9 @@ def markdown_rows(text: str) -> dict[str, dict[str, str]]:
     lines = [line for line in text.splitlines() if line.startswith("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     rows = {}
-    for line in lines[2:]:
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
+    for line in lines[2:]:  # without the marks of a column's best and tied rows
+        cells = [cell.strip().removesuffix(" ★").removesuffix(" ≈")
+                 for cell in line.strip("|").split("|")]
         rows[cells[0]] = dict(zip(header, cells, strict=True))
     return rows
 
@@ -75,9 +77,13 @@ def csv_rows(path: Path) -> dict[str, dict[str, str]]:
 
 
 def cell_text(values: list[float]) -> str:
-    """A leaderboard cell, rendered from the seed values independently of bench.leaderboard."""
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{100 * statistics.mean(values):.1f} ± {100 * std:.1f} (n={len(values)})"
+    """A leaderboard cell, rendered from the seed values independently of bench.leaderboard:
+    the mean ± the half-width of its 95% t-interval (scipy), no interval for one seed."""
+    mean, n = 100 * statistics.mean(values), len(values)
+    if n == 1:
+        return f"{mean:.1f} (n=1)"
+    half = scipy_stats.t.ppf(0.975, n - 1) * 100 * statistics.stdev(values) / math.sqrt(n)
+    return f"{mean:.1f} ± {half:.1f} (n={n})"
 
 
 def bert_classifier_parameters(config: dict, num_labels: int) -> int:
@@ -222,9 +228,11 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     assert list(row) == ["Model", "GLUE score", "RTE (acc)", "parameters", "pretraining tokens",
                          "pretraining FLOPs"]
     size = read(run_path(results, "glue/rte", *TINY))["encoder_parameters"]
-    assert row["parameters"] == f"{size:#.3g} ± {0:#.3g} (n=1)"
-    assert row["pretraining tokens"] == f"{0:#.3g} ± {0:#.3g} (n=1)"
-    assert row["RTE (acc)"] == f"{100 * accuracy:.1f} ± 0.0 (n=1)"
+    # a model's size and pretraining cost do not vary with the seed: the value alone
+    assert row["parameters"] == f"{size:#.3g}"
+    assert row["pretraining tokens"] == f"{0:#.3g}"
+    # one seed: no interval
+    assert row["RTE (acc)"] == f"{100 * accuracy:.1f} (n=1)"
     assert row["GLUE score"] == f"{100 * accuracy:.1f} (1/9 tasks)"
 
     out = tmp_path / "board" / "glue.csv"
@@ -372,7 +380,7 @@ def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
     board = plmbench("leaderboard", str(results), "--board", "pretrain")
     assert board.rc == 0, board.err
     row = markdown_rows(board.out)["bert-tiny"]
-    assert row["MLM loss"] == f"{validation['mlm_loss']:.3f} ± 0.000 (n=1)"
+    assert row["MLM loss"] == f"{validation['mlm_loss']:.3f} (n=1)"
     assert row["tokens"].startswith(f"{record['throughput']['train_tokens']:#.3g}")
 
 

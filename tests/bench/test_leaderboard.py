@@ -13,6 +13,7 @@ import random
 import statistics
 
 import pytest
+from scipy import stats as scipy_stats
 
 from bench.board_config import BOARD_DIR, Board, get_board, known_boards
 from bench.board_text import render_csv, render_markdown
@@ -95,17 +96,29 @@ def expected_score(columns: dict[str, list[float]], tasks=TASKS) -> float:
     return 100 * statistics.mean(task_scores)
 
 
+def half_width(seed_values: list[float]) -> float:
+    """The 95% t-interval's half-width of the mean, by hand: t(0.975, n-1) s / sqrt(n)."""
+    n = len(seed_values)
+    return scipy_stats.t.ppf(0.975, n - 1) * statistics.stdev(seed_values) / math.sqrt(n)
+
+
 def cell_text(seed_values: list[float], scale=100, spec=".1f") -> str:
-    mean, std = statistics.mean(seed_values), statistics.stdev(seed_values)
-    return (f"{format(scale * mean, spec)} ± {format(scale * std, spec)} "
+    mean = statistics.mean(seed_values)
+    return (f"{format(scale * mean, spec)} ± {format(scale * half_width(seed_values), spec)} "
             f"(n={len(seed_values)})")
 
 
+def unmarked(text: str) -> str:
+    """A cell's text without its best / not-significantly-different mark."""
+    return text.removesuffix(" ★").removesuffix(" ≈")
+
+
 def markdown_table(text: str) -> list[list[str]]:
-    """The Markdown table's lines as cells, header first, the rule line dropped."""
+    """The Markdown table's lines as cells, header first, the rule line dropped, the marks of
+    best and tied cells dropped (test_board_statistics.py checks them)."""
     lines = [line for line in text.splitlines() if line.startswith("|")]
-    return [[c.strip() for c in line.strip("|").split("|")] for i, line in enumerate(lines)
-            if i != 1]
+    return [[unmarked(c.strip()) for c in line.strip("|").split("|")]
+            for i, line in enumerate(lines) if i != 1]
 
 
 # ------------------------------------------------------------------ the GLUE board
@@ -142,10 +155,13 @@ def test_markdown_shows_present_columns_in_board_order_aligned():
     assert set(lines[3]) <= set("|-:")
     for cells, model in zip(body, ["electra-small", "bert-tiny"], strict=True):
         assert cells[0] == model
-        assert cells[1] == f"{expected_score(values[model]):.1f} (3/9 tasks)"
-        assert cells[2:] == [cell_text(values[model][column]) for column in header[2:]]
+        score = unmarked(cells[1])
+        assert score.startswith(f"{expected_score(values[model]):.1f} ± ")
+        assert score.endswith(" (3/9 tasks)")
+        assert [unmarked(c) for c in cells[2:]] == [cell_text(values[model][column])
+                                                    for column in header[2:]]
     footnote = lines[-1]
-    assert "mean ± std over seeds (n)" in footnote and "×100" in footnote
+    assert "± the half-width of its 95% t-interval" in footnote and "×100" in footnote
     assert "GLUE score" in footnote and "Wang et al. 2019" in footnote  # from conf/board/glue.yaml
 
 
@@ -173,9 +189,11 @@ def test_a_new_task_with_columns_reaches_the_board_and_its_score():
     header, *body = markdown_table(render_markdown(table))
     for cells in body:
         model = cells[0]
-        assert cells[header.index("BoolQ (acc)")] == cell_text(values[model]["BoolQ (acc)"])
+        assert unmarked(cells[header.index("BoolQ (acc)")]) == cell_text(
+            values[model]["BoolQ (acc)"])
         # ten tasks seen: GLUE's nine and the new one
-        assert cells[1] == f"{expected_score(values[model], tasks):.1f} (4/10 tasks)"
+        assert unmarked(cells[1]).startswith(f"{expected_score(values[model], tasks):.1f} ± ")
+        assert unmarked(cells[1]).endswith(" (4/10 tasks)")
     row = next(row for row in table.rows if row.label == "bert-tiny")
     assert row.score == pytest.approx(expected_score(values["bert-tiny"], tasks))
 
@@ -278,10 +296,12 @@ def test_csv_parses_and_matches_the_markdown_numbers():
     _, *markdown = markdown_table(render_markdown(table))
     assert [row["model"] for row in rows] == ["electra-small", "bert-tiny"]
     for row, shown, table_row in zip(rows, markdown, table.rows, strict=True):
-        assert shown[1] == f"{float(row['score']):.1f} ({row['n_tasks']}/9 tasks)"
+        score, low = float(row["score"]), float(row["score_ci_low"])
+        assert unmarked(shown[1]) == f"{score:.1f} ± {score - low:.1f} ({row['n_tasks']}/9 tasks)"
+        assert float(row["score_ci_high"]) - score == pytest.approx(score - low)
         for column, text in zip(table.labels, shown[2:], strict=True):
-            mean, std, n = (row[f"{column} {stat}"] for stat in ("mean", "std", "n"))
-            assert text == f"{float(mean):.1f} ± {float(std):.1f} (n={n})"
+            mean, low, n = (row[f"{column} {stat}"] for stat in ("mean", "ci_low", "n"))
+            assert unmarked(text) == f"{float(mean):.1f} ± {float(mean) - float(low):.1f} (n={n})"
             median = float(row[f"{column} median"])
             assert median == pytest.approx(100 * table_row.cells[column].median)
 
@@ -309,7 +329,8 @@ def test_scaled_and_raw_columns_on_one_board():
     assert header == ["Model", "GLUE score", "RTE (acc)", "RTE loss"]
     assert row[2] == cell_text(accs)  # x100, .1f
     assert row[3] == cell_text(losses, scale=1, spec=".3f")
-    assert row[1] == f"{100 * statistics.mean(accs):.1f} (1/9 tasks)"  # the loss does not score
+    # the loss does not score
+    assert row[1] == f"{100 * statistics.mean(accs):.1f} ± {100 * half_width(accs):.1f} (1/9 tasks)"
     assert "×100: RTE (acc); raw values: RTE loss" in text
 
 
@@ -324,12 +345,13 @@ def pretrain_task(name="pretrain/wikipedia", split="heldout") -> dict:
         col("denoising loss", f"metrics.{split}.denoising_loss", higher_is_better=False,
             format=".3f"),
         col("PLM loss", f"metrics.{split}.plm_loss", higher_is_better=False, format=".3f"),
-        col("tokens", "throughput.train_tokens", score=False, format="#.3g"),
-        col("FLOPs", "throughput.train_flops", score=False, format="#.3g"),
+        col("tokens", "throughput.train_tokens", score=False, format="#.3g", varies=False),
+        col("FLOPs", "throughput.train_flops", score=False, format="#.3g", varies=False),
         col("tokens/s", "throughput.train_tokens_per_s", higher_is_better=True, score=False,
             format=",.0f"),
         col("wall time (s)", "wall_time_s", higher_is_better=False, score=False, format=",.0f"),
-        col("parameters", "parameters", score=False, format="#.3g"),
+        col("parameters", "parameters", score=False, format="#.3g", varies=False),
+        col("recipe", "recipe.text", text="column"),
     ], metrics=[], splits=[split], board="pretrain")
 
 
@@ -357,8 +379,9 @@ def test_pretrain_board_shows_losses_as_they_are_and_has_no_score():
         seed_losses = losses[cells[0]]
         assert cells[1] == cell_text(seed_losses, scale=1, spec=".3f")  # raw, not x100
         assert cells[2] == cell_text([math.exp(x) for x in seed_losses], scale=1, spec=".2f")
-        assert cells[3:] == ["1.23e+06 ± 0.00 (n=2)", "3.20e+15 ± 0.00 (n=2)",
-                             "45,679 ± 0 (n=2)", "3,600 ± 0 (n=2)", "4.39e+06 ± 0.00 (n=2)"]
+        # tokens, FLOPs and parameters do not vary with the seed: the value alone
+        assert cells[3:] == ["1.23e+06", "3.20e+15", "45,679 ± 0 (n=2)", "3,600 ± 0 (n=2)",
+                             "4.39e+06"]
     assert "Lower is better: MLM loss, perplexity, wall time (s)." in text
     assert "raw values" in text and "score" not in text.lower()
     rows = list(csv.DictReader(io.StringIO(render_csv(table))))
@@ -468,7 +491,8 @@ def test_no_matching_records_gives_an_empty_table_and_one_line(tmp_path):
     assert len(table.failures) == len(failed)
     assert sum(line.startswith("- ") for line in listed) == len(failed)
     assert render_markdown(build_table([], "glue"), tmp_path).count("\n") == 1
-    assert render_csv(table) == "model,protocol_hash,score,n_tasks\n"
+    assert render_csv(table) == ("model,protocol_hash,score,score_ci_low,score_ci_high,n_tasks,"
+                                 "marks\n")
     # a glue sweep is nothing for the pretraining board
     message = render_markdown(build_table(records, "pretrain"))
     assert message == "No finished runs of board 'pretrain' in the given records.\n"

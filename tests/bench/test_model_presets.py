@@ -59,6 +59,6 @@ def encoder_parameters(V, H, L, I, P, T, E=None, shared=False) -> int:  # noqa: 
 def test_small_presets_are_bert_smalls_sizes(preset, sizes):
     """The small presets of the papers without one (RoBERTa, ALBERT) take BERT-Small's L=4, H=512
     (Turc et al. 2019): their parameter counts are those sizes' by hand."""
-    from tests.nets.test_albert import preset_parameters
+    from bench.claims import preset_parameters
 
     assert preset_parameters(preset) == encoder_parameters(**sizes)

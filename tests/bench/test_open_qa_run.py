@@ -6,8 +6,10 @@ run and a DPR bi-encoder run; the open_qa board shows each retriever as its own 
 import json
 import re
 
+import numpy as np
 import pytest
 
+from bench.example_outputs import read_outputs
 from lit_models.core.retrievers import build_corpus_of
 from tests.bench.invoke import plmbench, read, run_dir
 
@@ -118,6 +120,9 @@ def test_realm_and_rag_beside_the_baselines_on_the_board(mirror, tmp_path):
         metrics = read(where)["metrics"]["validation"]
         lines = (where / "predictions/validation.jsonl").read_text().splitlines()
         assert len(lines) == 12
+        outputs = read_outputs(read(where), "validation")  # the bootstrap's per-question EM
+        assert outputs.metric("exact_match", np.arange(12)[None, :])[0] == pytest.approx(
+            metrics["exact_match"])
         if reader in ("realm", "rag_token", "rag_sequence"):
             assert metrics["index_refreshes"] == (1 if reader == "realm" else 0)
             for k in (1, 5):

@@ -1,8 +1,9 @@
 """The compute-matched comparison end to end at tiny size (pretrain_compare_tiny.yaml):
 one command pretrains BERT, RoBERTa, ALBERT, ELECTRA, SpanBERT and DeBERTa with one vocabulary
-and one budget, fine-tunes each on RTE, and leaves a row per architecture on the pretrain board and
-on the GLUE board, the latter with each model's parameters and pretraining cost (copied from its
-pretraining record into the fine-tuning record, bench/records.py pretraining_cost)."""
+and one budget, each with its paper's recipe, and BERT's ablations towards RoBERTa's recipe,
+fine-tunes each on RTE, and leaves a row per architecture and ablation on the pretrain board and
+on the GLUE board, the latter with each model's parameters, pretraining cost and recipe (copied
+from its pretraining record into the fine-tuning record, bench/records.py pretraining_cost)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,17 @@ from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")
-ROWS = {f"{arch}-tiny" for arch in ARCHS}
+ABLATIONS = {"bert-tiny/dynamic", "bert-tiny/dynamic-no-nsp"}
+ROWS = {f"{arch}-tiny" for arch in ARCHS} | ABLATIONS
+#: each row's recipe as the boards show it: the presets' papers, the ablations' one change each
+RECIPES = {
+    "bert-tiny": "mlm_nsp: NSP, static x10 tokens, 64 tok (pairs)",
+    "bert-tiny/dynamic": "mlm_nsp: NSP, dynamic tokens, 64 tok (pairs)",
+    "bert-tiny/dynamic-no-nsp": "mlm: dynamic tokens, 64 tok (full-sentences)",
+    "roberta-tiny": "mlm: dynamic tokens, 64 tok (full-sentences)",
+    "albert-tiny": "mlm_sop: SOP, dynamic n-grams <=3, 64 tok (pairs)",
+    "spanbert-tiny": "sbo: dynamic spans Geo(0.2), 64 tok (full-sentences)",
+}
 SLOTS = 4 * 8 * 64  # steps x sequences x tokens: the tiny budget
 
 
@@ -47,12 +58,19 @@ def test_every_architecture_pretrains_on_one_vocabulary_and_budget(study):
         assert throughput["train_tokens"] == pytest.approx(SLOTS, rel=0.05), label
     vocabularies = {r["config"]["model"]["vocab_size"] for r in pretraining.values()}
     assert max(vocabularies) - min(vocabularies) <= 4  # one vocabulary, each arch's own specials
+    for label, recipe in RECIPES.items():
+        assert pretraining[label]["recipe"]["text"].startswith(recipe), label
+        assert pretraining[label]["recipe"]["text"].endswith("batch 8, 4 steps, lr 0.0005, "
+                                                             "warmup 1%"), label
+    static = pretraining["bert-tiny"]["config"]["objective"]
+    assert (static["name"], static["static"], static["dupe_factor"]) == ("mlm_nsp", True, 10)
 
 
 def test_both_boards_have_a_row_per_architecture_with_its_cost(study):
     results, records, pretraining, glue = study
     assert set(build_table(records, "pretrain").labels) >= {"tokens", "FLOPs", "parameters"}
-    assert {row.label for row in build_table(records, "pretrain").rows} == ROWS
+    board = build_table(records, "pretrain")
+    assert {row.label for row in board.rows} == ROWS and board.text_columns == ["recipe"]
     table = build_table(records, "glue")
     rows = {row.label: row for row in table.rows}
     assert set(rows) == ROWS == set(glue)
@@ -66,6 +84,7 @@ def test_both_boards_have_a_row_per_architecture_with_its_cost(study):
         # the backbone fine-tuned: the pretrained export's encoder (ELECTRA: the discriminator)
         encoder, _ = from_hf(f"{source['run_dir']}/model", with_heads=False)
         assert row.cells["parameters"].mean == sum(p.numel() for p in encoder.parameters())
+        assert row.texts["recipe"] == source["recipe"]["text"]  # the pretraining's recipe
         # the GLUE score of one task is that task's accuracy x 100
         accuracy = glue[label]["metrics"]["validation"]["accuracy"]
         assert row.score == pytest.approx(100 * accuracy) and row.n_scored == 1

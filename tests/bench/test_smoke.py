@@ -4,8 +4,8 @@ one evaluation each, through ``bench.run.execute``, each leaving an ok record wi
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
 SQuAD v2.0 train, CoNLL-2003) are stand-ins written from the task's own column names into a copy
-of the mirror, and those of SWAG, RACE, SuperGLUE and the Goodreads spoilers are small fixtures
-in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
+of the mirror, and those of SWAG, RACE, SuperGLUE, WMT and the Goodreads spoilers are small
+fixtures in their sources' schemas (``tests/hub_fixtures.py``), so every YAML runs.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def stand_in(task, path: Path) -> None:
     """A small split with the task's own columns, where the real mirror has none."""
     rng = random.Random(path.name)
     dataset, config = path.parent.parent.name, path.parent.name
-    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE: their hub schemas
+    if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE, WMT: hub schemas
         hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
         return
     if dataset == universal_dependencies.DATASET:  # CoNLL-U fixtures, converted
@@ -286,6 +286,8 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         assert expected_metrics(cfg, arch) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
+    if "bleu" in cfg.task.get("metrics", ()):  # sacreBLEU's signature beside every BLEU
+        assert set(record["metric_signatures"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
     if task.startswith("ner/"):
@@ -343,7 +345,7 @@ def assert_tagger_export_scores_as_transformers(export: Path) -> None:
                      TAGGER_HEAD_NAMES)
     sentences = [["The", "quick", "brown", "fox", "jumped", "over", "the", "lazy", "dog", "."],
                  ["Hello", ",", "world"]]
-    batch = pad_collate(encode_words(tokenizer.truncating(64), sentences), tokenizer.special.pad,
+    batch = pad_collate(encode_words(tokenizer.words_encoder(64), sentences), tokenizer.special.pad,
                         PAD_VALUES)
     batch.pop("word_ids")
     if not hasattr(encoder.config, "type_vocab_size"):  # DistilBERT, XLNet: no segment ids

@@ -3,11 +3,13 @@ logic computes from the prediction files the run wrote, and the runs reach the s
 
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from bench.example_outputs import read_outputs
 from tests.bench.invoke import plmbench, read, run_dir
 from tests.lit_models.metrics import official_squad
 
@@ -38,6 +40,13 @@ def test_v1_record_equals_the_official_script_on_its_predictions(mirror, results
     assert record["metrics"]["validation"] == pytest.approx(official, rel=1e-6)
     assert len(predictions) == 40 and any(predictions.values())
 
+    # the paired bootstrap's per-example scores give back the recorded metrics on all rows
+    outputs = read_outputs(record, "validation")
+    every = np.arange(len(outputs.ids))[None, :]
+    for name in ("exact_match", "f1"):
+        assert outputs.metric(name, every)[0] == pytest.approx(
+            record["metrics"]["validation"][name], rel=1e-6)
+
 
 def test_v2_record_equals_the_official_script_on_its_predictions(mirror, results):
     done = plmbench("run", *V2, f"results_dir={results}")
@@ -52,6 +61,10 @@ def test_v2_record_equals_the_official_script_on_its_predictions(mirror, results
     for name in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
         assert metrics[name.replace("exact", "exact_match")] == pytest.approx(official[name],
                                                                               rel=1e-6)
+    outputs = read_outputs(read(where), "validation")  # v2.0's final answers, per question
+    every = np.arange(len(outputs.ids))[None, :]
+    for name in ("exact_match", "f1"):
+        assert outputs.metric(name, every)[0] == pytest.approx(metrics[name], rel=1e-6)
 
 
 def test_runs_reach_the_squad_board(results):

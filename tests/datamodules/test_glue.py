@@ -60,7 +60,8 @@ def test_rte_pairs_padding_and_labels(mirror, tokenizer) -> None:
         assert example["labels"] == row["label"]
 
     batch = next(iter(dm.train_dataloader()))
-    assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
+    # "index": each example's row in its split, what the predictions files are keyed by
+    assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels", "index"}
     assert batch["labels"].dtype == torch.int64 and batch["input_ids"].dtype == torch.int64
     lengths = batch["attention_mask"].sum(1)
     assert batch["input_ids"].shape == (8, lengths.max().item())  # padded to the batch's longest

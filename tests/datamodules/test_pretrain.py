@@ -128,6 +128,67 @@ def test_static_masking_repeats_each_copy_across_epochs(mirror, tokenizer) -> No
     assert sorted(epoch_rows(loader)) != sorted(epoch_rows(loader))
 
 
+def test_static_masking_masks_each_sequence_dupe_factor_times_before_training(mirror,
+                                                                              tokenizer) -> None:
+    """BERT's create_pretraining_data (Devlin et al. 2019, A.2; RoBERTa §4.1's "static"): every
+    training sequence is there dupe_factor times, each copy with a mask of its own, 15% of its
+    tokens, fixed before training: the same in every epoch and in any batch. Without NSP, the
+    copies are the same text, so the statistics are read per sequence."""
+    task = {**WIKIPEDIA, "max_train_samples": 6, "packing": {"enabled": False}}
+    dupe = 4
+    static = corpus_datamodule(task, tokenizer, MaskingConfig(static=True, dupe_factor=dupe),
+                               nsp=False)
+    static.setup("fit")
+    by_text: dict[tuple, list[dict]] = {}
+    for example in static.train_data:
+        by_text.setdefault(tuple(example["input_ids"]), []).append(example)
+    assert {len(copies) for copies in by_text.values()} == {dupe}  # dupe_factor copies each
+
+    def labels(example: dict) -> tuple:
+        return tuple(static.collate_fn([example])["labels"][0].tolist())
+
+    special = torch.tensor(sorted({0, 100, 101, 102, 103}))
+    distinct = []
+    for text, copies in by_text.items():
+        masks = [labels(copy) for copy in copies]
+        distinct.append(len(set(masks)))
+        n = int((~torch.isin(torch.tensor(text), special)).sum())
+        assert {sum(label != IGNORE_INDEX for label in mask) for mask in masks} == {
+            max(1, round(0.15 * n))}  # create_pretraining_data's budget per sequence
+        # fixed before training: collated again, alone or beside other examples, the same mask
+        again = static.collate_fn([copies[0], copies[1]])["labels"][0][:len(text)].tolist()
+        assert tuple(again) == masks[0] == labels(copies[0])
+    assert sum(distinct) / len(distinct) > dupe - 0.5  # the copies' masks differ
+    # over two epochs every (text, mask) pair repeats exactly; dynamic masking draws new ones
+    loader = static.train_dataloader()
+    first = sorted(epoch_rows(loader))
+    loader.sampler.set_epoch(1)
+    assert sorted(epoch_rows(loader)) == first
+    dynamic = corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=False)
+    dynamic.setup("fit")
+    assert dynamic.num_train_examples * dupe == static.num_train_examples
+    loader = dynamic.train_dataloader()
+    assert sorted(epoch_rows(loader)) != sorted(epoch_rows(loader))
+
+
+def test_a_length_schedule_trains_each_length_for_its_share_of_the_steps(mirror,
+                                                                        tokenizer) -> None:
+    """task.length_schedule (BERT A.2: 90% of the steps at 128 tokens, then 512): the first
+    share of max_steps batches holds rows of the first length, the rest of the second."""
+    from types import SimpleNamespace
+
+    task = {**WIKIPEDIA, "max_train_samples": 12, "length_schedule": [[0.75, 32], [0.25, 128]]}
+    dm = corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=False)
+    dm.trainer = SimpleNamespace(max_steps=8, world_size=1, global_rank=0, fit_loop=None)
+    dm.setup("fit")
+    widths = [batch["input_ids"].shape[1] for batch in dm.train_dataloader()]
+    assert len(widths) == 8
+    assert max(widths[:6]) <= 32 < max(widths[6:]) <= 128
+    dm.trainer.max_steps = -1
+    with pytest.raises(PlmbenchError, match="set trainer.max_steps"):
+        dm.train_dataloader()
+
+
 def test_wikipedia_articles_whole_word_full_sentences(mirror, tokenizer) -> None:
     torch.manual_seed(0)
     dm = corpus_datamodule(WIKIPEDIA, tokenizer, MaskingConfig(whole_word=True), nsp=False)

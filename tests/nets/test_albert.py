@@ -6,14 +6,12 @@ cannot express, whose export is refused; the presets' parameter counts are the p
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
-from bench.run import CONF_DIR
+from bench.claims import preset_parameters
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from tests.conftest import require
@@ -140,16 +138,6 @@ def test_fine_tuned_classification_head_round_trips(tokenizer, tmp_path):
                            num_labels=3)
     inputs = pair_batch(tokenizer)
     assert_classifier_round_trips(ALBERT, reference, tmp_path, tokenizer, inputs, tmp_path)
-
-
-def preset_parameters(preset: str, *overrides: str) -> int:
-    """Parameters of a preset's encoder (with pooler), built on the meta device."""
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        model = compose("config", overrides=[f"model={preset}", *overrides]).model
-    arch = get_arch(model.arch)
-    with torch.device("meta"):
-        net = arch.encoder(net_config(arch, model, model.vocab_size, 0))
-    return sum(p.numel() for p in net.parameters())
 
 
 #: Lan et al. 2020, Table 1 (ALBERT-xxlarge: 223M, see below)

@@ -6,11 +6,13 @@ row with the generation settings."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from torchmetrics.text.rouge import ROUGEScore
 
 from bench.board_text import render_markdown
+from bench.example_outputs import read_outputs
 from bench.leaderboard import build_table
 from bench.records import iter_records
 from bench.run import CONF_DIR, execute, normalize
@@ -62,6 +64,12 @@ def test_pretrain_fine_tune_generate_score(model, objective, mirror, tmp_path):
     ours = Rouge()
     ours.update(predicted, references)
     assert scores["rougeLsum"] == pytest.approx(float(ours.compute()["rougeLsum"]), abs=1e-6)
+
+    # the paired bootstrap's per-example scores give back the recorded metrics on all rows
+    outputs = read_outputs(record, "validation")
+    every = np.arange(len(outputs.ids))[None, :]
+    for key in ("rouge1", "rouge2", "rougeL", "rougeLsum"):
+        assert outputs.metric(key, every)[0] == pytest.approx(scores[key], abs=1e-6)
 
     table = build_table(iter_records(tmp_path), "summarization")
     assert [row.label for row in table.rows] == [model]

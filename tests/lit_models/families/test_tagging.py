@@ -2,11 +2,14 @@
 entity-level scores against values computed by hand, and a tiny run that leaves a record,
 prediction files and a tagging board row."""
 
+import itertools
 import json
 
+import numpy as np
 import pytest
 
-from datamodules.tagging import first_subtokens
+from bench.example_outputs import read_outputs
+from datamodules.tagging import encode_words
 from datamodules.tokenization import load_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.metrics.tagging import bio_decode, entity_scores
@@ -24,16 +27,22 @@ def tokenizer(request, minilm_path):
 
 
 def test_each_word_is_labelled_at_its_first_subtoken(tokenizer):
-    encoding = tokenizer.backend.encode(" ".join(WORDS))
-    words = first_subtokens(encoding.offsets, encoding.special_tokens_mask, WORDS)
+    (row,) = encode_words(tokenizer.words_encoder(64), [WORDS])
+    words = row["word_ids"]
     assert sorted(w for w in words if w >= 0) == list(range(len(WORDS)))
     assert words[0] == -1 and words[-1] == -1  # [CLS]/<s> and [SEP]/</s>
-    for token, word in enumerate(words):
-        if word >= 0:  # the token starts its word
-            start = encoding.offsets[token][0]
-            assert " ".join(WORDS)[start:].startswith(WORDS[word][:1])
+    # each word tokenized on its own: its sub-tokens, from its first on, spell it; a byte-level
+    # BPE's word starts after a space, as inside a sentence
+    pieces = [tokenizer.backend.id_to_token(i) for i in row["input_ids"]]
+    starts = [token for token, word in enumerate(words) if word >= 0] + [len(pieces) - 1]
+    for word, (start, end) in enumerate(itertools.pairwise(starts)):
+        spelled = "".join(p.removeprefix("##") for p in pieces[start:end])
+        if tokenizer.family == "bpe":
+            assert spelled.startswith("\u0120")
+            spelled = spelled[1:]
+        assert spelled == (WORDS[word].lower() if tokenizer.lowercase else WORDS[word])
     # more tokens than words: continuation sub-tokens carry no label
-    assert (words == -1).sum() > 2
+    assert words.count(-1) > 2
 
 
 def test_bio_decoding_opens_entities_as_conlleval_reads_them():
@@ -71,6 +80,9 @@ def test_tiny_run_leaves_a_record_predictions_and_a_board_row(mirror, tmp_path):
     assert all(len(s["tokens"]) == len(s["gold"]) == len(s["predicted"]) for s in lines)
     rescored = entity_scores([s["predicted"] for s in lines], [s["gold"] for s in lines])
     assert record["metrics"]["test"] == pytest.approx(rescored)
+    outputs = read_outputs(record, "test")  # the paired bootstrap's per-sentence counts
+    every = np.arange(len(outputs.ids))[None, :]
+    assert {name: outputs.metric(name, every)[0] for name in rescored} == pytest.approx(rescored)
     board = plmbench("leaderboard", str(tmp_path), "--board", "tagging")
     assert board.rc == 0, board.err
     rows = [line for line in board.out.splitlines() if line.startswith("| bert-tiny")]

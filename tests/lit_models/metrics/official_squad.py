@@ -43,13 +43,27 @@ def compute_f1(a_gold, a_pred):
     return (2 * precision * recall) / (precision + recall)
 
 
+def f1_score_v1(prediction, ground_truth):
+    """``evaluate-v1.1.py``'s ``f1_score``: 0 without a common token, even when both sides
+    normalise to nothing (v2.0's ``compute_f1`` scores that 1)."""
+    prediction_tokens = normalize_answer(prediction).split()
+    ground_truth_tokens = normalize_answer(ground_truth).split()
+    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
 def evaluate_v1(questions, predictions):
     """``evaluate-v1.1.py``: questions are (id, [answer texts])."""
     f1 = exact_match = 0
     for qid, answers in questions:
         prediction = predictions[qid]
         exact_match += max(compute_exact(a, prediction) for a in answers)
-        f1 += max(compute_f1(a, prediction) for a in answers)
+        f1 += max(f1_score_v1(prediction, a) for a in answers)
     return {"exact_match": 100.0 * exact_match / len(questions), "f1": 100.0 * f1 / len(questions)}
 
 

@@ -1,0 +1,104 @@
+"""The claims report (bench/claims.py): the registry composes at both sizes with every claim's
+runs in its study; the verdict rules on hand-made effects; and claims_tiny end to end on three
+claims (one with runs, the parameter count, a pending one; the others' arms are the same
+machinery, runs of pretrain_compare and study entries): claims.md and claims.html name each claim's
+paper, arms, effect with its interval, verdict and cost, the effect being the board's difference
+of the two rows and the cost the FLOPs of the runs behind them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.claims import claims_of, preset_parameters, verdict
+from bench.leaderboard import build_table
+from bench.records import iter_records
+from bench.significance import Line, find_row
+from bench.stats import Difference
+from bench.study import composed, needed, study_runs
+from tests.bench.invoke import plmbench_on_mirror
+
+CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning]"
+
+
+@pytest.mark.parametrize("size", ["claims_small", "claims_tiny"])
+def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
+    cfg = composed([f"experiment={size}"])
+    claims = claims_of(cfg)
+    assert {"dynamic_masking", "no_nsp", "albert_parameters", "albert_sharing", "rtd_vs_mlm",
+            "span_masking", "distillation", "domain_adaptation",
+            "retrieval_augmented"} <= set(claims)
+    assert {name for name, c in claims.items() if c.get("status") == "pending"} == {
+        "head_pruning", "feature_based", "t5_objectives"}
+    entries = study_runs(cfg)
+    for name, claim in claims.items():
+        assert claim["claim"] and claim["paper"], name
+        needed(entries, claim["runs"])  # every entry it names exists, with what it starts from
+
+
+def line(low: float, high: float, a: float = 80.0) -> Line:
+    return Line("aggregate", a, a + (low + high) / 2,
+                Difference((low + high) / 2, low, high, 0.5), "bootstrap")
+
+
+class Arm:
+    def __init__(self, parameters: int) -> None:
+        self.parameters = parameters
+
+
+def test_verdicts_follow_the_interval_and_the_claims_test():
+    greater, less = {"test": "greater"}, {"test": "less"}
+    assert verdict(greater, line(0.5, 2.0), ()) == "supported"
+    assert verdict(greater, line(-2.0, -0.5), ()) == "contradicted"
+    assert verdict(greater, line(-0.5, 2.0), ()) == "inconclusive"
+    assert verdict(less, line(-2.0, -0.5), ()) == "supported"
+    worse = {"test": "not_worse", "margin": 1.0}
+    arms = (Arm(100), Arm(50))
+    assert verdict(worse, line(-0.8, 1.0), arms) == "supported"  # within the margin
+    assert verdict(worse, line(-1.5, 1.0), arms) == "inconclusive"
+    assert verdict(worse, line(-0.9, -0.1), arms) == "contradicted"  # significantly worse
+    share = {"test": "not_worse", "margin_share": 0.03, "fewer_parameters": True}
+    assert verdict(share, line(-2.3, 0.5, a=80.0), arms) == "supported"  # 3% of 80 = 2.4
+    assert verdict(share, line(-2.3, 0.5, a=80.0), (Arm(50), Arm(100))) == "contradicted"
+    assert verdict(greater, Line("aggregate", 1.0, 2.0, None, ""), ()) == "inconclusive"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    done, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "claims",
+                                       "experiment=claims_tiny", CHOSEN)
+    assert done.rc == 0, done.err[-2000:]
+    return done, results
+
+
+def test_claims_tiny_writes_the_report_of_its_claims(report):
+    done, results = report
+    text = (results / "claims.md").read_text()
+    assert text in done.out  # printed too
+    rows = {cells[1].strip(): [c.strip() for c in cells[1:-1]]
+            for cells in (line.split("|") for line in text.split("\n## ")[0].splitlines()
+                          if line.startswith("| ") and not line.startswith("| claim"))
+            if len(cells) > 9}
+    assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning"}
+    masking = rows["dynamic_masking"]
+    assert masking[2].startswith("Liu et al. 2019 (RoBERTa), §4.1")
+    assert masking[3].startswith("bert-tiny: ") and masking[4].startswith("bert-tiny/dynamic: ")
+    assert masking[6] in ("supported", "contradicted", "inconclusive")
+    # the effect is the GLUE board's difference of the two rows, with its interval
+    records = list(iter_records(results))
+    table = build_table(records, "glue")
+    a, b = find_row(table, "bert-tiny"), find_row(table, "bert-tiny/dynamic")
+    assert masking[5].startswith(f"{b.score - a.score:+.2f} [")
+    # the cost: the training FLOPs of the four runs behind the two rows
+    flops = sum(r["throughput"].get("train_flops") or 0 for r in records)
+    assert len(records) == 4 and masking[7].startswith(f"{flops:.3g} FLOPs")
+    assert rows["head_pruning"][6] == "pending"
+    # ALBERT-xxlarge holds 222.6M, not Table 1's 235M; the other counts match within 3%
+    assert rows["albert_parameters"][6] == "contradicted"
+    assert "| albert-xxlarge | 235M | 222.6M | no |" in text
+    assert "| albert-base | 12M | 11.7M | yes |" in text
+    page = (results / "claims.html").read_text()
+    assert page.count("<tr class=") == 3 and "Liu et al. 2019 (RoBERTa)" in page
+
+
+def test_the_parameter_count_is_the_albert_tests(report):
+    assert preset_parameters("albert-xxlarge") == pytest.approx(222.6e6, rel=1e-3)
