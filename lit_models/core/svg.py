@@ -99,12 +99,6 @@ def plot(title: str, name: str, series: Sequence[Series], x_label: str, y_label:
     return head + "".join(parts) + "</svg></figure>"
 
 
-def scatter(title: str, name: str, points: list[tuple[float, float, str]], x_label: str,
-            y_label: str, log_x: bool = True) -> str:
-    """One series of labelled dots (a leaderboard's score against parameters or compute)."""
-    return plot(title, name, [Series(y_label, points)], x_label, y_label, log_x)
-
-
 def _shade(value: float, low: float, high: float) -> str:
     """White (low) to dark blue (high)."""
     t = 0.0 if high == low or math.isnan(value) else (value - low) / (high - low)
