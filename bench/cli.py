@@ -14,6 +14,7 @@
     plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
                                            a model's GLUE test predictions as the server's zip
     plmbench perf [overrides...]           MLM training throughput: ours vs transformers
+    plmbench neighbours WORD --vectors ckpt:RUN --elmo ckpt:RUN   static vs contextual neighbours
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
                                            write the mirror from the hub (needs internet); a
@@ -219,6 +220,8 @@ def parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
+    sub.add_parser("neighbours", help="a word's static and contextual (biLM) nearest neighbours",
+                   add_help=False)
     sub.add_parser("claims", help="the literature's claims: their arms run, claims.md and "
                    "claims.html written (experiment=claims_small|claims_tiny)", add_help=False)
     lb = sub.add_parser("leaderboard", help="tables from the run records")
@@ -299,13 +302,17 @@ def main(argv: list[str] | None = None) -> int:
             from bench.claims import cmd_claims
 
             return cmd_claims(argv[1:])
-        if argv and argv[0] in ("run", "perf", "study"):
+        if argv and argv[0] in ("run", "perf", "study", "neighbours"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])
             if argv[0] == "study":
                 from bench.study import cmd_study
 
                 return cmd_study(argv[1:])
+            if argv[0] == "neighbours":
+                from bench.neighbours import main as neighbours_main
+
+                return neighbours_main(argv[1:])
             from bench.perf import main as perf_main
 
             return perf_main(argv[1:])

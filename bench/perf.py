@@ -35,7 +35,14 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
-from bench.perf_workloads import ATTENTION, STEPS, WORKLOADS, Workload, special_ids
+from bench.perf_workloads import (
+    ATTENTION,
+    BASELINE_WORKLOADS,
+    STEPS,
+    WORKLOADS,
+    Workload,
+    special_ids,
+)
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
 from lit_models.core.peak_flops import cpu_matmul_peak, device_peak_flops
@@ -128,12 +135,14 @@ def measure_workload(workload: Workload, device: torch.device, args) -> dict:
     steps, results = {}, {}
     attention = set(args.attention)
     implementations = {name: impl for name, impl in workload.implementations.items()
-                       if name == "plmbench" or name.split()[-1] in attention}
+                       if not name.startswith("transformers ") or name.split()[-1] in attention}
     for name, impl in implementations.items():
-        flops = step_flops(impl.net, impl.run, workload.train, device, args.precision)
+        flops = (step_flops(impl.net, impl.run, workload.train, device, args.precision)
+                 if impl.counted else results["plmbench"]["flops"])
         activations = saved_activation_bytes(impl.run) if workload.train else None
         steps[name] = runner(impl.net, impl.run, workload.train, device, args.precision)
-        results[name] = {"flops": flops, "activation_mib": activations and activations / 2**20}
+        results[name] = {"flops": flops, "activation_mib": activations and activations / 2**20,
+                         "uncounted": not impl.counted}
     seconds = time_interleaved(steps, device, args.warmup, args.repeats)
     for name, step in steps.items():
         r = results[name]
@@ -159,19 +168,30 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
     args.peak_flops = (cpu_matmul_peak(torch.get_num_threads(), matmuls) if device.type == "cpu"
                        else device_peak_flops(device, matmuls))
     model_cfg = model_config(overrides)
-    arch, config = arch_and_config(model_cfg)
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         raise PlmbenchError(f"--steps {sorted(unknown)}: use some of {list(STEPS)}")
+    if model_cfg.arch in BASELINE_WORKLOADS:  # a model that is no Transformer: its own steps
+        name, builders = model_cfg.arch, BASELINE_WORKLOADS[model_cfg.arch]
+
+        def build(step: str) -> Workload | None:
+            return builders[step](model_cfg, args.batch_size, args.seq_len, device) if (
+                step in builders) else None
+    else:
+        arch, config = arch_and_config(model_cfg)
+        name = arch.name
+
+        def build(step: str) -> Workload | None:
+            return WORKLOADS[step](arch, config, args.batch_size, args.seq_len, device)
     workloads, skipped = [], []
     for step in args.steps:
         torch.manual_seed(0)
-        workload = WORKLOADS[step](arch, config, args.batch_size, args.seq_len, device)
+        workload = build(step)
         if workload is None:
             skipped.append(step)
             continue
         workloads.append(measure_workload(workload, device, args))
-    return {"model": model_cfg.name, "arch": arch.name, "device": _device_name(device),
+    return {"model": model_cfg.name, "arch": name, "device": _device_name(device),
             "threads": torch.get_num_threads(), "precision": args.precision,
             "peak_tflops": args.peak_flops and args.peak_flops / 1e12,
             "repeats": args.repeats, "warmup": args.warmup, "workloads": workloads,
@@ -206,9 +226,11 @@ def render(report: dict) -> str:
                 f"{_cell(r['activation_mib'], '.0f')} | {_cell(r['step_peak_mib'], '.0f')} | "
                 f"{r['speedup']:.2f}x | {r['flop_ratio']:.2f} |")
         lines += [f"\n{name}: not measured ({why})" for name, why in w["unavailable"].items()]
+        lines += [f"\n{name}: FLOPs as ours (the same computation; torch's counter has no formula "
+                  "for its fused kernel)" for name, r in w["results"].items() if r["uncounted"]]
     if report["skipped"]:
         lines.append(f"\nno {', '.join(report['skipped'])} step for {report['arch']} "
-                     "(no classification head, or no transformers class for it)")
+                     "(no classification head, or no reference implementation for it)")
     return "\n".join(lines)
 
 

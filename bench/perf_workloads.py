@@ -17,13 +17,22 @@ registered architecture is measured the same way:
 - ``inference``: the backbone's forward (``classes["encoder"]``) on the fine-tuning batch (an
   encoder-decoder's on its pretraining batch), without gradients.
 
+Models that are no Transformer register their own workloads (``BASELINE_WORKLOADS``): ELMo's biLM
+(``pretrain``: the forward and backward LM loss over a batch of spelled sentences, softmax over the
+preset's vocabulary; ``inference``: its layers), against the same biLM whose LSTMs are
+``torch.nn.LSTM`` (cuDNN on GPU) with the same weights and no clipping ("torch nn.LSTM";
+transformers has no ELMo). Its FLOPs are ours (torch's counter has no formula for the fused LSTM).
+
 Training steps are forward, backward and a fused AdamW update (as ``configure_optimizer``); each
 implementation's ``run()`` returns the loss (training) or last hidden state (inference) that
 ``tests/bench/test_perf.py`` compares across implementations.
 """
 
+import copy
 import inspect
+import random
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from datamodules.bilm import collate_sentences
 from datamodules.collate import (
     IGNORE_INDEX,
     add_label_positions,
@@ -38,9 +48,13 @@ from datamodules.collate import (
     encoder_inputs,
     label_positions,
 )
+from datamodules.words import BOS, EOS
 from lit_models.archs import Arch
 from lit_models.core.hf import hf_checkpoint
+from lit_models.families.bilm import elmo_config
 from lit_models.families.classify import LitClassifier
+from lit_models.nets.elmo import ElmoLanguageModel
+from lit_models.nets.lstm import TorchLSTM
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
 
 #: transformers' attention implementations each reference is measured with
@@ -52,6 +66,7 @@ STEPS = ("pretrain", "finetune", "inference")
 class Implementation:
     net: nn.Module
     run: Callable[[], Tensor]  # the step's loss (training) or last hidden state (inference)
+    counted: bool = True  # False: its FLOPs are ours (a kernel torch's counter cannot count)
 
 
 @dataclass
@@ -291,3 +306,63 @@ def inference(arch: Arch, config, batch_size: int, length: int,
 #: the step does not apply to the architecture)
 WORKLOADS: dict[str, Callable[..., Workload | None]] = {
     "pretrain": pretrain, "finetune": finetune, "inference": inference}
+
+
+def spelled_batch(batch: int, length: int, vocab_size: int) -> dict[str, Tensor]:
+    """Sentences of random words (3 to 10 letters) between <S> and </S>, of ``length`` words down
+    to a quarter of it, batched as ``datamodules/bilm.py`` batches them: ``input_ids`` (softmax
+    targets), ``char_ids`` [B, T, 50], ``attention_mask``."""
+    rng = random.Random(4)
+    examples = []
+    for row in range(batch):
+        size = length if row == 0 else rng.randint(max(3, length // 4), length)
+        words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 10)))
+                 for _ in range(size - 2)]
+        examples.append({"input_ids": [rng.randrange(4, vocab_size) for _ in range(size)],
+                         "words": " ".join([BOS, *words, EOS])})
+    return collate_sentences(examples, pad_id=0)
+
+
+def _elmo_pair(model_cfg, batch_size: int, length: int, device: torch.device):
+    """Our biLM of the preset's sizes, a spelled batch, and the biLM with torch.nn.LSTMs."""
+    ours = ElmoLanguageModel(elmo_config(model_cfg, model_cfg["vocab_size"], 0)).to(device)
+    reference = copy.deepcopy(ours)
+    for layers in (reference.encoder.forward_layers, reference.encoder.backward_layers):
+        for index, layer in enumerate(layers):
+            layers[index] = TorchLSTM(layer)
+    batch = _on(device, spelled_batch(batch_size, length, model_cfg["vocab_size"]))
+    return ours, reference, batch
+
+
+def elmo_pretrain(model_cfg, batch_size: int, length: int, device: torch.device) -> Workload:
+    ours, reference, batch = _elmo_pair(model_cfg, batch_size, length, device)
+    mask = batch["attention_mask"].bool()
+    workload = Workload("pretrain", True, batch, int(mask.sum()), f"{batch_size} x {length}")
+
+    def loss(net: ElmoLanguageModel) -> Callable[[], Tensor]:
+        def run() -> Tensor:
+            out = net.losses(batch["char_ids"], batch["input_ids"], mask)
+            return (out["forward_nll"] + out["backward_nll"]) / (2 * out["predictions"])
+        return run
+
+    workload.implementations["plmbench"] = Implementation(ours, loss(ours))
+    workload.implementations["torch nn.LSTM"] = Implementation(reference, loss(reference),
+                                                               counted=False)
+    return workload
+
+
+def elmo_inference(model_cfg, batch_size: int, length: int, device: torch.device) -> Workload:
+    ours, reference, batch = _elmo_pair(model_cfg, batch_size, length, device)
+    mask = batch["attention_mask"].bool()
+    workload = Workload("inference", False, batch, int(mask.sum()), f"{batch_size} x {length}")
+    for name, net in (("plmbench", ours), ("torch nn.LSTM", reference)):
+        workload.implementations[name] = Implementation(
+            net, lambda net=net: net.encoder(batch["char_ids"], mask).layers,
+            counted=name == "plmbench")
+    return workload
+
+
+#: the workloads of models that are no Transformer, by preset ``arch``: step -> builder (model
+#: preset, batch size, length, device) -> Workload
+BASELINE_WORKLOADS: dict[str, dict[str, Callable[..., Workload]]] = {
+    "elmo": {"pretrain": elmo_pretrain, "inference": elmo_inference}}

@@ -254,6 +254,23 @@ def pretraining_cost(init_from: str) -> dict | None:
     return cost
 
 
+def pretraining_costs(sources: list[str]) -> dict | None:
+    """The summed ``pretraining_cost`` of several checkpoints a run reads (a BiLSTM's word
+    vectors and biLM); zeros for none; None where any is of unknown cost. Its ``recipe`` is the
+    last one the sources name (a word-vector run has none: the biLM's, or an encoder's)."""
+    total = pretraining_cost("scratch")
+    for source in sources:
+        cost = pretraining_cost(source)
+        if cost is None:
+            return None
+        for key in TRAINING_COST:
+            summable = isinstance(total[key], int | float) and isinstance(cost[key], int | float)
+            total[key] = total[key] + cost[key] if summable else None
+        total["runs"] += cost["runs"]
+        total["recipe"] = cost.get("recipe") or total.get("recipe")
+    return total
+
+
 def iter_records(results_dir: str | Path) -> Iterator[dict]:
     """Every readable ``record.json`` below ``results_dir``, in path order; corrupt ones skipped."""
     root = Path(results_dir)

@@ -39,14 +39,14 @@ from bench.records import (
     checkpoint_record,
     config_hash,
     pretraining_cost,
+    pretraining_costs,
     read_record,
     run_variant,
     software_versions,
     write_record,
 )
 from datamodules.errors import PlmbenchError
-from lit_models.archs import arch_of_net, get_arch
-from lit_models.core.build import build_net
+from lit_models.archs import get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.footprint import parameter_count
 from lit_models.core.throughput import Throughput
@@ -125,12 +125,11 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    family = task_family(cfg.task).for_arch(get_arch(cfg.model.arch), cfg.task)
-    net, tokenizer = build_net(cfg.model, cfg.init_from, family.with_heads,
-                               lambda: family.vocabulary_corpus(cfg.task))
+    family = task_family(cfg.task).for_arch(get_model(cfg.model.arch), cfg.task)
+    net, tokenizer = family.build_net(cfg)
     module, dm = family.build(cfg, net, tokenizer)
     module.run_dir = run_dir  # where an evaluation writes its predictions
-    trainer_args = OmegaConf.to_container(cfg.trainer)
+    trainer_args = OmegaConf.to_container(cfg.trainer, resolve=True)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
     compile_backend = trainer_args.pop("compile", False)
     if compile_backend:  # true: inductor; or a torch.compile backend's name
@@ -166,8 +165,9 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         if not cfg.checkpoint.keep:
             discard(checkpoints)
     return {
-        "net_config": {"arch": arch_of_net(net).name, **asdict(net.config)},
+        "net_config": {"arch": cfg.model.arch, **asdict(net.config)},
         "predictions": {**module.predictions, **predictions},
+        "outputs": module.outputs,
         "metrics": module.last_metrics,
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
         "metric_signatures": module.metric_signatures,
@@ -182,6 +182,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "resumed_from": None if resumed is None else str(resumed),
+        # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
+        "pretraining": pretraining_costs(family.pretrained_from(cfg)),
         # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
         "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
         else None,

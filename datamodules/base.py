@@ -57,10 +57,12 @@ class LoaderOptions:
 
 def example_lengths(data: Sequence) -> list[int]:
     """Tokens per example (``input_ids``): from a ``datasets.Dataset``'s Arrow column without
-    reading the tokens into Python, or from a list of example dicts."""
+    reading the tokens into Python, or from a list of example dicts (their ``length`` where
+    they hold words rather than token ids: the BiLSTM baselines')."""
     if hasattr(data, "with_format"):
         return pc.list_value_length(data.with_format("arrow")["input_ids"]).to_pylist()
-    return [len(example["input_ids"]) for example in data]
+    return [example["length"] if "length" in example else len(example["input_ids"])
+            for example in data]
 
 
 class PlmDataModule(L.LightningDataModule):

@@ -94,26 +94,17 @@ class CandidateDataModule(GlueDataModule):
         raw = load_split(task["dataset"], task["config"], split, columns, task.get("hub_id"))
         if cap is not None:
             raw = raw.select(range(groups_cap(raw, task["format"], cap)))
-        candidates = raw.map(FORMATS[task["format"]], batched=True,
-                             remove_columns=raw.column_names,
-                             desc=f"candidates of {task['name']} {split}")
-        return candidates.add_column("index", list(range(len(candidates))))
+        # each candidate's row: the ``index`` column GlueDataModule joins after tokenizing
+        return raw.map(FORMATS[task["format"]], batched=True, remove_columns=raw.column_names,
+                       desc=f"candidates of {task['name']} {split}")
 
     @classmethod
     def texts(cls, task: dict, rows: datasets.Dataset) -> Iterator[str]:
         return iter([*dict.fromkeys(rows["first"]), *rows["second"]])
 
-    @property
-    def features(self) -> datasets.Features:
-        return datasets.Features({**super().features, "index": datasets.Value("int64")})
-
     def __init__(self, task, tokenizer, seed: int = 0) -> None:
         super().__init__(task, tokenizer, seed)
         self.eval_candidates: list[datasets.Dataset] | None = None
-
-    def extra_columns(self, batch: dict[str, list], encodings: list) -> dict[str, list]:
-        """Each candidate's ``index`` among its split's, to put evaluation's scores in order."""
-        return {"index": batch["index"]}
 
     def setup(self, stage: str | None = None) -> None:
         """The tokenized splits, and ``eval_candidates``: each eval split's candidate rows."""

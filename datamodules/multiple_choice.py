@@ -72,13 +72,16 @@ FORMATS: dict[str, tuple[tuple[str, ...], Reader]] = {
 
 
 def choices_collate(examples: list[Mapping], pad_id: int) -> dict[str, torch.Tensor]:
-    """B examples of C choices -> B x C padded sequences (example-major) and B labels."""
+    """B examples of C choices -> B x C padded sequences (example-major), B labels and, where the
+    split has it, B row indices (what the predictions files are keyed by)."""
     sequences = [{"input_ids": ids, "token_type_ids": types}
                  for example in examples
                  for ids, types in zip(example["input_ids"], example["token_type_ids"],
                                        strict=True)]
     batch = pad_collate(sequences, pad_id)
     batch["labels"] = torch.tensor([example["labels"] for example in examples])
+    if "index" in examples[0]:
+        batch["index"] = torch.tensor([example["index"] for example in examples])
     return batch
 
 

@@ -66,10 +66,12 @@ def write_predictions(run_dir: Path, split: str, indices: Sequence[int],
 
 def submission_vocabulary(task) -> list[str] | None:
     """The labels a task's prediction files use for its class ids (``submission_labels``, else
-    ``label_names``); None for a regression task (num_labels 1)."""
+    ``label_names``, else the class ids themselves, as a multiple-choice task's answer index); None
+    for a regression task (num_labels 1)."""
     if task["num_labels"] == 1:
         return None
-    return list(task.get("submission_labels") or task["label_names"])
+    names = task.get("submission_labels") or task.get("label_names")
+    return list(names) if names else [str(i) for i in range(task["num_labels"])]
 
 
 def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:

@@ -367,6 +367,25 @@ def cache_root() -> Path:
     return Path(root).expanduser() if root else Path.home() / ".cache" / "plmbench"
 
 
+def cached_directory(namespace: str, key: str, write: Callable[[Path], None]) -> Path:
+    """``cache_root()/<namespace>/<hash of key>/``, filled once by ``write(directory)``: written
+    into a staging directory renamed into place (atomic: readers see all of it or none), so a
+    cache hit never calls ``write``. ``key`` must change whenever what ``write`` writes does."""
+    directory = cache_root() / namespace / hashlib.sha256(key.encode()).hexdigest()[:16]
+    if not directory.is_dir():
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+        try:
+            write(staging)
+            os.rename(staging, directory)
+        except OSError:
+            if not directory.is_dir():  # not a concurrent writer that got there first
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return directory
+
+
 def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], vocab_size: int,
                       lowercase: bool, corpus_key: str) -> TextTokenizer:
     """A vocabulary trained on ``texts()`` once per (corpus_key, spec, vocab_size, lowercase),
@@ -375,19 +394,8 @@ def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], v
     key = json.dumps([corpus_key, spec.family, spec.tokens, spec.single, spec.pair,
                       spec.tokenizer_class, vocab_size, lowercase]
                      + ([spec.extra] if spec.extra else []))  # others keep their cache keys
-    directory = cache_root() / "tokenizers" / hashlib.sha256(key.encode()).hexdigest()[:16]
-    if not directory.is_dir():
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
-        try:
-            save_tokenizer(train_tokenizer(spec, texts(), vocab_size, lowercase), staging)
-            os.rename(staging, directory)  # atomic: readers see all of it or none
-        except OSError:
-            if not directory.is_dir():  # not a concurrent writer that got there first
-                raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return load_tokenizer(directory)
+    return load_tokenizer(cached_directory("tokenizers", key, lambda staging: save_tokenizer(
+        train_tokenizer(spec, texts(), vocab_size, lowercase), staging)))
 
 
 def load_tokenizer(path: str | Path) -> TextTokenizer:

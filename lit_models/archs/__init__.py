@@ -16,7 +16,8 @@ from lit_models.archs import (
     t5,
     xlnet,
 )
-from lit_models.archs.spec import Arch, HFLayout
+from lit_models.archs.baselines import BASELINES as _BASELINES
+from lit_models.archs.spec import Arch, Baseline, HFLayout
 
 ARCHS: dict[str, Arch] = {
     arch.name: arch
@@ -36,13 +37,32 @@ ARCHS: dict[str, Arch] = {
     )
 }
 
-__all__ = ["ARCHS", "Arch", "HFLayout", "get_arch", "arch_of_model_type", "arch_of_net"]
+#: the models that are no Transformer, by preset name (``arch``)
+BASELINES: dict[str, Baseline] = {baseline.name: baseline for baseline in _BASELINES}
+
+__all__ = ["ARCHS", "BASELINES", "Arch", "Baseline", "HFLayout", "get_arch", "get_model",
+           "arch_of_model_type", "arch_of_net", "models_of_kinds"]
 
 
 def get_arch(name: str) -> Arch:
     if name not in ARCHS:
         raise PlmbenchError(f"model.arch={name!r} is not implemented: use one of {list(ARCHS)}")
     return ARCHS[name]
+
+
+def get_model(name: str) -> Arch | Baseline:
+    """What a model preset's ``arch`` names: a Transformer architecture or a baseline family."""
+    if name in BASELINES:
+        return BASELINES[name]
+    if name not in ARCHS:
+        raise PlmbenchError(f"model.arch={name!r} is not implemented: use one of "
+                            f"{[*ARCHS, *BASELINES]}")
+    return ARCHS[name]
+
+
+def models_of_kinds(kinds: tuple[str, ...]) -> list[str]:
+    """The names of the architectures and baselines of ``kinds``, sorted."""
+    return sorted(m.name for m in (*ARCHS.values(), *BASELINES.values()) if m.kind in kinds)
 
 
 def arch_of_model_type(model_type: str | None) -> Arch:

@@ -49,8 +49,11 @@ class HFLayout:
     weights_config: Callable[[set[str]], dict] = lambda names: {}
 
 
-#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``)
-KINDS = ("encoder", "decoder", "encoder-decoder")
+#: what an architecture is, for the task families that can use it (``TaskFamily.kinds``): the
+#: Transformers' kinds, then those of the models that came before them (``Baseline``)
+TRANSFORMER_KINDS = ("encoder", "decoder", "encoder-decoder")
+BASELINE_KINDS = ("word-vectors", "bilm", "bilstm")
+KINDS = TRANSFORMER_KINDS + BASELINE_KINDS
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,15 @@ class Arch:
     #: the net of transformers' ``classes["mlm"]`` checkpoints where that is not ``pretraining``
     #: (ELECTRA's generator); None: ``pretraining`` loads them
     masked_lm: type | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A model family that is no Transformer (static word vectors, ELMo's biLM, the GLUE
+    baselines' BiLSTMs): no sub-word vocabulary, no Hugging Face layout, no pretraining heads,
+    so it is no ``Arch``. Its presets name it as ``arch``; the task families of its ``kind``
+    build its nets from the preset's fields (``TaskFamily.build_net``)."""
+
+    name: str  # model presets' `arch`
+    kind: str  # one of BASELINE_KINDS
+    description: str  # what it is, for listings and errors

@@ -18,8 +18,9 @@ from torch import nn
 from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import TextTokenizer
-from lit_models.archs import ARCHS, Arch
+from lit_models.archs import Arch, Baseline, models_of_kinds
 from lit_models.archs.spec import KINDS
+from lit_models.core.build import build_net
 
 
 class TaskFamily:
@@ -30,15 +31,15 @@ class TaskFamily:
     #: the architecture kinds (``lit_models.archs.spec.KINDS``) this family can train
     kinds: tuple[str, ...] = ("encoder",)
 
-    def for_arch(self, arch: Arch, task: Mapping) -> "TaskFamily":
+    def for_arch(self, arch: Arch | Baseline, task: Mapping) -> "TaskFamily":
         """The family that trains ``arch`` on ``task``: this one, once ``check_arch`` passes."""
         self.check_arch(arch, task)
         return self
 
-    def check_arch(self, arch: Arch, task: Mapping) -> None:
+    def check_arch(self, arch: Arch | Baseline, task: Mapping) -> None:
         """Refuse, in one line, an architecture of a kind this family cannot train."""
         if arch.kind not in self.kinds:
-            fitting = sorted(a.name for a in ARCHS.values() if a.kind in self.kinds)
+            fitting = models_of_kinds(self.kinds)
             raise PlmbenchError(
                 f"task {task['name']} trains {' or '.join(self.kinds)} models, and {arch.name} "
                 f"is of kind {arch.kind}; pick a preset of {fitting}"
@@ -48,9 +49,22 @@ class TaskFamily:
         """(a key identifying the text, the text) a scratch vocabulary is trained on."""
         raise NotImplementedError
 
+    def build_net(self, cfg: Mapping) -> tuple[nn.Module, TextTokenizer]:
+        """The run's net and its tokenizer: a Transformer of the model preset from
+        ``init_from`` (``lit_models/core/build.py``); the families of baselines build their
+        own (``lit_models.archs.Baseline``)."""
+        return build_net(cfg["model"], cfg["init_from"], self.with_heads,
+                         lambda: self.vocabulary_corpus(cfg["task"]))
+
     def build(self, cfg: Mapping, net: nn.Module, tokenizer: TextTokenizer
               ) -> tuple[L.LightningModule, PlmDataModule]:
         raise NotImplementedError
+
+    def pretrained_from(self, cfg: Mapping) -> list[str]:
+        """The checkpoints the run's net was pretrained as (``init_from``; a BiLSTM's inputs:
+        its word vectors, biLM, encoder), whose training cost the record sums; after
+        ``build_net``."""
+        return [cfg["init_from"]]
 
     def predict(self, trainer: L.Trainer, module: L.LightningModule, dm: PlmDataModule,
                 run_dir: Path, cfg: Mapping) -> dict[str, str]:
@@ -103,7 +117,7 @@ class ByKind(TaskFamily):
         self.families = families
         self.kinds = tuple(families)
 
-    def for_arch(self, arch: Arch, task: Mapping) -> TaskFamily:
+    def for_arch(self, arch: Arch | Baseline, task: Mapping) -> TaskFamily:
         self.check_arch(arch, task)
         return self.families[arch.kind].for_arch(arch, task)
 

@@ -40,6 +40,9 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
+        #: a word-vector run's nearest neighbours of its query words, ...
+        self.outputs: dict = {}
         #: a teacher's soft targets mixed into the training loss (task-level distillation,
         #: ``lit_models/families/distillation.py``): (loss, scores, batch) -> loss; None: the
         #: task's loss alone

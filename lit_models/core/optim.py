@@ -24,7 +24,7 @@ from torch import nn
 from datamodules.errors import PlmbenchError
 
 SCHEDULES = ("linear", "cosine", "constant")
-OPTIMIZERS = ("adamw", "adafactor")
+OPTIMIZERS = ("adamw", "adafactor", "adagrad")
 _LAYER = re.compile(r"\blayers\.(\d+)\.")
 
 
@@ -104,8 +104,11 @@ def make_optimizer(groups: list[dict], cfg: Mapping) -> torch.optim.Optimizer:
     if name == "adafactor":
         return torch.optim.Adafactor(groups, lr=cfg["lr"], beta2_decay=cfg["beta2_decay"],
                                      eps=tuple(cfg["eps"]), d=cfg["clip_threshold"])
+    if name == "adagrad":
+        return torch.optim.Adagrad(groups, lr=cfg["lr"], eps=cfg["eps"],
+                                   initial_accumulator_value=cfg["initial_accumulator_value"])
     raise PlmbenchError(f"optim.name={name!r} is unknown: use one of {list(OPTIMIZERS)} "
-                        "(optim=adamw | optim=adafactor)")
+                        "(optim=adamw | optim=adafactor | optim=adagrad)")
 
 
 def configure_optimizer(module: nn.Module, cfg: Mapping, total_steps: int,

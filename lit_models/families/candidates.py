@@ -106,6 +106,9 @@ class CandidateScoring(NotExported, Classification):
         return LitCandidates(net, head, cfg["task"]["format"], dm.eval_split_names,
                              cfg["optim"], cfg["task"]["metrics"])
 
+    def evaluation_outputs(self, module, run_dir, cfg) -> dict[str, str]:
+        """Nothing more: each evaluation writes its jsonl files (``module.predictions``)."""
+        return {}
 
     def baseline(self, task) -> None:
         """None: a majority label per candidate is no answer to a question."""

@@ -57,10 +57,7 @@ class LitClassifier(PlmModule):
         #: encoders with global attention (Longformer, Beltagy et al. 2020 §6) give it to [CLS]
         self.global_attention = "global_attention_mask" in inspect.signature(
             encoder.forward).parameters
-        #: token types go to the nets that read segments (the inputs the architecture's
-        #: transformers models take: BERT's segment embeddings, XLNet's relative segments);
-        #: GPT-2 would read the all-zero types of a one-segment vocabulary as token embeddings
-        self.segments = "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
+        self.segments = self.reads_segments(encoder)
         self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
         #: split -> (example index, (prediction, gold label)) of the last evaluation, in order
         self.outputs: dict[str, list[tuple[int, tuple]]] = {}
@@ -68,6 +65,14 @@ class LitClassifier(PlmModule):
         #: the cross-entropy's weight of each class (an imbalanced task's), None: all 1
         self.register_buffer("class_weights", None if class_weights is None
                              else torch.tensor(class_weights, dtype=torch.float))
+
+    @staticmethod
+    def reads_segments(encoder: nn.Module) -> bool:
+        """Whether token types go to ``encoder``: to the nets that read segments (the inputs the
+        architecture's transformers models take: BERT's segment embeddings, XLNet's relative
+        segments); GPT-2 would read the all-zero types of a one-segment vocabulary as token
+        embeddings."""
+        return "token_type_ids" in arch_of_net(encoder).tokenizer.model_input_names
 
     def encode(self, batch: Mapping[str, torch.Tensor]):
         """The encoder's output on the batch's sequences."""

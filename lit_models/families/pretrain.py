@@ -19,7 +19,7 @@ from datamodules import pretrain
 from datamodules.errors import PlmbenchError
 from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
-from lit_models.archs.spec import KINDS
+from lit_models.archs.spec import TRANSFORMER_KINDS
 from lit_models.core.build import EXPORT_DIR
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import export_problem, to_hf
@@ -120,7 +120,7 @@ class Pretraining(TaskFamily):
 
     with_heads = True
     pretrains = True
-    kinds = KINDS
+    kinds = TRANSFORMER_KINDS
 
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)

@@ -7,6 +7,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
+from lit_models.archs import BASELINES
 
 PRESETS = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
 
@@ -36,9 +37,14 @@ def test_the_command_line_wins():
 
 
 def test_every_scratch_preset_names_its_pretraining_rates():
+    """Every preset a pretraining task trains (word vectors and BiLSTMs train on tasks of their
+    own, with rates of their own)."""
     for preset in PRESETS:
         model = OmegaConf.load(CONF_DIR / "model" / f"{preset}.yaml")
-        if model.init_from == "scratch":
+        if "defaults" in model:  # a preset on another: as composed
+            model = composed(f"model={preset}").model
+        pretrained = model.arch not in BASELINES or BASELINES[model.arch].kind == "bilm"
+        if model.init_from == "scratch" and pretrained:
             assert model.pretrain_lr > 0 and model.pretrain_batch_size >= 1, preset
 
 

@@ -1,5 +1,6 @@
-"""Every task YAML with the tiny preset of every registered architecture: one training step and
-one evaluation each, through ``bench.run.execute``, each leaving an ok record with metrics.
+"""Every task YAML with the tiny preset of every registered architecture and baseline model
+(word vectors, ELMo's biLM, the BiLSTMs): one training step and one evaluation each, through
+``bench.run.execute``, each leaving an ok record with metrics.
 
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
@@ -10,6 +11,7 @@ fixtures in their sources' schemas (``tests/hub_fixtures.py``), so every YAML ru
 
 from __future__ import annotations
 
+import csv
 import inspect
 import random
 from pathlib import Path
@@ -25,7 +27,7 @@ from datamodules import goodreads, universal_dependencies
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
-from lit_models.archs import ARCHS
+from lit_models.archs import ARCHS, BASELINES, get_model
 from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.open_qa.family import OpenQA
 from lit_models.families.tagging import LitTagger
@@ -50,6 +52,13 @@ DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pre
              # other data (parsed sentences, edges, sentences generated from text)
              "compression/measure", "probing/pos", "probing/dependencies",
              "probing/sentence_length", "probing/word_content", "probing/bigram_shift")
+#: the tasks each baseline model runs on in the default suite; on its family's other tasks (the
+#: same code paths on other data) with `pytest -m benchmark`; elsewhere (squad/v1 for all) refused
+BASELINE_TASKS = {"bilstm": ("glue/rte", "glue/sst2", "glue/stsb", "ner/ncbi_disease"),
+                  "elmo": ("pretrain/wikipedia",), "word2vec": ("embeddings/wikipedia",),
+                  "glove": ("embeddings/wikipedia",)}
+BASELINE_FAMILIES = ("glue/", "ner/", "pretrain/", "embeddings/")
+REFUSED = "squad/v1"
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
@@ -206,14 +215,19 @@ def smoke_env(mirror_with_stand_ins, tmp_path_factory):
 
 def test_every_registered_architecture_has_a_tiny_preset():
     presets = {path.stem for path in (CONF_DIR / "model").glob("*.yaml")}
-    assert {f"{arch}-tiny" for arch in ARCHS} <= presets
+    assert {f"{arch}-tiny" for arch in [*ARCHS, *BASELINES]} <= presets
 
 
-def expected_metrics(cfg, arch: str) -> set[str]:
+def expected_metrics(cfg, arch: str, split: str) -> set[str]:
     """What a run of ``cfg`` records per eval split: the task's (or its target's) metrics (an
     open-QA reader that retrieves nothing: those of its answers), the loss of generation tasks,
     the share of invalid generations for mixtures, the objective's losses and perplexity for
-    pretraining."""
+    pretraining (a biLM's per-word losses), a word set's scores for word vectors."""
+    if "intrinsic" in cfg.task:
+        similarity = split in (cfg.task.intrinsic.similarity or {})
+        return {"spearman", "pearson", "oov"} if similarity else {"accuracy", "oov"}
+    if get_model(arch).kind == "bilm":
+        return {"forward_loss", "backward_loss", "loss", "perplexity"}
     if "members" in cfg.task:
         return {"invalid", "loss"}
     if "target" in cfg.task:  # a task on a fine-tuned run's task: the target's metrics
@@ -226,17 +240,36 @@ def expected_metrics(cfg, arch: str) -> set[str]:
     return {*hydra.utils.instantiate(cfg.objective).eval_metrics, "perplexity"}
 
 
+def slow(task: str, arch: str) -> bool:
+    """Run with `pytest -m benchmark` only: the domain data with architectures beyond BERT, a
+    baseline on its families' tasks beyond its representative ones."""
+    if arch in BASELINES:
+        return task not in (*BASELINE_TASKS[arch], REFUSED)
+    return task.startswith(DATA_ONLY) and arch != "bert"
+
+
+#: every architecture on every task; a baseline on the tasks of its families and on one it is
+#: refused (the refusal is check_arch's, tested on every task by the architectures)
+CASES = [(task, arch) for task in TASKS for arch in sorted(ARCHS)] + [
+    (task, arch) for arch in sorted(BASELINES) for task in TASKS
+    if task.startswith(BASELINE_FAMILIES) or task == REFUSED]
+
+
 @pytest.mark.parametrize(("task", "arch"), [
-    pytest.param(task, arch, marks=[pytest.mark.benchmark] * (
-        task.startswith(DATA_ONLY) and arch != "bert"))
-    for task in TASKS for arch in sorted(ARCHS)])
+    pytest.param(task, arch, marks=[pytest.mark.benchmark] * slow(task, arch))
+    for task, arch in CASES])
 def test_task_trains_and_evaluates(task, arch, smoke_env):
     """Every task with every architecture its family trains; the others are refused in one
     line before anything is built."""
     results = smoke_env
     family = hydra.utils.instantiate(compose_run("bert", task).task.family)
-    if ARCHS[arch].kind not in family.kinds:
+    kind = get_model(arch).kind
+    if kind not in family.kinds:
         with pytest.raises(PlmbenchError, match=rf"trains .* models, and {arch} is of kind"):
+            execute(compose_run(arch, task), results / arch / task)
+        return
+    if kind == "bilstm" and compose_run(arch, task).task.splits.train is None:  # glue/ax
+        with pytest.raises(PlmbenchError, match="train on a task's own data"):
             execute(compose_run(arch, task), results / arch / task)
         return
     extra = []  # pretraining uses the preset's own objective (model.objective, else mlm)
@@ -254,8 +287,9 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         extra = [f"init_from=ckpt:{rte}", *ANALYSIS.get(task, [])]
         if task == "compression/distill":  # a student of the teacher's architecture and vocabulary
             extra.append(f"task.teacher=ckpt:{rte}")
-    if task == "squad/v1" or task.startswith("ner/"):  # the reader and the tagger export as
-        extra = ["save_model=true"]  # transformers' *ForQuestionAnswering, *ForTokenClassification
+    exported = task == "squad/v1" or task.startswith("ner/") and kind == "encoder"
+    if exported:  # the reader and the tagger export as transformers' *ForQuestionAnswering,
+        extra = ["save_model=true"]  # *ForTokenClassification
     if task == "mc/swag" and "multiple_choice" in ARCHS[arch].hf.classes:
         extra = ["save_model=true"]  # ... and the multiple-choice model as *ForMultipleChoice
     cfg = compose_run(arch, task, *extra)
@@ -283,17 +317,30 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     metrics = {split: v for split, v in record["metrics"].items() if split != "compression"}
     assert set(metrics) == set(cfg.task.splits.eval)
     for split, values in metrics.items():
-        assert expected_metrics(cfg, arch) <= set(values), split
+        assert expected_metrics(cfg, arch, split) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)
     if "bleu" in cfg.task.get("metrics", ()):  # sacreBLEU's signature beside every BLEU
         assert set(record["metric_signatures"]) == set(cfg.task.splits.eval)
     if task == "squad/v1":
         assert_reader_export_scores_as_transformers(run_dir / "model")
-    if task.startswith("ner/"):
+    if task.startswith("ner/") and exported:
         assert_tagger_export_scores_as_transformers(run_dir / "model")
     if "save_model=true" in extra and task == "mc/swag":
         assert_multiple_choice_export_loads(run_dir / "model")
+    if task.startswith("mc/"):
+        assert_predictions_score_as_recorded(run_dir, record)
+
+
+def assert_predictions_score_as_recorded(run_dir: Path, record: dict) -> None:
+    """The answer indices a multiple-choice run writes beside the gold ones give the accuracy
+    its record holds, split by split."""
+    for split, path in record["predictions"].items():
+        with open(run_dir / path, newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        assert rows and all(row["prediction"].isdigit() for row in rows), path
+        accuracy = sum(row["prediction"] == row["label"] for row in rows) / len(rows)
+        assert accuracy == pytest.approx(record["metrics"][split]["accuracy"]), split
 
 
 def assert_multiple_choice_export_loads(export: Path) -> None:
