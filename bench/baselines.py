@@ -5,7 +5,9 @@ score; spoiler detection adds a TF-IDF + logistic-regression classifier, under i
 the same eval data.
 
 A baseline is a record like any other, marked ``baseline: true`` and labelled by its row name,
-so the leaderboard aggregates and renders it with no special case beyond the mark.
+so the leaderboard aggregates and renders it with no special case beyond the mark; one that
+cannot be computed (from records that are not as expected) is a failed record, which the board
+lists with its error, never a board that stops.
 """
 
 from __future__ import annotations
@@ -42,12 +44,19 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
             rows = task_family(OmegaConf.create(task)).baselines(task)
         except PlmbenchError:  # data gone since the runs: no reference row for this task
             rows = {}
+        except Exception as err:  # noqa: BLE001 - a board lists it, it never stops the board
+            error = " ".join(f"{type(err).__name__}: {err}".split())
+            made.append(_baseline(task, board, BASELINE_LABEL, key, status="failed",
+                                  error=f"the baseline could not be computed: {error}"))
+            continue
         for name, metrics in rows.items():
             label = BASELINE_LABEL if name is None else name
-            made.append({
-                "status": "ok", "baseline": True, "board": board, "task": task["name"],
-                "label": label, "model": label, "seed": 0,
-                "protocol_hash": "baseline", "config": {"task": task}, "metrics": metrics,
-                "run_dir": f"{label} of {task['name']}", "finished_at": key,
-            })
+            made.append(_baseline(task, board, label, key, status="ok", metrics=metrics))
     return made
+
+
+def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> dict:
+    """A baseline record of ``task``: its ``outcome`` (status and metrics, or error)."""
+    return {**outcome, "baseline": True, "board": board, "task": task["name"], "label": label,
+            "model": label, "seed": 0, "protocol_hash": "baseline", "config": {"task": task},
+            "run_dir": f"{label} of {task['name']}", "finished_at": key}

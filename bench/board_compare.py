@@ -1,15 +1,19 @@
 """``plmbench leaderboard --compare DIR_A DIR_B``: what changed between two sets of results (two
 code versions, two protocols), cell by cell, on one board, and whether it is more than noise.
 
-Rows are matched by their label, columns by theirs; a cell shows A's value, B's value and the
-difference B - A in the column's format, marked "~" where the difference is not significant
-(Welch's test over seeds, ``bench/stats.py``). Rows or cells only one side has say so. Below the
-table, every row both sides have is tested per task and on the aggregate by the paired
-bootstrap over examples and seeds and by ASO (``bench/significance.py``).
+Rows are matched by what identifies them on either side (``Row.key``: their records' label and
+protocol), whatever else each side holds, so a configuration is one line even where its row
+name differs (a side with several points of a sweep names each by its values); columns are
+matched by their labels. A cell shows A's value, B's value and the difference B - A in the
+column's format, marked "~" where the difference is not significant (Welch's test over seeds,
+``bench/stats.py``). Rows or cells only one side has say so. Below the table, every row both
+sides have is tested per task and on the aggregate by the paired bootstrap over examples and
+seeds and by ASO (``bench/significance.py``).
 """
 
 from __future__ import annotations
 
+from bench.board_points import row_names
 from bench.bootstrap import RESAMPLES
 from bench.leaderboard import MISSING, Row, Table
 from bench.significance import compare, render
@@ -32,21 +36,23 @@ def _scaled(cell, scale: float) -> Estimate:
 
 def render_comparison(a: Table, b: Table, name_a: str, name_b: str, resamples: int = RESAMPLES,
                       aso_iterations: int = 1000) -> str:
-    """Markdown: one row per label of either side, one column per column of either side; then
-    the significance of each label both sides have."""
+    """Markdown: one row per configuration of either side, one column per column of either side;
+    then the significance of each configuration both sides have."""
     columns = {c.label: c for c in b.columns} | {c.label: c for c in a.columns}
-    labels = sorted({r.label for r in a.rows} | {r.label for r in b.rows})
-    if not labels:
+    rows_a, rows_b = ({r.key(t.board): r for r in t.rows} for t in (a, b))
+    rows = rows_b | rows_a
+    names = row_names(list(rows), {key: row.settings for key, row in rows.items()})
+    keys = sorted(names, key=lambda key: (names[key], key))
+    if not keys:
         return f"No finished runs of board {a.board.name!r} under {name_a} or {name_b}.\n"
-    rows_a, rows_b = ({r.label: r for r in t.rows} for t in (a, b))
     lines = [f"## {a.board.title}: {name_b} against {name_a} (B - A)", "",
              "| Model | " + " | ".join(columns) + " |",
              "|:--" + "|--:" * len(columns) + "|"]
-    for label in labels:
+    for key in keys:
         cells = []
         for column in columns.values():
-            (x, cell_a), (y, cell_b) = (_cell(t, rows.get(label), column.label)
-                                        for t, rows in ((a, rows_a), (b, rows_b)))
+            (x, cell_a), (y, cell_b) = (_cell(t, side.get(key), column.label)
+                                        for t, side in ((a, rows_a), (b, rows_b)))
             if x is None and y is None:
                 cells.append(MISSING)
             elif x is None or y is None:
@@ -58,13 +64,13 @@ def render_comparison(a: Table, b: Table, name_a: str, name_b: str, resamples: i
                 diff = format(y - x, "+" + column.format.lstrip("+"))
                 cells.append(f"{format(x, column.format)} → {format(y, column.format)} "
                              f"({diff}){mark}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {names[key]} | " + " | ".join(cells) + " |")
     lines += ["", f"A: {name_a}; B: {name_b}. Cells: {a.stat} over seeds; ~ not significant "
               "(Welch's t-test over seeds, 5%).", ""]
-    for label in labels:
-        if label in rows_a and label in rows_b and a.board.aggregate != "none":
-            tested = compare(rows_a[label], rows_b[label], a.columns, a.board, resamples,
+    for key in keys:
+        if key in rows_a and key in rows_b and a.board.aggregate != "none":
+            tested = compare(rows_a[key], rows_b[key], a.columns, a.board, resamples,
                              aso_iterations=aso_iterations)
-            lines.append(render(tested, name_a, name_b, label, resamples,
+            lines.append(render(tested, name_a, name_b, names[key], resamples,
                                 a.score_higher_is_better))
     return "\n".join(lines)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from datamodules.errors import PlmbenchError
+from datamodules.keys import check_keys, nearest
 
 if TYPE_CHECKING:
     from bench.leaderboard import Cell
@@ -47,6 +48,8 @@ AGGREGATES = ("task_macro", "mean", "none")
 DEFAULT_AGGREGATE = "default"
 #: how a board groups records into rows: by (label, protocol hash), or by label alone
 ROWS = ("protocol", "label")
+#: what a board's ``size`` may name: the model's parameters, or those its fine-tuning trained
+SIZES = ("parameters", "trained_parameters")
 DEFAULT_FORMAT = ".4g"
 
 
@@ -65,6 +68,22 @@ def _check_scale(scale: object, where: str) -> float:
     if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
         raise PlmbenchError(f"{where}: scale must be a positive number, not {scale!r}")
     return float(scale)
+
+
+def _choice(config: Mapping, key: str, allowed: tuple[str, ...], where: str) -> str:
+    """``config[key]`` (the first of ``allowed`` when absent), one of ``allowed``."""
+    value = config.get(key, allowed[0])
+    if value not in allowed:
+        raise PlmbenchError(f"{where}: {key} {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _strings(values: object, where: str, what: str) -> list[str]:
+    """``values`` (None: none) as a list of strings; else one line: a list of ``what``."""
+    values = values or []
+    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+        raise PlmbenchError(f"{where} must be a list of {what}")
+    return list(values)
 
 
 def _check_bool(value: object, key: str, where: str) -> bool:
@@ -101,6 +120,14 @@ class Board:
     #: the row (label) every other row's score and parameters are given as a share of: a
     #: distilled student's share of its teacher's (Sanh et al. 2019, §4: 97% with 40% fewer)
     reference: str = ""
+    #: what a row's size is (the plots' cost axis, the parameter share): ``parameters``, the
+    #: model's (without a task head), or ``trained_parameters``, what its fine-tuning method
+    #: trained (``conf/finetune``: a frozen encoder's head alone, adapters ...)
+    size: str = "parameters"
+    #: fine-tuning methods (``conf/finetune``) whose records show in columns of their own beside
+    #: fine-tuning's, labelled "<column> (<method>)" and scoring nothing: SciBERT's Table 1
+    #: "Frozen" beside "Finetune" (Beltagy et al. 2019)
+    finetune_columns: tuple[str, ...] = ()
     #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
     columns: tuple[Column, ...] = ()
     #: a label prefix: each task's columns labelled "<curves><number>" are drawn, on the HTML
@@ -112,9 +139,9 @@ class Board:
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
-                 "reference", "aggregates", "references", "curves"}
-        if unknown := sorted(set(config) - known):
-            raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+                 "reference", "aggregates", "references", "size",
+                 "finetune_columns", "curves"}
+        check_keys(config, known, where)
         name = config.get("name")
         if not isinstance(name, str) or not name:
             raise PlmbenchError(f"{where}: name must be a non-empty string")
@@ -122,8 +149,7 @@ class Board:
         if isinstance(order, str) or not all(isinstance(task, str) for task in order):
             raise PlmbenchError(f"{where}: task_order must be a list of task names")
         defaults = config.get("defaults") or {}
-        if unknown := sorted(set(defaults) - {"scale", "higher_is_better", "format"}):
-            raise PlmbenchError(f"{where}: unknown defaults {unknown}")
+        check_keys(defaults, {"scale", "higher_is_better", "format"}, where, "defaults.")
         aggregate = _check_aggregate(config.get("aggregate") or {}, f"{where}: aggregate")
         method = aggregate.get("method", "none")
         others = config.get("aggregates") or {}
@@ -131,16 +157,19 @@ class Board:
             raise PlmbenchError(f"{where}: aggregates must map names to aggregates")
         others = {name: _check_aggregate(spec, f"{where}: aggregates.{name}")
                   for name, spec in others.items()}
-        rows = config.get("rows", "protocol")
-        if rows not in ROWS:
-            raise PlmbenchError(f"{where}: rows {rows!r} is not one of {', '.join(ROWS)}")
+        rows = _choice(config, "rows", ROWS, where)
         reference = config.get("reference") or ""
         if not isinstance(reference, str) or (reference and method == "none"):
             raise PlmbenchError(f"{where}: reference must be a row label, on a board whose "
                                 "aggregate.method gives a score")
+        size = _choice(config, "size", SIZES, where)
+        methods = _strings(config.get("finetune_columns"), f"{where}: finetune_columns",
+                           "conf/finetune names")
         board = cls(
             name=name,
             rows=rows,
+            size=size,
+            finetune_columns=tuple(methods),
             title=str(config.get("title") or name),
             task_order=tuple(order),
             scale=_check_scale(defaults.get("scale", 1), f"{where} defaults"),
@@ -194,15 +223,12 @@ def _check_aggregate(spec: object, where: str) -> dict:
     checked."""
     if not isinstance(spec, Mapping):
         raise PlmbenchError(f"{where} must be a mapping of method, label, ...")
-    known = {"method", "label", "format", "name", "description", "columns", "note"}
-    if unknown := sorted(set(spec) - known):
-        raise PlmbenchError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    check_keys(spec, {"method", "label", "format", "name", "description", "columns", "note"},
+               where)
     method = spec.get("method", "none")
     if method not in AGGREGATES:
         raise PlmbenchError(f"{where}.method {method!r} is not one of {', '.join(AGGREGATES)}")
-    columns = spec.get("columns") or []
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise PlmbenchError(f"{where}: columns must be a list of column labels")
+    _strings(spec.get("columns"), f"{where}: columns", "column labels")
     if "format" in spec:
         _check_format(spec["format"], where)
     return dict(spec)
@@ -220,7 +246,9 @@ def _board_mapping(name: str, seen: tuple[str, ...] = ()) -> dict:
 
     known = known_boards()
     if name not in known:
-        raise PlmbenchError(f"unknown board {name!r}; known boards: {', '.join(known)}")
+        near = nearest(name, known)
+        hint = f"did you mean {near}? " if near else ""
+        raise PlmbenchError(f"unknown board {name!r}; {hint}known boards: {', '.join(known)}")
     path = BOARD_DIR / f"{name}.yaml"
     config = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
     if not isinstance(config, dict):
@@ -264,10 +292,12 @@ class Column:
     def text(self, cell: Cell, stat: str = "mean") -> str:
         """The cell as a board shows it: the value alone where it does not vary with the seed;
         the median and range (``stat`` median); else the mean ± the half-width of its 95%
-        t-interval over seeds (one seed: no interval)."""
+        t-interval over seeds (one seed: no interval). A value that does not vary with the seed
+        but differs between the tasks a column spans (a task head's size) shows its range."""
         low, high = cell.values[0], cell.values[-1]
-        if not self.varies and low == high:
-            return self.show(low)
+        if not self.varies:
+            ends = dict.fromkeys((self.show(low), self.show(high)))  # equal as shown: one
+            return "–".join(ends)
         if stat == "median":
             return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
         interval = cell.interval()
@@ -314,8 +344,7 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
             raise PlmbenchError(f"{at} must be a mapping with label and value")
         known = {"label", "value", "scale", "higher_is_better", "score", "format", "text",
                  "varies"} | extra
-        if unknown := sorted(set(spec) - known):
-            raise PlmbenchError(f"{at}: unknown keys {unknown}; known: {sorted(known)}")
+        check_keys(spec, known, at)
         label, value = spec.get("label"), spec.get("value")
         if not isinstance(label, str) or not label or not isinstance(value, str) or not value:
             raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record)")

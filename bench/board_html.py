@@ -185,6 +185,7 @@ def render_html(table: Table) -> str:
     scored = board.aggregate != "none"
     failures = "".join(f"<li>{_esc(f.task)} {_esc(f.label)} seed {_esc(f.seed)}: {_esc(f.error)} "
                        f"<code>{_esc(f.run_dir)}</code></li>" for f in table.failures)
+    unused = "".join(f"<li><code>{_esc(u.source)}</code>: {_esc(u.why)}</li>" for u in table.unused)
     trained = [row for row in table.rows if not row.baseline]
     y_label = board.score_label if scored else (table.labels[0] if table.labels else "score")
 
@@ -200,6 +201,7 @@ def render_html(table: Table) -> str:
               if r.parameters and (s := score_of(r)) is not None]
     compute = [(r.compute, s, r.label) for r in trained
                if r.compute and (s := score_of(r)) is not None]
+    size = table.board.size.replace("_", " ")  # the parameters, or those trained
     forests, values, directions = _forests(table)
     grid = heatmap([row_label(r) for r in table.rows], list(dict.fromkeys(g for _, g in values)),
                    values, directions)
@@ -215,12 +217,14 @@ def render_html(table: Table) -> str:
          f'<ul id="failures">{failures}</ul>') if table.failures else "",
         (f'<h2>By {_esc(board.curves.strip())}</h2><div class="plots">{lines}</div>'
          if (lines := curves(table)) else ""),
+        (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused">{unused}</ul>'
+         if table.unused else ""),
         "<h2>Per task: scores with their 95% intervals</h2>",
         f'<div class="plots">{forests}</div>',
         f"<h2>Rows x tasks</h2>{grid}" if grid else "",
         '<h2>Score against cost</h2><div class="plots">',
-        scatter("score against parameters (Pareto frontier dashed)", "parameters", params,
-                "parameters", y_label, up),
+        scatter(f"score against {size} (Pareto frontier dashed)", "parameters", params,
+                size, y_label, up),
         scatter("score against pretraining compute (Pareto frontier dashed)", "compute", compute,
                 "training FLOPs", y_label, up),
         "</div>",

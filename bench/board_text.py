@@ -6,8 +6,10 @@ round-tripping float text. A cell reads "mean ± h (n=k)", h the half-width of t
 of the mean over seeds (CSV and JSON carry the interval's ends, the std and the median too); a
 value that does not vary with the seed stands alone. Marks: ★ the column's best row, ≈ a row
 Welch's test cannot tell from it (``bench/board_score.py``). Failed runs are listed apart from
-the rows, with their error line; baseline rows (computed from the data alone) are marked; the
-published reference rows, when asked for, are a table of their own (``bench/references.py``).
+the rows, with their error line, and so are the records the board could not use, with their path
+and why (CSV, a table of rows only, leaves both to the command's warnings); baseline rows
+(computed from the data alone) are marked; the published reference rows, when asked for, are a
+table of their own (``bench/references.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.board_config import Column
+from bench.board_points import point_text
 from bench.board_score import BEST, SCORE, TIED
 from bench.leaderboard import MISSING, Row, Table
+from bench.selection import selection_lines
 
 BASELINE_MARK = " †"
 REFERENCE_MARK = "‡"
@@ -110,7 +114,8 @@ def footnote(table: Table) -> str:
     parts = [f"Cells: {spread}, {_scale_text(table.columns)}."]
     fixed = [c.label for c in table.columns if not c.varies]
     if fixed:
-        parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone.")
+        parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone (its range "
+                     "where the tasks a column spans differ).")
     lower = [c.label for c in table.columns if not c.higher_is_better]
     if lower:
         parts.append(f"Lower is better: {', '.join(lower)}.")
@@ -150,6 +155,28 @@ def _failures_markdown(table: Table) -> list[str]:
         lines.append(f"- {failure.task} {failure.label} seed {failure.seed}: {failure.error} "
                      f"({failure.run_dir})")
     return [*lines, ""]
+
+
+def _selected_markdown(table: Table) -> list[str]:
+    """The grid points best-on-dev selection chose, one line per row and task."""
+    lines = selection_lines(table)
+    return ["### Selected on dev", "", *(f"- {line}" for line in lines), ""] if lines else []
+
+
+def _selected_text(row: Row) -> str:
+    """A row's selected points in one CSV cell: "glue/rte: optim.lr=3e-05; glue/sst2: ..."."""
+    return "; ".join(f"{task}: {point_text(chosen['point']) or 'the only point'}"
+                     for task, chosen in sorted(row.selected.items()))
+
+
+def _unused_markdown(table: Table) -> list[str]:
+    """The records the board could not use, apart from the table: path and why, one a line."""
+    if not table.unused:
+        return []
+    lines = [f"### Records not used ({len(table.unused)})", ""]
+    lines += [f"- {unused.source}: {unused.why}" for unused in table.unused]
+    return [*lines, ""]
+
 
 
 def reference_cells(reference, table: Table) -> list[str]:
@@ -209,9 +236,9 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     board = table.board
     if not table.rows:
         where = f"under {results_dir}" if results_dir is not None else "in the given records"
-        failures = _failures_markdown(table)
+        after = _failures_markdown(table) + _unused_markdown(table)
         return "\n".join([f"No finished runs of board {board.name!r} {where}.",
-                          *([""] if failures else []), *failures]).rstrip("\n") + "\n"
+                          *([""] if after else []), *after]).rstrip("\n") + "\n"
     plural = "s" if table.n_records != 1 else ""
     return "\n".join([
         f"## {heading(table)}: board {board.name!r} ({table.n_records} record{plural} used)",
@@ -221,7 +248,9 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
         footnote(table),
         "",
         *_references_markdown(table),
+        *_selected_markdown(table),
         *_failures_markdown(table),
+        *_unused_markdown(table),
     ]).rstrip("\n") + "\n"
 
 
@@ -245,8 +274,9 @@ def render_csv(table: Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     shares = ["share", "parameter_share"] if board.reference else []
+    selected = ["selected"] if any(row.selected for row in table.rows) else []
     writer.writerow(
-        ["model", "protocol_hash", *table.text_columns, *score_header, *shares]
+        ["model", "protocol_hash", *selected, *table.text_columns, *score_header, *shares]
         + [f"{label} {stat}" for label in table.labels for stat in stats] + ["marks"]
     )
 
@@ -254,8 +284,8 @@ def render_csv(table: Table) -> str:
         return "" if x is None else repr(float(x))
 
     for row in table.rows:
-        fields = [row_label(row), row.protocol_hash, *(row.texts.get(t, "")
-                                                        for t in table.text_columns)]
+        fields = [row_label(row), row.protocol_hash, *([_selected_text(row)] if selected else []),
+                  *(row.texts.get(t, "") for t in table.text_columns)]
         if score_header:
             interval = row.score_interval() or (None, None)
             fields += (["", "", "", ""] if row.score is None else
@@ -310,7 +340,7 @@ def table_json(table: Table) -> dict:
                   "n_scored": row.n_scored, "baseline": row.baseline,
                   "parameters": row.parameters, "compute": row.compute,
                   "share": row.share, "parameter_share": row.parameter_share,
-                  "texts": row.texts,
+                  "selected": row.selected, "texts": row.texts,
                   "cells": {c.label: _cell_json(c, row) for c in table.columns}}
                  for row in table.rows],
         "references": [{"label": r.label, "source": r.source, "score": r.score,
@@ -319,6 +349,7 @@ def table_json(table: Table) -> dict:
                        for r in table.references],
         "failures": [{"task": f.task, "label": f.label, "seed": f.seed, "run_dir": f.run_dir,
                       "error": f.error} for f in table.failures],
+        "unused": [{"source": u.source, "why": u.why} for u in table.unused],
     }
 
 

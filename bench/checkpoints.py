@@ -12,6 +12,7 @@ training loss stops the run (``FiniteLoss``) before a checkpoint could save it.
 
 from __future__ import annotations
 
+import csv
 import math
 import random
 import shutil
@@ -55,6 +56,17 @@ def resume_from(mode: str, directory: Path) -> Path | None:
     if directory.exists():  # resume=never: start over, with no stale last.ckpt left behind
         shutil.rmtree(directory)
     return None
+
+
+def rows_before(metrics_file: Path, checkpoint: Path) -> list[dict[str, str]]:
+    """The rows of a run's ``metrics.csv`` logged up to ``checkpoint``'s step: what a resumed
+    run keeps (the rows after it are logged again as the run repeats those steps)."""
+    if not metrics_file.is_file():
+        return []
+    step = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)["global_step"]
+    with metrics_file.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [row for row in rows if row.get("step") and float(row["step"]) <= step]
 
 
 def discard(directory: Path) -> None:
@@ -103,5 +115,5 @@ class FiniteLoss(L.Callback):
         if value is not None and not math.isfinite(value):
             raise PlmbenchError(
                 f"training loss is {value} at step {trainer.global_step}: the run diverged; "
-                "lower optim.lr or keep trainer.gradient_clip_val"
+                "lower optim.lr or keep trainer.gradient_clip_val", kind="configuration"
             )

@@ -28,7 +28,7 @@ from __future__ import annotations
 import html
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from omegaconf import OmegaConf
 
 from bench.board_config import get_board
 from bench.leaderboard import Row, build_table
-from bench.records import iter_records, read_record
+from bench.records import Unused, read_record, read_records
 from bench.significance import Line, compare, find_row, render
 from bench.study import composed, run_study
 from datamodules.errors import PlmbenchError
@@ -75,7 +75,8 @@ def preset_parameters(preset: str, *overrides: str) -> int:
 
 def claims_of(cfg) -> dict[str, dict]:
     """The composed config's claims, checked: one line naming a claim's bad key."""
-    claims = OmegaConf.to_container(cfg.get("claims") or {}, resolve=True)
+    claims = cfg.get("claims")
+    claims = {} if claims is None else OmegaConf.to_container(claims, resolve=True)
     if not claims:
         raise PlmbenchError("this configuration holds no claims: pass experiment=claims_small or "
                             "experiment=claims_tiny (conf/experiment/_claims.yaml)")
@@ -193,7 +194,7 @@ def summary_rows(results: list[Result]) -> list[list[str]]:
 HEADER = ["claim", "in our words", "paper", "A", "B", "effect B - A [95% CI]", "verdict", "cost"]
 
 
-def render_markdown(results: list[Result], title: str) -> str:
+def render_markdown(results: list[Result], title: str, unused: Sequence[Unused] = ()) -> str:
     lines = [f"# {title}", "", "| " + " | ".join(HEADER) + " |",
              "|" + "|".join([":--"] * len(HEADER)) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
@@ -204,10 +205,13 @@ def render_markdown(results: list[Result], title: str) -> str:
     for result in results:
         lines += [f"## {result.id}: {result.verdict}", "", result.spec.get("claim", ""), "",
                   result.detail, ""]
+    if unused:  # records no claim could read: named, not left out in silence
+        lines += [f"## Records not used ({len(unused)})", "",
+                  *(f"- {u.source}: {u.why}" for u in unused), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def render_html(results: list[Result], title: str) -> str:
+def render_html(results: list[Result], title: str, unused: Sequence[Unused] = ()) -> str:
     """The report as one self-contained page: the summary table, then each claim's detail."""
     def esc(text: object) -> str:
         return html.escape(str(text), quote=True)
@@ -219,6 +223,10 @@ def render_html(results: list[Result], title: str) -> str:
         for r, row in zip(results, summary_rows(results), strict=True))
     details = "".join(f"<h2>{esc(r.id)}: {esc(r.verdict)}</h2><p>{esc(r.spec.get('claim', ''))}"
                       f"</p><pre>{esc(r.detail)}</pre>" for r in results)
+    if unused:
+        details += (f'<h2>Records not used ({len(unused)})</h2><ul id="unused">'
+                    + "".join(f"<li><code>{esc(u.source)}</code>: {esc(u.why)}</li>"
+                              for u in unused) + "</ul>")
     style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:"
              "collapse}th,td{padding:.3em .6em;border-bottom:1px solid #ddd;vertical-align:top}"
              "tr.supported td:nth-child(7){color:#1a7f37}tr.contradicted td:nth-child(7)"
@@ -233,12 +241,14 @@ def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 
            ) -> list[Result]:
     """Evaluate every claim of ``cfg`` on the records under ``results_dir``; write claims.md and
     claims.html there."""
-    records = list(iter_records(results_dir))
+    records, unused = read_records(results_dir)
+    for record in unused:  # no record leaves the report in silence
+        print(f"warning: {record.source}: not used by the claims: {record.why}", file=sys.stderr)
     results = [evaluate(claim_id, spec, records, resamples, aso_iterations)
                for claim_id, spec in claims_of(cfg).items()]
     title = f"Claims of the literature at this scale ({results_dir})"
-    atomic_write_text(results_dir / "claims.md", render_markdown(results, title))
-    atomic_write_text(results_dir / "claims.html", render_html(results, title))
+    atomic_write_text(results_dir / "claims.md", render_markdown(results, title, unused))
+    atomic_write_text(results_dir / "claims.html", render_html(results, title, unused))
     return results
 
 

@@ -13,7 +13,9 @@
                                            is B's score different from A's? (bootstrap, ASO)
     plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
                                            a model's GLUE test predictions as the server's zip
-    plmbench perf [overrides...]           MLM training throughput: ours vs transformers
+    plmbench perf [overrides...]           time our pretraining, fine-tuning and inference steps
+                                           against transformers' (sdpa, eager); --lengths: memory
+                                           and time against length; --generate: decoding tokens/s
     plmbench neighbours WORD --vectors ckpt:RUN --elmo ckpt:RUN   static vs contextual neighbours
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
@@ -25,39 +27,19 @@ Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
 
 import argparse
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench import records
+from bench.arguments import OneLineParser, count
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
 DEFAULT_RESULTS = "results"
-
-
-def results_dir_of(overrides: list[str]) -> Path:
-    """The results directory a run will write to, as the config composes it (before Hydra runs)."""
-    from hydra import compose, initialize_config_dir
-
-    from bench.run import CONF_DIR
-
-    keys = ("results_dir=", "experiment=", "+experiment=")
-    relevant = [o for o in overrides if o.startswith(keys) and "," not in o]
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=relevant)
-    return Path(cfg.results_dir)
-
-
-def composed_hash(overrides: list[str]) -> str:
-    """The config hash ``plmbench run OVERRIDES`` computes before it runs (``bench.run.main``)."""
-    from omegaconf import OmegaConf
-
-    from bench.records import config_hash
-    from bench.run import compose_config, normalize
-
-    cfg = compose_config(overrides, "the record's overrides no longer compose with this "
-                         "checkout's configs: run them with `plmbench run`, updated")
-    normalize(cfg)
-    return config_hash(OmegaConf.to_container(cfg, resolve=True))
 
 
 def cmd_rerun(path: str) -> int:
@@ -70,6 +52,8 @@ def cmd_rerun(path: str) -> int:
         raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
     replaying = ("skip_completed=", "only_failed=")
     overrides = [o for o in record["overrides"] if not o.startswith(replaying)]
+    from bench.compose import composed_hash
+
     now = composed_hash(overrides)
     if now != record.get("config_hash"):
         commit = record.get("versions", {}).get("git_commit")
@@ -81,13 +65,42 @@ def cmd_rerun(path: str) -> int:
     return cmd_run([*overrides, "skip_completed=false"])
 
 
+def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfig"]]:
+    """(overrides, composed config) of every run ``plmbench run ARGS`` would make, each checked
+    (``bench.config_check.check_config``); nothing for a command that only asks for help."""
+    from bench.compose import (
+        INFO_FLAGS,
+        compose_config,
+        config_dirs,
+        points,
+        resolve_target,
+        split_command,
+        sweep_params,
+    )
+    from bench.config_check import check_config
+
+    flags, overrides = split_command(args)
+    if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
+        return
+    dirs = config_dirs(flags)
+    if any(flag in ("-m", "--multirun") for flag in flags):  # the grid an experiment sweeps too
+        overrides = [*overrides, *sweep_params(points(overrides)[0], dirs)]
+    for point in points(overrides):
+        cfg = compose_config(point, "fix the override", dirs)
+        resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
+        check_config(cfg, point)
+        yield point, cfg
+
+
 def cmd_run(args: list[str]) -> int:
     from bench import run
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
-    if not any(a in ("-h", "--help", "--hydra-help", "--cfg", "-c", "--info") for a in args):
-        records.check_writable(results_dir_of([a for a in args if not a.startswith("-")]))
+    # every configuration composes and passes its checks before the first one runs
+    configs = list(command_configs(args))
+    for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
+        records.check_writable(Path(directory))
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -102,16 +115,21 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
     """The board's table of the records under ``results_dir``, as the options ask."""
     from bench.baselines import baseline_records
     from bench.leaderboard import build_table
-    from bench.records import iter_records
+    from bench.records import read_records
     from bench.references import load_references
-    from bench.selection import best_on_dev
+    from bench.selection import best_on_dev, selection_lines
 
-    records = list(iter_records(results_dir))
+    records, unused = read_records(results_dir)
     if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):
         records += baseline_records(records, board.name)
-    table = build_table(records, board, getattr(args, "stat", "mean"))
+    table = build_table(records, board, getattr(args, "stat", "mean"), unused)
+    for line in selection_lines(table):  # which grid point each row and task stands for
+        print(f"best-on-dev: {line}", file=sys.stderr)
+    for record in table.unused:  # CSV has no place for them; the other formats list them too
+        print(f"warning: {record.source}: not used on board {board.name}: {record.why}",
+              file=sys.stderr)
     if getattr(args, "references", False):
         if not board.references:
             raise PlmbenchError(f"board {board.name!r} names no published references "
@@ -139,7 +157,7 @@ def cmd_significance(args: argparse.Namespace) -> int:
 
 def _emit(text: str, out: str | None) -> int:
     if out:
-        atomic_write_text(Path(out), text)
+        atomic_write_text(Path(out), text, fix="pass --out a path in a writable directory")
         print(f"wrote {out}")
     else:
         print(text)
@@ -166,10 +184,20 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return _emit(text, args.out)
 
 
-def cmd_data(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
+def aligned(header: list[str], rows: list[list[str]], numeric: set[int]) -> str:
+    """A plain-text table: every name whole (never cut to a terminal's width), the ``numeric``
+    columns right-aligned."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
+    def line(cells: list[str]) -> str:
+        padded = [c.rjust(w) if i in numeric else c.ljust(w)
+                  for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def cmd_data(args: argparse.Namespace) -> int:
     from datamodules.sources import list_mirror, mirror_dataset, mirror_root
 
     if args.data_cmd == "mirror":
@@ -181,11 +209,10 @@ def cmd_data(args: argparse.Namespace) -> int:
         print(f"no datasets under {mirror_root()}: point PLMBENCH_DATA at a mirror, or fill one "
               "with `plmbench data mirror DATASET [CONFIG]`")
         return 0
-    table = Table("dataset", "config", "split", "rows", "MB", title=f"mirror: {mirror_root()}")
-    for entry in entries:
-        table.add_row(entry["dataset"], entry["config"], entry["split"], f"{entry['rows']:,}",
-                      f"{entry['bytes'] / 1e6:.1f}")
-    Console().print(table)
+    rows = [[e["dataset"], e["config"], e["split"], f"{e['rows']:,}", f"{e['bytes'] / 1e6:.1f}"]
+            for e in entries]
+    print(f"mirror: {mirror_root()}")
+    print(aligned(["dataset", "config", "split", "rows", "MB"], rows, numeric={3, 4}))
     return 0
 
 
@@ -207,7 +234,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="plmbench",
         description="Compare pretrained language models under one protocol.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -216,8 +243,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("run", help="train/evaluate one config, or a sweep with -m (Hydra overrides)",
                    add_help=False)
-    sub.add_parser("perf", help="MLM training throughput vs transformers (Hydra overrides)",
-                   add_help=False)
+    sub.add_parser("perf", help="time pretraining, fine-tuning and inference steps against "
+                   "transformers (--lengths, --generate; plmbench perf --help)", add_help=False)
     sub.add_parser("study", help="a study's runs in order, then its board (experiment=NAME)",
                    add_help=False)
     sub.add_parser("neighbours", help="a word's static and contextual (biLM) nearest neighbours",
@@ -253,9 +280,9 @@ def parser() -> argparse.ArgumentParser:
                     help="show the board's published reference rows (glue: dev results of "
                          "BERT-base, DistilBERT, ELECTRA-Small, RoBERTa-base, DeBERTa-v3-base, "
                          "ModernBERT-base), apart from the measured rows")
-    lb.add_argument("--resamples", type=int, default=1000,
+    lb.add_argument("--resamples", type=count(1), default=1000,
                     help="paired bootstrap replicates of --compare (default: 1000)")
-    lb.add_argument("--aso-iterations", type=int, default=1000,
+    lb.add_argument("--aso-iterations", type=count(0), default=1000,
                     help="ASO's bootstrap iterations in --compare (deepsig; 0: skip the test)")
     sig = sub.add_parser("significance", help="B - A per task and on the score: paired "
                          "bootstrap over examples and seeds, almost stochastic order")
@@ -267,10 +294,10 @@ def parser() -> argparse.ArgumentParser:
     sig.add_argument("--aggregate", help="the score to compare (default: the board's own)")
     sig.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                      help="best-on-dev: per model and task, the grid point best on dev")
-    sig.add_argument("--resamples", type=int, default=1000,
+    sig.add_argument("--resamples", type=count(1), default=1000,
                      help="paired bootstrap replicates (default: 1000)")
     sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
-    sig.add_argument("--aso-iterations", type=int, default=1000,
+    sig.add_argument("--aso-iterations", type=count(0), default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")

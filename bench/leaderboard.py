@@ -20,7 +20,9 @@ cannot tell from the best one at the 5% level (``marks``): differences a reader 
 read as a ranking. The paired bootstrap over examples (``plmbench significance``) tests a pair of
 rows more sharply.
 
-Failed runs of a board are listed apart from its rows, each with its error line; rows computed
+Failed runs of a board are listed apart from its rows, each with its error line, and so are the
+records it could not use (unreadable, or a value that is no number: ``Unused``), each with its
+path and why: no record is dropped in silence, and none can stop a board. Rows computed
 from the data alone (``bench/baselines.py``, a record with ``baseline: true``) are marked as
 such. The same records give the same bytes in every format (sorted rows, fixed float text).
 """
@@ -37,7 +39,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
+from bench.board_points import row_names, settings
 from bench.board_score import mark_rows, score
+from bench.records import Unused
 from bench.stats import Estimate
 from datamodules.errors import PlmbenchError
 
@@ -114,7 +118,8 @@ class Row:
     n_scored: int  # tasks (task_macro) or columns (mean) the score covers
     baseline: bool = False  # computed from the data alone, with no training
     parameters: int | None = None  # the model's parameter count (largest over its records; a
-    # fine-tuning record's without its task's head, the same model's size on every task)
+    # fine-tuning record's without its task's head, the same model's size on every task), or
+    # on a board of ``size: trained_parameters`` the most its fine-tuning method trained
     compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
     share: float | None = None  # score / the board's reference row's score
     parameter_share: float | None = None  # parameters / the reference row's parameters
@@ -125,6 +130,15 @@ class Row:
     marks: dict[str, str] = field(default_factory=dict)
     #: the records behind the row, by task (what ``plmbench significance`` resamples)
     records: dict[str, list[Mapping]] = field(default_factory=dict, repr=False)
+    #: per task, the grid point best-on-dev selection chose (bench.selection: point, dev, n)
+    selected: dict[str, dict] = field(default_factory=dict)
+    record_label: str = ""  # the records' label (``label`` may add the point's values)
+    settings: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
+
+    def key(self, board: Board) -> tuple[str, str]:
+        """What identifies the row whatever other records a table holds: its records' label and,
+        unless the board makes a row of a label's every protocol, its protocol."""
+        return self.record_label, self.protocol_hash if board.rows == "protocol" else ""
 
     def score_interval(self) -> tuple[float, float] | None:
         return None if self.score_estimate is None else self.score_estimate.interval()
@@ -155,6 +169,7 @@ class Table:
     text_columns: list[str] = field(default_factory=list)  # ``text: column`` labels, in order
     #: published rows shown apart (``bench/references.py``), when asked for
     references: list = field(default_factory=list)
+    unused: list[Unused] = field(default_factory=list)  # records it could not use, and why
 
     @property
     def labels(self) -> list[str]:
@@ -169,10 +184,19 @@ class Table:
 def _row_label(record: Mapping, board: Board) -> str:
     """The record's label, followed by the values of its task's text columns:
     "minilm-l6 (dense, HNSW32)"."""
-    label = record.get("label") or record.get("model") or "?"
-    texts = [text for column in _record_columns(record, board) if column.in_label
+    label = str(record.get("label") or record.get("model") or "?")
+    try:
+        columns = _record_columns(record, board)
+    except (PlmbenchError, TypeError, ValueError, AttributeError):
+        columns = []  # build_table lists the record as unused, with the reason
+    texts = [text for column in columns if column.in_label
              and (text := lookup_text(record, column.value)) is not None]
     return f"{label} ({', '.join(texts)})" if texts else label
+
+
+def source(record: Mapping) -> str:
+    """Where a record came from, for a message: its file, else its run directory."""
+    return str(record.get("_path") or record.get("run_dir") or record.get("run_id") or "a record")
 
 
 def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
@@ -181,7 +205,7 @@ def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dic
     for record in records:
         if record.get("status") != status or record.get("board") != board.name:
             continue
-        if not isinstance(record.get("task"), str):
+        if not isinstance(record.get("task"), str):  # read_records lists such files as unused
             continue
         label = _row_label(record, board)
         seed = record.get("seed", record.get("run_id"))
@@ -226,7 +250,18 @@ def _pretraining_flops(record: Mapping) -> float | None:
 def _record_columns(record: Mapping, board: Board) -> list[Column]:
     """The board's columns whose pattern matches the record's task, else the columns the record's
     own task config asks for (none without a task config) followed by the matching board
-    columns that add to them."""
+    columns that add to them; a record of one of the board's ``finetune_columns`` methods
+    shows them as columns of its own, "<label> (<method>)", scoring nothing."""
+    columns = _task_and_board_columns(record, board)
+    config = record.get("config")
+    method = ((config.get("finetune") or {}).get("name")
+              if isinstance(config, Mapping) else None)
+    if method in board.finetune_columns:
+        return [replace(c, label=f"{c.label} ({method})", score=False) for c in columns]
+    return columns
+
+
+def _task_and_board_columns(record: Mapping, board: Board) -> list[Column]:
     own = [c for c in board.columns if fnmatch.fnmatchcase(record["task"], c.task)]
     if any(not c.adds for c in own):
         return own
@@ -272,13 +307,31 @@ def _unique_labels(columns: list[Column]) -> list[Column]:
     ]
 
 
-def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean") -> Table:
+def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tuple]]:
+    """(the record's columns, (column, value) for those it has a value of); PlmbenchError when a
+    value is there but no finite number (a metric written as a string, NaN); text columns
+    (``text: true``) are read apart."""
+    columns = [c for c in _record_columns(record, board) if not c.in_label]
+    found = []
+    for column in (c for c in columns if not c.is_text):
+        value = lookup(record, column.value)
+        if value is None and (raw := _at(record, column.value)) is not None:
+            raise PlmbenchError(f"{column.value} is {raw!r}, not a finite number")
+        if value is not None:
+            found.append((column, value))
+    return columns, found
+
+
+def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean",
+                unused: Iterable[Unused] = ()) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
-    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average."""
+    ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average.
+    ``unused``: records already found unusable (``bench.records.read_records``), listed with
+    those of the board whose values cannot be read."""
     board = get_board(board) if isinstance(board, str) else board
     if stat not in STATS:
         raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
-    records = list(records)
+    records, unused = list(records), list(unused)
     finished = _select(records, board)
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
     extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
@@ -288,11 +341,16 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     )
     n_records = 0
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
+    settings_of: dict[tuple[str, str], dict[str, str]] = {}  # per row (board_points)
     texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     text_labels: dict[str, None] = {}
     for (label, record_protocol, task, seed), record in selected:
-        columns = [c for c in _record_columns(record, board) if not c.in_label]
-        found = [(c, value) for c in columns if (value := lookup(record, c.value)) is not None]
+        try:
+            columns, found = _record_values(record, board)
+            flops = _pretraining_flops(record)
+        except (PlmbenchError, TypeError, ValueError, AttributeError, RecursionError) as err:
+            unused.append(Unused(source(record), str(err)))
+            continue
         if not found:
             continue
         protocol = record_protocol
@@ -309,12 +367,16 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
                 texts[label, protocol][column.label].add(text)
                 text_labels.setdefault(column.label)
         n_records += not record.get("baseline")  # runs used; a baseline is no run
+        settings_of.setdefault((label, protocol), settings(record))
         row = extras[label, protocol]
         row.setdefault("records", defaultdict(list))[task].append(record)
         row["baseline"] = bool(record.get("baseline"))
-        size = record.get("encoder_parameters") or record.get("parameters")  # without a task head
+        if isinstance(record.get("selected"), Mapping):  # bench.selection's chosen point
+            row.setdefault("selected", {})[record["task"]] = dict(record["selected"])
+        size = record.get("trained_parameters") if board.size == "trained_parameters" else (
+            record.get("encoder_parameters") or record.get("parameters"))  # without a task head
         for key, value in (("parameters", size),
-                           ("compute", _pretraining_flops(record))):
+                           ("compute", flops)):
             if isinstance(value, int | float):
                 row[key] = max(value, row.get(key, value))
 
@@ -341,29 +403,29 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
-    protocols_per_label = defaultdict(set)
-    for label, protocol in values:
-        protocols_per_label[label].add(protocol)
+    names = row_names(list(values), settings_of)
     rows = []
-    for (label, protocol), by_column in values.items():
-        extra = extras[label, protocol]
+    for key, by_column in values.items():
+        label, protocol = key
+        extra = extras[key]
         cells = {
             new.label: Cell.of(by_column[old.task, old.label])
             for old, new in zip(columns, shown, strict=True)
             if (old.task, old.label) in by_column
         }
-        name = label if len(protocols_per_label[label]) == 1 else f"{label} [{protocol[:6]}]"
+        name = names[key]
         if board.rows == "label":  # a row of several protocols: a hash of them all
-            joined = ",".join(sorted(protocols[label, protocol]))
+            joined = ",".join(sorted(protocols[key]))
             protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
         value, covered, estimate = score(cells, shown, board, stat)
         shown_texts = {text: " / ".join(sorted(found))
-                       for text, found in texts[label, protocol].items()}
+                       for text, found in texts[key].items()}
         rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
-                        texts=shown_texts, **{k: dict(v) if k == "records" else v
-                                              for k, v in extra.items()}))
+                        texts=shown_texts, record_label=label,
+                        settings=settings_of.get(key, {}),
+                        **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
-                  stat, list(text_labels))
+                  stat, list(text_labels), unused=sorted(unused, key=lambda u: (u.source, u.why)))
     sign = -1 if table.score_higher_is_better else 1
     rows.sort(key=lambda row: (
         row.score is None, 0.0 if row.score is None else sign * row.score,

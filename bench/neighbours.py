@@ -17,13 +17,13 @@ neighbours mix them, mostly sports).
   word, split into words as the biLM reads them (cased).
 """
 
-import argparse
 import json
 from pathlib import Path
 
 import torch
 
-from bench.run import compose_config
+from bench.arguments import OneLineParser
+from bench.compose import compose_config
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -104,7 +104,7 @@ def render(report: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="plmbench neighbours",
+    parser = OneLineParser(prog="plmbench neighbours",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("word")
     parser.add_argument("--vectors", help="ckpt:<word-vectors run> or a vectors file")

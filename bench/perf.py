@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
+from bench.arguments import OneLineParser
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import (
     ATTENTION,
@@ -112,7 +113,7 @@ def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: boo
 
 def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
-    from bench.run import compose_config
+    from bench.compose import compose_config
 
     return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "
                           "model=<preset> overrides").model
@@ -235,7 +236,7 @@ def render(report: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated: "
                         f"{', '.join(STEPS)}")
     parser.add_argument("--attention", default=",".join(ATTENTION),

@@ -2,8 +2,8 @@
 
 A record is what makes a leaderboard reproducible without re-running anything (DESIGN.md,
 contracts 7 and 8; schema version 1 in the sprint contract, section D). This module writes a
-record atomically (temp file in the same directory + ``os.replace``, so a reader sees the old
-record or the new one, never half of one), reads records back while skipping corrupt ones, and
+record atomically (``datamodules.files.atomic_write_text``: a reader sees the old record or the new
+one, never half of one), reads records back while skipping corrupt ones, and
 computes the config hash that says "same experiment" across checkouts and seeds.
 """
 
@@ -17,7 +17,8 @@ import platform
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -99,21 +100,56 @@ def _without(config: Mapping, dotted: frozenset[str] | set[str]) -> dict:
     return kept
 
 
-def config_hash(config: Mapping, ignore_task: bool = False) -> str:
-    """First 16 hex chars of sha256 over the canonical JSON of ``config``.
-
-    Ignores the ``VOLATILE_KEYS`` (seed, results_dir, run_name, label, logger ...) and
-    absolute path prefixes (the results directory's, for paths inside it); with
-    ``ignore_task`` also the task group, which gives the protocol hash: the same training
-    recipe applied to different tasks.
-    """
+def canonical_config(config: Mapping, ignore_task: bool = False,
+                     task_keys: Iterable[str] = ()) -> dict:
+    """``config`` as the hashes see it: without the ``VOLATILE_KEYS`` (seed, results_dir, label,
+    logger ...), absolute path prefixes shortened (the results directory's, for paths inside it);
+    with ``ignore_task`` also without the task group but for its ``task_keys`` (the task keys a
+    command line changed, such as a grid's ``task.batch_size``): the training recipe. The
+    default fine-tuning method (``finetune=full``, every weight trains) is what every run did
+    before the ``finetune`` group existed: it is left out, so their records keep their hashes."""
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
+    if (config.get("finetune") or {}).get("name") == "full":
+        dropped |= {"finetune"}
     kept = _without(config, dropped)
+    task = config.get("task")
+    if ignore_task and isinstance(task, Mapping):
+        recipe = {key: task[key] for key in task_keys if key in task}
+        if recipe:
+            kept["task"] = recipe
     results_dir = config.get("results_dir")
     results_dir = os.fspath(results_dir) if isinstance(results_dir, str | os.PathLike) else None
-    text = json.dumps(_canonical(kept, "config", results_dir), sort_keys=True,
+    return _canonical(kept, "config", results_dir)
+
+
+def config_hash(config: Mapping, ignore_task: bool = False, task_keys: Iterable[str] = ()) -> str:
+    """First 16 hex chars of sha256 over the canonical JSON of ``config`` (``canonical_config``).
+
+    With ``ignore_task`` (and the ``task_keys`` its command line changed) it is the protocol
+    hash: the same training recipe applied to different tasks, one row of a board; grid points
+    that differ in a task key (``task.batch_size=16,32``) are different protocols.
+    """
+    text = json.dumps(canonical_config(config, ignore_task, task_keys), sort_keys=True,
                       separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+#: task keys that choose what data a task is measured on, not how a model is trained on it: a
+#: command line that sets them (SQuAD v2.0 trained on its dev split, a capped dev set) runs the
+#: same protocol
+TASK_DATA_KEYS = frozenset({"name", "dataset", "config", "hub_id", "board", "columns", "metrics",
+                            "splits", "max_eval_samples", "eval_batch_size"})
+
+
+def task_keys_of(overrides: Sequence[str]) -> list[str]:
+    """The task keys of the training recipe the overrides change (``task.batch_size=16`` ->
+    ``batch_size``), not those that choose the task's data (``TASK_DATA_KEYS``)."""
+    keys = []
+    for override in overrides:
+        key = override.lstrip("+~").partition("=")[0]
+        if key.startswith("task.") and key.split(".")[1] not in TASK_DATA_KEYS:
+            keys.append(key.split(".")[1])
+    return sorted(set(keys))
 
 
 def _distribution_version(name: str) -> str:
@@ -179,36 +215,70 @@ def check_writable(directory: Path) -> None:
 
 
 def write_record(run_dir: Path, record: dict) -> Path:
-    """Write ``record`` to ``run_dir/record.json`` atomically and return that path.
-
-    The JSON goes to a temp file in ``run_dir`` (same filesystem, so ``os.replace`` is an
-    atomic rename); if anything fails before the rename, the temp file is removed and any
-    previous record is left untouched. A full disk or an unwritable directory is one
-    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file.
-    """
-    run_dir = Path(run_dir)
-    target = run_dir / RECORD_NAME
+    """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write_text``, flushed to
+    disk) and return that path: a reader sees the old record or the new one, and a failed write
+    leaves the previous record untouched. A full disk or an unwritable directory is one
+    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file."""
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
-    try:
-        atomic_write_text(target, text)
-    except OSError as err:
-        raise PlmbenchError(
-            f"cannot write {target} ({err.strerror or err}): free disk space or choose a "
-            "writable results_dir=DIR"
-        ) from None
-    return target
+    return atomic_write_text(Path(run_dir) / RECORD_NAME, text,
+                             fix="free disk space or choose a writable results_dir=DIR")
 
 
-def read_record(path: str | Path) -> dict | None:
-    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+def load_record(path: str | Path) -> tuple[dict | None, str | None]:
+    """(the JSON object at ``path``, None), or (None, why there is none): unreadable, not JSON
+    (a truncated file), or not an object."""
     path = Path(path)
     if path.is_dir():
         path = path / RECORD_NAME
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    except UnicodeDecodeError:
+        return None, "is not UTF-8 text"
+    except ValueError as err:
+        return None, f"is not valid JSON ({err}): truncated or edited; re-run it"
+    if not isinstance(record, dict):
+        return None, f"holds a JSON {type(record).__name__}, not a record object"
+    return record, None
+
+
+def record_problem(record: Mapping) -> str | None:
+    """Why a board cannot use ``record`` (None: it can): no status, task or board, or an ok record
+    without metrics, or of a run asked to evaluate that holds no metric (it evaluated nothing)."""
+    if record.get("status") not in ("ok", "failed"):
+        return f"its status is {record.get('status')!r}, neither ok nor failed"
+    for key in ("task", "board"):
+        if not isinstance(record.get(key), str):
+            return f"its {key} is {record.get(key)!r}, not a name"
+    if record["status"] == "failed":
         return None
-    return record if isinstance(record, dict) else None
+    metrics = record.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return f"an ok record whose metrics are {metrics!r}, not a mapping"
+    config = record.get("config")
+    task = config.get("task") if isinstance(config, Mapping) else None
+    if isinstance(task, Mapping) and evaluated_nothing(task, metrics, record.get("predictions")):
+        return (f"an ok record with no metric on {task['splits']['eval']}: the run evaluated "
+                "nothing; re-run it with rows to evaluate (task.max_eval_samples > 0)")
+    return None
+
+
+def evaluated_nothing(task: Mapping, metrics: Mapping, predictions: object) -> bool:
+    """Whether a run of ``task`` asked to evaluate left no metric and predicted nothing. The
+    predictions of a trained run's eval splits do not count: their files (with gold labels) are
+    written even when no row was evaluated; those of a split without labels (GLUE's test sets, a
+    task with no training split such as GLUE AX) do."""
+    splits = task.get("splits")
+    if not isinstance(splits, Mapping) or not splits.get("eval") or any(metrics.values()):
+        return False
+    evaluated = set(splits["eval"]) if splits.get("train") else set()
+    return not set(predictions or ()) - evaluated
+
+
+def read_record(path: str | Path) -> dict | None:
+    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+    return load_record(path)[0]
 
 
 def checkpoint_record(init_from: str) -> dict | None:
@@ -271,17 +341,38 @@ def pretraining_costs(sources: list[str]) -> dict | None:
     return total
 
 
-def iter_records(results_dir: str | Path) -> Iterator[dict]:
-    """Every readable ``record.json`` below ``results_dir``, in path order; corrupt ones skipped."""
+
+@dataclass(frozen=True)
+class Unused:
+    """A record a board could not use (``source``: its path, or what else it was), and why;
+    every board lists these under its table, so no record is dropped in silence."""
+
+    source: str
+    why: str
+
+
+def read_records(results_dir: str | Path) -> tuple[list[dict], list[Unused]]:
+    """Every ``record.json`` below ``results_dir`` in path order: (the usable records, each with
+    its path under ``"_path"``; the others, with why they cannot be used)."""
     root = Path(results_dir)
     if not root.is_dir():
         raise PlmbenchError(
             f"results directory {root} does not exist; pass the results_dir your runs wrote to"
         )
+    records, unused = [], []
     for path in sorted(root.rglob(RECORD_NAME)):
-        record = read_record(path)
-        if record is not None:
-            yield record
+        record, why = load_record(path)
+        why = why or record_problem(record)
+        if why is not None:
+            unused.append(Unused(str(path), why))
+        else:
+            records.append({**record, "_path": str(path)})
+    return records, unused
+
+
+def iter_records(results_dir: str | Path) -> Iterator[dict]:
+    """The usable records below ``results_dir`` (``read_records``), in path order."""
+    yield from read_records(results_dir)[0]
 
 
 def run_variant(overrides: Sequence[str]) -> str:
@@ -296,7 +387,7 @@ def run_variant(overrides: Sequence[str]) -> str:
     kept = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
-        if key in PATH_KEYS or key.startswith("hydra.") or _is_volatile(key):
+        if key in PATH_KEYS or key.startswith("hydra.") or is_volatile(key):
             continue
         value = override.value()
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
@@ -310,6 +401,7 @@ def run_variant(overrides: Sequence[str]) -> str:
     return name
 
 
-def _is_volatile(key: str) -> bool:
+def is_volatile(key: str) -> bool:
+    """Whether a dotted config key is one of the ``VOLATILE_KEYS`` or below one."""
     parts = key.split(".")
     return any(".".join(parts[: i + 1]) in VOLATILE_KEYS for i in range(len(parts)))

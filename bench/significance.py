@@ -58,8 +58,9 @@ def find_row(table: Table, label: str) -> Row:
     if row is None and len(texted) == 1:
         row = texted[0]
     if row is None:
-        raise PlmbenchError(f"no row {label!r} on board {table.board.name!r}; its rows: "
-                            f"{', '.join(r.label for r in table.rows)}")
+        rows = (f"its rows: {', '.join(r.label for r in table.rows)}" if table.rows else
+                "it has no rows: no run of its tasks finished there (check RESULTS_DIR, --board)")
+        raise PlmbenchError(f"no row {label!r} on board {table.board.name!r}; {rows}")
     return row
 
 

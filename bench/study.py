@@ -31,17 +31,16 @@ command as one job.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
 from bench import run
+from bench.compose import compose_config, points
 from bench.records import check_writable, read_record
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -52,7 +51,7 @@ REFERENCE = re.compile(r"\{(\w+)\}")
 
 def composed(overrides: list[str]) -> DictConfig:
     """The run config ``plmbench run OVERRIDES`` composes (before it runs)."""
-    return run.compose_config(overrides, "fix the study's entry or the command's overrides")
+    return compose_config(overrides, "fix the study's entry or the command's overrides")
 
 
 def _flat(entry: object, where: str) -> Iterator[str]:
@@ -86,19 +85,6 @@ def study_runs(cfg: DictConfig) -> dict[str, list[str]]:
         raise PlmbenchError("this configuration holds no study: pass experiment=NAME of a file "
                             "in conf/experiment with a study.runs block (e.g. experiment=domain)")
     return _entries(OmegaConf.to_container(study.runs, resolve=True), "study.runs", {})
-
-
-def points(overrides: list[str]) -> list[list[str]]:
-    """The runs of ``overrides``: one, or every point of a sweep (comma-separated values), in
-    the order Hydra's basic sweeper runs them (the product of the values, in override order)."""
-    choices = []
-    for override in OverridesParser.create().parse_overrides(overrides):
-        key = override.get_key_element()
-        if override.is_sweep_override():
-            choices.append([f"{key}={value}" for value in override.sweep_string_iterator()])
-        else:
-            choices.append([override.input_line])
-    return [list(point) for point in itertools.product(*choices)]
 
 
 def _resolve(override: str, done: dict[str, Path], name: str) -> str:
@@ -174,17 +160,16 @@ def render_board(results_dir: Path, board_name: str) -> str:
     from bench.board_config import get_board
     from bench.board_text import render_markdown
     from bench.leaderboard import build_table
-    from bench.records import iter_records
+    from bench.records import read_records
 
     board = get_board(board_name)
-    records = list(iter_records(results_dir))
-    table = build_table(records + baseline_records(records, board.name), board)
+    records, unused = read_records(results_dir)
+    table = build_table(records + baseline_records(records, board.name), board, unused=unused)
     return render_markdown(table, str(results_dir))
 
 
 def cmd_study(overrides: list[str]) -> int:
     """``plmbench study OVERRIDES``: run the study, then print and write its board."""
-
     # what Hydra's job logging does for `plmbench run`: the runs' progress on stdout
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")

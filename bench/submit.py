@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from bench.board_config import get_board
 from bench.leaderboard import _record_columns, lookup
-from bench.records import iter_records
+from bench.records import read_records
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
 
@@ -194,21 +195,26 @@ def submission_rows(entry: Entry, record: Mapping) -> list[tuple[str, str]]:
     return [(str(index), value) for index, value in sorted(out)]
 
 
+#: how a run predicts what a submission needs
+PREDICT = ("run the tasks with task.predict_splits=[test] (MNLI: [test_matched,test_mismatched]) "
+           "and glue/ax from the MNLI run")
+
 def _tsv(rows: list[tuple[str, str]]) -> str:
     return "".join(f"{index}\t{value}\n" for index, value in [HEADER, *rows])
 
 
-def model_label(records: list[Mapping], label: str | None) -> str:
+def model_label(records: list[Mapping], label: str | None, results_dir: str | Path) -> str:
     """``label``, or the one label with GLUE test predictions in the results."""
     if label is not None:
         return label
     tasks = {entry.task for entry in GLUE}
     labels = sorted({r.get("label") for r in records if r.get("task") in tasks
                      and r.get("status") == "ok" and r.get("predictions")})
-    if len(labels) != 1:
-        raise PlmbenchError(f"{'no' if not labels else 'several'} models with GLUE predictions "
-                            f"in the results ({', '.join(map(str, labels))}); pick one with "
-                            "--model LABEL")
+    if not labels:
+        raise PlmbenchError(f"no run under {results_dir} has GLUE predictions; {PREDICT}")
+    if len(labels) > 1:
+        raise PlmbenchError(f"several models with GLUE predictions in the results "
+                            f"({', '.join(map(str, labels))}); pick one with --model LABEL")
     return labels[0]
 
 
@@ -217,14 +223,16 @@ def submit_glue(results_dir: str | Path, label: str | None = None, out: str | Pa
     """Write the submission zip of ``label``'s runs under ``results_dir``: (the zip's path, the
     source of each file, the missing files). Nothing is written when a task is missing, unless
     ``allow_missing``."""
-    records = list(iter_records(results_dir))
-    label = model_label(records, label)
+    records, unused = read_records(results_dir)
+    for record in unused:  # a run it cannot read is never left out in silence
+        print(f"warning: {record.source}: not used for the submission: {record.why}",
+              file=sys.stderr)
+    label = model_label(records, label, results_dir)
     chosen = choose_runs(records, label)
     missing = [entry.file for entry in GLUE if entry.file not in chosen]
     if not chosen:
-        raise PlmbenchError(f"no GLUE test predictions of model {label} in {results_dir}; run the "
-                            "tasks with task.predict_splits=[test] (MNLI: [test_matched,"
-                            "test_mismatched]) and glue/ax from the MNLI run")
+        raise PlmbenchError(f"no GLUE test predictions of model {label} in {results_dir}; "
+                            f"{PREDICT}")
     if missing and not allow_missing:
         raise PlmbenchError(f"model {label} has no test predictions for {', '.join(missing)}; "
                             "GLUE's server scores complete submissions: run those tasks with "

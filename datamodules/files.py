@@ -7,9 +7,12 @@ under the user's umask (a temp file is created private, 0600)."""
 import contextlib
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from datamodules.errors import PlmbenchError
 
 
 def _umask() -> int:
@@ -50,8 +53,26 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         os.fsync(handle.fileno())
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (UTF-8); returns ``path``."""
-    with atomic_write(path) as handle:
-        handle.write(text)
+def atomic_write_text(path: str | Path, text: str, fix: str | None = None) -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8); returns ``path``. With ``fix``, an
+    ``OSError`` (a full disk, a read-only directory) is one PlmbenchError line naming ``path``
+    and the fix."""
+    try:
+        with atomic_write(path) as handle:
+            handle.write(text)
+    except OSError as err:
+        if fix is None:
+            raise
+        raise PlmbenchError(f"cannot write {path} ({err.strerror or err}): {fix}") from None
     return Path(path)
+
+
+def staging_dir(target: str | Path) -> Path:
+    """A new empty directory beside ``target`` to build a whole directory in before renaming it
+    to ``target`` (a checkpoint export, a cached vocabulary); made as ``mkdir`` makes them (0777
+    under the user's umask), not ``tempfile.mkdtemp``'s private 0700."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+    staging.mkdir(0o777)
+    return staging

@@ -22,6 +22,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import datasets
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datamodules import goodreads, universal_dependencies
@@ -122,16 +124,46 @@ def _check_columns(source: str, has: Sequence[str], columns: Sequence[str]) -> N
         )
 
 
+def _binary_as_text(path: Path, columns: Sequence[str], schema: pa.Schema) -> list[str]:
+    """The needed columns the file stores as bytes rather than text (``binary``): each must be
+    UTF-8, and is read as text; the first row that is not names the file, column and row."""
+    binary = [c for c in columns if pa.types.is_binary(schema.field(c).type)
+              or pa.types.is_large_binary(schema.field(c).type)]
+    for column in binary:
+        values = pq.read_table(path, columns=[column]).column(column)
+        try:
+            pc.cast(values, pa.string())
+        except pa.ArrowInvalid:
+            for row, value in enumerate(values.to_pylist()):
+                try:
+                    value is None or value.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise PlmbenchError(
+                        f"{path} column {column} row {row} is not UTF-8 text ({err.reason} at "
+                        f"byte {err.start} of {value[:40]!r}); re-encode the file's text as UTF-8"
+                    ) from None
+    return binary
+
+
 def _read_mirror(path: Path, columns: Sequence[str]) -> datasets.Dataset:
     try:
-        names = pq.ParquetFile(path).schema_arrow.names  # footer only: cheap corruption check
+        footer = pq.ParquetFile(path)  # footer only: cheap corruption check
+        schema, rows = footer.schema_arrow, footer.metadata.num_rows
     except Exception as error:
         raise _unreadable(path, error) from error
-    _check_columns(str(path), names, columns)
+    _check_columns(str(path), schema.names, columns)
+    if rows == 0:
+        raise PlmbenchError(f"{path} has no rows; re-create it with `plmbench data mirror "
+                            f"{path.parent.parent.name} {path.parent.name}` or point the task at "
+                            "a split that has rows")
+    binary = _binary_as_text(path, columns, schema)
     try:
-        return datasets.Dataset.from_parquet(str(path))  # cached as Arrow by datasets
+        data = datasets.Dataset.from_parquet(str(path))  # cached as Arrow by datasets
     except Exception as error:
         raise _unreadable(path, error) from error
+    for column in binary:
+        data = data.cast_column(column, datasets.Value("string"))
+    return data
 
 
 def load_split(

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -38,8 +37,9 @@ from tokenizers import (
 )
 from tokenizers.models import BPE, Unigram, WordPiece
 
-from datamodules import vocab_files
+from datamodules import spm_files, vocab_files
 from datamodules.errors import PlmbenchError
+from datamodules.files import staging_dir
 
 FAMILIES = ("wordpiece", "bpe", "unigram")
 ROLES = tuple(vocab_files.ROLE_KEYS)  # pad, unk, cls, sep, mask
@@ -80,6 +80,12 @@ class TokenizerSpec:
     pair: str
     tokenizer_class: str
     extra: tuple[str, ...] = ()
+    #: released vocabularies number the extra tokens after the model's pieces from the last to
+    #: the first (T5: <extra_id_99> first, <extra_id_0> highest)
+    extra_descending: bool = False
+    #: a SentencePiece checkpoint's text cleanup and its defaults (ALBERT's, XLNet's
+    #: ``preprocess_text``: ("do_lower_case", True), ("keep_accents", False)); None: none
+    spm_preprocess: tuple[tuple[str, bool], ...] | None = None
     model_input_names: tuple[str, ...] = ("input_ids", "token_type_ids", "attention_mask")
     #: where transformers' batches put padding: XLNet's classifier reads the last position, its
     #: <cls>, so its tokenizer pads on the left
@@ -114,6 +120,7 @@ XLNET = TokenizerSpec(  # SentencePiece pieces; <sep> and <cls> END a sequence (
     single="$A sep cls:2",
     pair="$A sep $B:1 sep:1 cls:2",  # segment ids 0, 1 and 2 for <cls>, as XLNetTokenizer
     tokenizer_class="XLNetTokenizer",
+    spm_preprocess=(("do_lower_case", False), ("keep_accents", False)),  # XLNetTokenizer's
     padding_side="left",
 )
 #: the class a checkpoint without tokenizer_config.json's tokenizer_class is written back as
@@ -263,10 +270,9 @@ def _template(template: str, ids: dict[str, tuple[str, int]]) -> str:
     return " ".join(pieces)
 
 
-def _assemble(model: Any, spec: TokenizerSpec, lowercase: bool, where: str) -> TextTokenizer:
-    """Tokenizer from a model whose vocabulary holds the spec's tokens: pipeline, special tokens
-    (never split, skipped when decoding) and post-processing templates."""
-    backend = _pipeline(Tokenizer(model), spec.family, lowercase)
+def _assemble(backend: Tokenizer, spec: TokenizerSpec, where: str) -> TextTokenizer:
+    """Tokenizer from a backend (model and pipeline) whose vocabulary holds the spec's tokens:
+    special tokens (never split, skipped when decoding) and post-processing templates."""
     special = _special(backend, dict(spec.tokens), where)  # before add_special_tokens appends
     ids = {role: (token, getattr(special, role)) for role, token in spec.tokens}
     # a token that carries its leading space (Ġ / ▁) would leave that space before a mask
@@ -358,7 +364,8 @@ def train_tokenizer(spec: TokenizerSpec, texts: Iterable[str], vocab_size: int, 
         vocab = [(token, 0.0) for token in specials]
         vocab += sorted(pieces, key=lambda piece_score: (-piece_score[1], piece_score[0]))
         model = Unigram(vocab, unk_id=specials.index(_require_unk(spec)))
-    return _assemble(model, spec, lowercase, where="trained from texts")
+    return _assemble(_pipeline(Tokenizer(model), spec.family, lowercase), spec,
+                     where="trained from texts")
 
 
 def cache_root() -> Path:
@@ -373,8 +380,7 @@ def cached_directory(namespace: str, key: str, write: Callable[[Path], None]) ->
     cache hit never calls ``write``. ``key`` must change whenever what ``write`` writes does."""
     directory = cache_root() / namespace / hashlib.sha256(key.encode()).hexdigest()[:16]
     if not directory.is_dir():
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+        staging = staging_dir(directory)  # the user's umask, not mkdtemp's 0700
         try:
             write(staging)
             os.rename(staging, directory)
@@ -398,40 +404,90 @@ def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], v
         train_tokenizer(spec, texts(), vocab_size, lowercase), staging)))
 
 
-def load_tokenizer(path: str | Path) -> TextTokenizer:
-    """Tokenizer from a directory as Hugging Face writes it (tokenizer.json; else a BERT
-    vocab.txt, lowercasing from tokenizer_config.json's do_lower_case; else byte-level BPE's
-    vocab.json + merges.txt), or from a tokenizer.json file with its config files beside it.
-    Roles come from the tokenizer's own files (``datamodules.vocab_files``)."""
+def load_tokenizer(path: str | Path, spec: TokenizerSpec | None = None) -> TextTokenizer:
+    """Tokenizer from a directory as Hugging Face writes it, or from a tokenizer.json file with
+    its config files beside it: tokenizer.json; else the legacy files of the released
+    checkpoints: a SentencePiece ``spiece.model`` (T5, ALBERT; ``datamodules.spm_files``), a
+    WordPiece vocab.txt (lowercasing from tokenizer_config.json's do_lower_case) or byte-level
+    BPE's vocab.json + merges.txt. ``spec``, the architecture's (``from_hf`` passes it), gives
+    legacy files their templates and default roles. Roles come from the tokenizer's own files,
+    then the model's config.json (``datamodules.vocab_files``)."""
     path = Path(path)
     directory, file = (path, path / "tokenizer.json") if path.is_dir() else (path.parent, path)
     if not path.exists():
         raise _no_tokenizer(path)
     config = vocab_files.read_config(directory)
     roles = vocab_files.config_roles(config)
+    ids = vocab_files.model_config_ids(directory)
     if file.is_file():
         backend = Tokenizer.from_file(str(file))
-        roles = {**vocab_files.backend_roles(_json(backend)), **roles}
+        model_roles = _roles_of_ids(backend, ids)
+        roles = {**model_roles, **vocab_files.backend_roles(_json(backend)), **roles}
         family = _FAMILY_OF_MODEL.get(type(backend.model).__name__)
         if family is None:
             raise PlmbenchError(f"{file} holds a {type(backend.model).__name__} model; use a "
                                 f"WordPiece, BPE or Unigram tokenizer")
-        special = _special(backend, roles, str(directory))
+        special = _special(backend, vocab_files.with_pad(roles, model_roles), str(directory))
         return TextTokenizer(backend, family, special,
                              config.get("tokenizer_class", _DEFAULT_CLASS[family]))
+    if (directory / spm_files.MODEL_FILE).is_file():
+        return _sentencepiece(directory, spec, config, roles, ids)
     legacy = BERT if (directory / "vocab.txt").is_file() else ROBERTA
-    # a bare vocabulary file: the roles its transformers class defaults to, unless configured
-    spec = replace(legacy, tokens=tuple({**dict(legacy.tokens), **roles}.items()),
-                   tokenizer_class=config.get("tokenizer_class", legacy.tokenizer_class))
-    if legacy is BERT:
+    if spec is not None and spec.family == legacy.family:
+        legacy = spec
+    if legacy.family == "wordpiece":
         model = WordPiece(WordPiece.read_file(str(directory / "vocab.txt")),
-                          unk_token=_require_unk(spec),
+                          unk_token=_require_unk(legacy),
                           continuing_subword_prefix=CONTINUATION_PREFIX)
-        return _assemble(model, spec, config.get("do_lower_case", True), str(directory))
-    if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+        lowercase = config.get("do_lower_case", True)
+    elif (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
         model = BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
-        return _assemble(model, spec, False, str(directory))
-    raise _no_tokenizer(path)
+        lowercase = False
+    else:
+        raise _no_tokenizer(path)
+    backend = _pipeline(Tokenizer(model), legacy.family, lowercase)
+    return _assemble(backend, _with_roles(legacy, roles, _roles_of_ids(backend, ids), config),
+                     str(directory))
+
+
+def _roles_of_ids(backend: Tokenizer, ids: dict[str, int]) -> dict[str, str]:
+    """role -> token string of the model config's special ids the vocabulary has."""
+    tokens = {role: backend.id_to_token(i) for role, i in ids.items()}
+    return {role: token for role, token in tokens.items() if token is not None}
+
+
+def _with_roles(spec: TokenizerSpec, roles: dict[str, str], model_roles: dict[str, str],
+                config: dict, *lower: dict[str, str]) -> TokenizerSpec:
+    """``spec`` with the checkpoint's roles over its defaults (the tokenizer's config files
+    first, then the model config's ids, then ``lower``: what the vocabulary file itself says),
+    and the tokenizer class its config names."""
+    merged = {**dict(spec.tokens), **{k: v for d in lower for k, v in d.items()},
+              **model_roles, **roles}
+    merged = vocab_files.with_pad(merged, model_roles)
+    return replace(spec, tokens=tuple(merged.items()),
+                   tokenizer_class=config.get("tokenizer_class", spec.tokenizer_class))
+
+
+#: a SentencePiece directory of no known architecture: its roles, no template
+_PLAIN_UNIGRAM = TokenizerSpec("unigram", (), single="$A", pair="$A $B:1",
+                               tokenizer_class="PreTrainedTokenizerFast")
+
+
+def _sentencepiece(directory: Path, spec: TokenizerSpec | None, config: dict,
+                   roles: dict[str, str], ids: dict[str, int]) -> TextTokenizer:
+    """A ``spiece.model`` directory: the SentencePiece pipeline (``spm_files``) with the
+    architecture's preprocessing, extra tokens and templates."""
+    spec = spec if spec is not None and spec.family == "unigram" else _PLAIN_UNIGRAM
+    preprocess = None
+    if spec.spm_preprocess is not None:
+        preprocess = {key: config.get(key, default) for key, default in spec.spm_preprocess}
+    extra = spec.extra[::-1] if spec.extra_descending else spec.extra
+    file = directory / spm_files.MODEL_FILE
+    backend = spm_files.spm_tokenizer(file, preprocess, extra)
+    proto_roles = spm_files.proto_roles(spm_files.read_model(file))
+    full = _with_roles(replace(spec, extra=()), roles, _roles_of_ids(backend, ids), config,
+                       proto_roles)
+    return _assemble(backend, full, str(directory))
 
 
 def _no_tokenizer(path: Path) -> PlmbenchError:

@@ -4,7 +4,10 @@ A checkpoint names its special tokens by role in ``tokenizer_config.json`` and t
 ``special_tokens_map.json`` (``pad_token``, ``cls_token``, ...; each a string or an AddedToken
 dict with ``"content"``). As transformers does, ``special_tokens_map.json`` overrides the config
 unless the config carries ``added_tokens_decoder``. A role neither file names is read from
-``tokenizer.json`` itself: cls / sep from the post-processor, unk from the model, pad from padding.
+``tokenizer.json`` itself: cls / sep from the post-processor, unk from the model, pad from padding;
+then from the model's ``config.json`` (``bos_token_id``, ``eos_token_id``, ``pad_token_id``). A
+checkpoint whose config names an end-of-sequence token and no pad token (GPT-2) pads with the
+end-of-sequence token, as the ecosystem does: padding is masked by the attention mask.
 """
 
 import json
@@ -86,6 +89,25 @@ def backend_roles(backend_json: dict[str, Any]) -> dict[str, str]:
         roles["unk"] = model["vocab"][model["unk_id"]][0]
     if backend_json.get("padding"):
         roles["pad"] = backend_json["padding"]["pad_token"]
+    return roles
+
+
+#: config.json's special ids, by the role they name
+MODEL_ID_KEYS = {"pad": "pad_token_id", "cls": "bos_token_id", "sep": "eos_token_id"}
+
+
+def model_config_ids(directory: Path) -> dict[str, int]:
+    """role -> id as the model's ``config.json`` names them (ints only)."""
+    config = _read_json(directory / "config.json")
+    ids = {role: config.get(key) for role, key in MODEL_ID_KEYS.items()}
+    return {role: i for role, i in ids.items() if isinstance(i, int) and not isinstance(i, bool)}
+
+
+def with_pad(roles: dict[str, str], model_roles: dict[str, str]) -> dict[str, str]:
+    """``roles``, with the model config's end-of-sequence token as pad where nothing names a pad
+    token but the model config names its end (GPT-2)."""
+    if "pad" not in roles and "pad" not in model_roles and "sep" in model_roles:
+        return {**roles, "pad": model_roles["sep"]}
     return roles
 
 

@@ -21,6 +21,7 @@ TOKENIZER = TokenizerSpec(
     single="cls $A sep",
     pair="cls $A sep $B:1 sep:1",
     tokenizer_class="AlbertTokenizer",
+    spm_preprocess=(("do_lower_case", True), ("keep_accents", False)),  # AlbertTokenizer's
 )
 
 LAYER = "encoder.albert_layer_groups.{i}.albert_layers.0."

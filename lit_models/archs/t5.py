@@ -20,6 +20,7 @@ TOKENIZER = TokenizerSpec(
     pair="$A sep $B sep",
     tokenizer_class="T5Tokenizer",
     extra=SENTINELS,
+    extra_descending=True,  # a released spiece.model: <extra_id_99> = 32000 ... <extra_id_0> last
     model_input_names=("input_ids", "attention_mask"),
 )
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.keys import check_keys
 from datamodules.tokenization import (
     FAMILIES,
     TextTokenizer,
@@ -31,10 +32,36 @@ from lit_models.core.hf import from_hf, read_config
 
 #: the subdirectory a run exports its net and tokenizer to (Hugging Face layout)
 EXPORT_DIR = "model"
+#: what a model preset holds besides its architecture's config fields, and who reads it
+PRESET_KEYS = frozenset({
+    "name",                 # the preset's name: the default label (conf/config.yaml)
+    "arch",                 # the architecture's registered name (lit_models/archs)
+    "init_from",            # the default init_from (conf/config.yaml)
+    "objective",            # the preset's pretraining objective (bench/run.py normalize)
+    "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
+    "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
+    "pretrain_batch_size",
+    "pretrain_max_length",  # the paper's pretraining recipe (conf/task/pretrain/_base.yaml):
+    "pretrain_length_schedule",  # input length, length phases, warmup share
+    "pretrain_warmup_ratio",
+    "summarize_prefix",     # prepended to summarization sources (conf/task/summarization)
+    "translate_prefix",     # prepended to translation sources (conf/task/translation)
+    "vocabulary_family",    # a scratch vocabulary's family (vocabulary_spec)
+    "lowercase",            # a scratch vocabulary's normalisation (build_net)
+})
+
+
+def check_preset(arch: Arch, model_cfg: Mapping) -> None:
+    """A preset (with its overrides) holds only keys something reads: its architecture's config
+    fields and ``PRESET_KEYS``; a misspelled one is an error naming the nearest."""
+    known = {f.name for f in dataclasses.fields(arch.config)} | PRESET_KEYS
+    check_keys(model_cfg, known, f"model={model_cfg.get('name')} ({arch.name})", "model.")
 
 
 def net_config(arch: Arch, model_cfg: Mapping, vocab_size: int, pad_token_id: int):
-    """The arch's config dataclass from the preset's fields of the same names."""
+    """The arch's config dataclass from the preset's fields of the same names (``check_preset``
+    refuses any other key but ``PRESET_KEYS``)."""
+    check_preset(arch, model_cfg)
     names = {f.name for f in dataclasses.fields(arch.config)}
     values = {k: v for k, v in model_cfg.items() if k in names}
     values.update(vocab_size=vocab_size, pad_token_id=pad_token_id)

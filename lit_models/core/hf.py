@@ -17,7 +17,6 @@ weights the class has no place for in ``BESIDE_FILE``, read back by ``from_hf``.
 import json
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, fields, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.files import staging_dir
 from datamodules.tokenization import TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, arch_of_model_type, arch_of_net
 from lit_models.nets.heads import PooledClassifier
@@ -35,7 +35,7 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 #: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
 #: the checkpoint's own so that transformers loads it without an unexpected key
 BESIDE_FILE = "plmbench_beside.safetensors"
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
@@ -166,7 +166,11 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
     known = {f.name for f in fields(arch.config)}
-    return arch, arch.config(**{k: v for k, v in hf_config.items() if k in known})
+    values = {k: v for k, v in hf_config.items() if k in known}
+    if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
+            hf_config.get("eos_token_id"), int):  # GPT-2 has no pad: its end pads, masked
+        values["pad_token_id"] = hf_config["eos_token_id"]
+    return arch, arch.config(**values)
 
 
 def _architectures(directory: Path) -> list[str]:
@@ -206,7 +210,7 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     else:
         net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
-    return net, load_tokenizer(directory)
+    return net, load_tokenizer(directory, arch.tokenizer)
 
 
 def hf_state_dict(net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
@@ -273,19 +277,37 @@ def task_labels(directory: str | Path, task: str) -> list[str] | None:
     return [id2label[str(i)] for i in range(len(id2label))]
 
 
-def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
-    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
-    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
-    untouched) when the checkpoint has none or one of other shapes (another label count)."""
+def _head_state(head: nn.Module, directory: str | Path, names: Mapping[str, str]
+                ) -> dict[str, Tensor] | None:
+    """The checkpoint's weights of ``head`` (``names``: our submodules -> the checkpoint's), by
+    our names; None when the checkpoint has no such head."""
     file = _weights_file(Path(directory))
     state = _read_weights(file) if file else {}
     theirs = {f"{ours}.{param}": f"{name}.{param}"
               for ours, name in names.items()
               for param in getattr(head, ours).state_dict()}  # a head may have no bias
     if not all(name in state for name in theirs.values()):
-        return False
-    weights = {ours: state[name] for ours, name in theirs.items()}
-    if any(weights[k].shape != v.shape for k, v in head.state_dict().items()):
+        return None
+    return {ours: state[name] for ours, name in theirs.items()}
+
+
+def head_mismatch(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> str | None:
+    """Why the checkpoint's head cannot be ``head`` ("out.weight is (2, 128), the task's
+    (1, 128)": another label count); None when it fits or the checkpoint has none."""
+    weights = _head_state(head, directory, names)
+    ours = head.state_dict()
+    wrong = [f"{key} is {tuple(weights[key].shape)}, the task's {tuple(value.shape)}"
+             for key, value in ours.items() if weights and weights[key].shape != value.shape]
+    return "; ".join(wrong) or None
+
+
+def load_head(head: nn.Module, directory: str | Path, names: Mapping[str, str]) -> bool:
+    """Load a fine-tuned task head from a checkpoint into ``head``, whose submodules ``names``
+    maps to the checkpoint's (``HFLayout.classifier_names``, ``QA_HEAD_NAMES``); False (``head``
+    untouched) when the checkpoint has none or one of other shapes (another label count:
+    ``head_mismatch`` says which)."""
+    weights = _head_state(head, directory, names)
+    if weights is None or any(weights[k].shape != v.shape for k, v in head.state_dict().items()):
         return False
     head.load_state_dict(weights)
     return True
@@ -364,9 +386,7 @@ def to_hf(
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise PlmbenchError(f"{directory} is a file; to_hf writes a directory, pick another path")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the export is meant to be shared
+    tmp = staging_dir(directory)
     try:
         save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
         if beside:

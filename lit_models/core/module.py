@@ -1,6 +1,7 @@
 """What every plmbench LightningModule shares: the optimizer setup, per-split evaluation metrics
 collected from the last validation pass, the step at which that pass ran, the prediction
-files an evaluation wrote into the run directory (Design contract 10), ``torch.compile`` of
+files an evaluation wrote into the run directory (Design contract 10), the callbacks of its
+fine-tuning method, ``torch.compile`` of
 its encoders (``trainer.compile``), and gradient clipping that works with mixed precision and the
 fused AdamW kernel together (``trainer.gradient_clip_val``, BERT's global norm 1.0)."""
 
@@ -40,13 +41,22 @@ class PlmModule(L.LightningModule):
         #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
+        #: what the run must say in its log and its record about how it was set up (a
+        #: checkpoint's head that does not fit the task, so the task's starts untrained)
+        self.notes: list[str] = []
         #: what the last evaluation found besides metrics, kept in the record as it is (JSON):
         #: a word-vector run's nearest neighbours of its query words, ...
         self.outputs: dict = {}
+        #: what the run's fine-tuning method adds to the Trainer (``lit_models/core/finetune``:
+        #: gradual unfreezing, a frozen encoder kept in eval mode)
+        self.finetune_callbacks: list[L.Callback] = []
         #: a teacher's soft targets mixed into the training loss (task-level distillation,
         #: ``lit_models/families/distillation.py``): (loss, scores, batch) -> loss; None: the
         #: task's loss alone
         self.soft_targets = None
+
+    def configure_callbacks(self) -> list[L.Callback]:
+        return list(self.finetune_callbacks)
 
     def distilled(self, loss, scores, batch):
         """The training ``loss`` with the teacher's soft targets for ``scores``, if any."""

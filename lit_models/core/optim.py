@@ -5,6 +5,12 @@ warmup then linear (BERT, Devlin et al. 2019, Appendix A.2), cosine or constant 
 optional layer-wise learning-rate decay (ELECTRA, Clark et al. 2020, Appendix A): the parameters
 of layer l of L get lr * decay^(L + 1 - l), embeddings count as layer 0 and heads as layer L + 1.
 
+``optim.schedule: slanted_triangular`` is ULMFiT's (Howard & Ruder 2018, §3.2, eq. 3): a short
+linear increase over the first cut = cut_frac x T steps (``warmup_ratio``), then a long linear
+decay, from lr / ratio to lr and back: lr_t = lr (1 + p (ratio - 1)) / ratio, p = t / cut before
+the cut, 1 - (t - cut) / (T - cut) after it (``stlr_ratio``, 32 in the paper, which
+``finetune=ulmfit`` sets).
+
 ``optim.name: adafactor`` is T5's optimizer (Raffel et al. 2020, §3.1.2; Shazeer & Stern 2018):
 torch's ``Adafactor`` with factored second moments, beta2_t = 1 - t^-0.8, updates clipped to RMS
 d and scaled by the parameter's RMS, step size rho_t = min(lr_t, 1/sqrt(t)). With a constant lr
@@ -23,7 +29,7 @@ from torch import nn
 
 from datamodules.errors import PlmbenchError
 
-SCHEDULES = ("linear", "cosine", "constant")
+SCHEDULES = ("linear", "cosine", "constant", "slanted_triangular")
 OPTIMIZERS = ("adamw", "adafactor", "adagrad")
 _LAYER = re.compile(r"\blayers\.(\d+)\.")
 
@@ -57,10 +63,16 @@ def param_groups(module: nn.Module, cfg: Mapping, num_layers: int) -> list[dict]
     return list(groups.values())
 
 
-def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
-    """Linear warmup to 1 over ``warmup_steps``, then ``schedule`` down to 0 at ``total_steps``."""
+def lr_multiplier(step: int, total_steps: int, warmup_steps: int, schedule: str,
+                  ratio: float = 32.0) -> float:
+    """Linear warmup to 1 over ``warmup_steps``, then ``schedule`` down to 0 at ``total_steps``;
+    the slanted triangle (``ratio``: how much smaller its lowest rate is) rises over them."""
     if schedule not in SCHEDULES:
         raise PlmbenchError(f"optim.schedule={schedule!r} is unknown: use one of {list(SCHEDULES)}")
+    if schedule == "slanted_triangular":
+        cut = max(1, warmup_steps)
+        p = step / cut if step < cut else 1 - (step - cut) / max(1, total_steps - cut)
+        return (1 + max(0.0, p) * (ratio - 1)) / ratio
     if step < warmup_steps:
         return (step + 1) / warmup_steps
     if schedule == "constant":
@@ -118,6 +130,7 @@ def configure_optimizer(module: nn.Module, cfg: Mapping, total_steps: int,
     optimizer = make_optimizer(param_groups(module, cfg, num_layers), cfg)
     warmup = int(cfg["warmup_ratio"] * total_steps)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_multiplier(step, total_steps, warmup, cfg["schedule"])
+        optimizer, lambda step: lr_multiplier(step, total_steps, warmup, cfg["schedule"],
+                                              cfg.get("stlr_ratio", 32.0))
     )
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}

@@ -27,7 +27,7 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.archs import arch_of_net
 from lit_models.core.build import EXPORT_DIR, checkpoint_dir
 from lit_models.core.family import TaskFamily, check_max_length, check_predicted_rows
-from lit_models.core.hf import load_head, to_hf
+from lit_models.core.hf import head_mismatch, load_head, to_hf
 from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics.classification import (
@@ -162,6 +162,20 @@ def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> 
     return True
 
 
+def unfit_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> str | None:
+    """What the run must say where ``init_from``'s classification head was not loaded because it
+    does not fit the task (another label count): a new head starts untrained. None where there
+    is nothing to say (scratch, a checkpoint without a head, a new head asked for)."""
+    task, init_from = cfg["task"], cfg["init_from"]
+    if init_from == "scratch" or task.get("checkpoint_labels") == NEW_HEAD:
+        return None
+    mismatch = head_mismatch(head, checkpoint_dir(init_from), names)
+    if mismatch is None:
+        return None
+    return (f"init_from={init_from}: its classifier head does not fit the {task['num_labels']} "
+            f"label(s) of {task['name']} ({mismatch}): a new head starts untrained")
+
+
 def no_training_split(task) -> PlmbenchError:
     return PlmbenchError(
         f"task {task['name']} has no training split, so init_from must be a classifier "
@@ -177,6 +191,8 @@ class Classification(TaskFamily):
     kinds = ("encoder", "decoder")
     #: how the task's rows are read and encoded (a ``GlueDataModule`` or a subclass)
     datamodule: type[glue.GlueDataModule] = glue.GlueDataModule
+    #: what ``head`` found that the run must say: a checkpoint's head that does not fit
+    head_note: str | None = None
 
     def vocabulary_corpus(self, task):
         if not task["splits"].get("train"):
@@ -188,7 +204,9 @@ class Classification(TaskFamily):
         check_max_length(task, net)
         self.check_export(cfg, net)
         dm = self.datamodule(task, tokenizer, seed=cfg["seed"])
-        return self.module(cfg, net, self.head(cfg, net), dm), dm
+        module = self.module(cfg, net, self.head(cfg, net), dm)
+        module.notes += [self.head_note] if self.head_note else []
+        return module, dm
 
     def check_export(self, cfg, net) -> None:
         """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
@@ -200,6 +218,7 @@ class Classification(TaskFamily):
         arch = arch_of_net(net)
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
         fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
+        self.head_note = None if fine_tuned else unfit_head(head, cfg, arch.hf.classifier_names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         return head

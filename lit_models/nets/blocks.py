@@ -112,6 +112,9 @@ class TransformerLayer(nn.Module):
 
     post-LN (``pre_norm=False``, BERT, BART): x = Norm(x + Dropout(Sublayer(x)));
     pre-LN (``pre_norm=True``, GPT-2, T5, Xiong et al. 2020): x = x + Dropout(Sublayer(Norm(x))).
+    Each sub-layer's output passes its adapter slot before the residual addition: the identity,
+    or a bottleneck adapter (Houlsby et al. 2019, Figure 2; ``adapters.py``) that
+    ``lit_models/core/finetune/adapters.py`` puts there.
     ``norm`` "layernorm" or "rmsnorm"; ``bias=False`` drops the biases of every Linear and
     LayerNorm (T5); ``head_dim`` and ``scale`` go to the attention (T5: d_kv and 1.0);
     ``activation_dropout`` is the feed-forward's inner dropout (``FeedForward``).
@@ -149,6 +152,10 @@ class TransformerLayer(nn.Module):
                                         activation_dropout)
         self.ffn_norm = make_norm(norm, hidden_size, layer_norm_eps, bias)
         self.dropout = nn.Dropout(dropout)
+        #: Houlsby et al. 2019's adapter slots (no parameters while they are the identity)
+        self.attention_adapter = nn.Identity()
+        self.cross_attention_adapter = nn.Identity()
+        self.ffn_adapter = nn.Identity()
 
     def forward(
         self,
@@ -175,20 +182,23 @@ class TransformerLayer(nn.Module):
         self_cache = None if cache is None else cache.self_attention
         x = self._residual(x, self.attention_norm,
                            lambda h: self.attention(h, mask, bias, causal, self_cache, unpadding,
-                                                    probe))
+                                                    probe),
+                           self.attention_adapter)
         if self.cross_attention is not None:
             cross_cache = None if cache is None else cache.cross_attention
             x = self._residual(
                 x,
                 self.cross_attention_norm,
                 lambda h: self.cross_attention(h, memory, memory_mask, cache=cross_cache),
+                self.cross_attention_adapter,
             )
-        return self._residual(x, self.ffn_norm, self.feed_forward)
+        return self._residual(x, self.ffn_norm, self.feed_forward, self.ffn_adapter)
 
-    def _residual(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def _residual(self, x: Tensor, norm: nn.Module, sublayer: Callable[[Tensor], Tensor],
+                  adapter: nn.Module) -> Tensor:
         if self.pre_norm:
-            return x + self.dropout(sublayer(norm(x)))
-        return norm(x + self.dropout(sublayer(x)))
+            return x + adapter(self.dropout(sublayer(norm(x))))
+        return norm(x + adapter(self.dropout(sublayer(x))))
 
 
 class TransformerEncoder(nn.Module):

@@ -104,5 +104,17 @@ def records_under(root: Path) -> list[Path]:
 
 def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny",
             seed: int = 0) -> Path:
-    """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run.run_dir_of)."""
-    return results / task / label / run_variant(list(overrides)) / f"seed{seed}"
+    """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run_dir): named by
+    the overrides that change the configuration, not those equal to their defaults."""
+    from omegaconf import OmegaConf
+
+    from bench.compose import compose_config, normalize
+    from bench.records import config_hash
+    from bench.run_dir import effective_overrides
+
+    args = [f"task={task}", *overrides]
+    cfg = compose_config(args, "a test's overrides")
+    normalize(cfg)
+    current = config_hash(OmegaConf.to_container(cfg, resolve=True))
+    return results / task / label / run_variant(effective_overrides(args, cfg, current)) / (
+        f"seed{seed}")

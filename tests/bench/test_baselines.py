@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from bench.baselines import baseline_records
-from bench.run import compose_config
+from bench.compose import compose_config
 from tests.conftest import require
 
 sk = require("sklearn.metrics")

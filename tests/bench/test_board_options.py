@@ -5,11 +5,13 @@ protocol) and ``--compare DIR_A DIR_B``; each checked against values computed he
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import json
 import random
 import statistics
 
-import pytest
 from scipy import stats as scipy_stats
 
 from bench.cli import main
@@ -50,6 +52,10 @@ def test_median_cells_and_score_use_the_median_and_the_range(tmp_path, capsys):
     assert " ± " in mean_rows["bert-tiny"]["RTE (acc)"]
 
 
+#: the grid's points: a learning rate, and a task key the command line set (task.batch_size)
+POINTS = {"lr2e-5": (2e-5, 16), "lr3e-5": (3e-5, 16), "lr5e-5": (5e-5, 32)}
+
+
 def grid_records() -> tuple[list[dict], dict[tuple[str, str], str]]:
     """Two models x two tasks x three grid points (protocols) x two seeds; and, per (model,
     task), the protocol whose mean over seeds of the task's scoring columns is the highest."""
@@ -58,7 +64,7 @@ def grid_records() -> tuple[list[dict], dict[tuple[str, str], str]]:
     for model in ("bert-tiny", "electra-small"):
         for task in ("glue/rte", "glue/mrpc"):
             means = {}
-            for point in ("lr2e-5", "lr3e-5", "lr5e-5"):
+            for point, (lr, batch) in POINTS.items():
                 protocol = hashlib.sha256(f"{model} {point}".encode()).hexdigest()[:16]
                 per_seed = []
                 for seed in (0, 1):
@@ -69,7 +75,11 @@ def grid_records() -> tuple[list[dict], dict[tuple[str, str], str]]:
                     per_seed.append(statistics.mean(
                         metrics[s][m] for s, m in
                         (split_metric(c["value"]) for c in TASKS[task]["columns"])))
-                    records.append(record(model, task, seed, metrics, protocol=protocol))
+                    made = record(model, task, seed, metrics, protocol=protocol,
+                                  variant=[f"optim.lr={lr}", f"task.batch_size={batch}"])
+                    made["config"] |= {"optim": {"lr": lr, "schedule": "linear"},
+                                       "task": {**TASKS[task], "batch_size": batch}}
+                    records.append(made)
                 means[protocol] = statistics.mean(per_seed)
             best[model, task] = max(means, key=means.get)
     return records, best
@@ -91,6 +101,64 @@ def test_best_on_dev_keeps_per_model_and_task_the_best_grid_point(tmp_path, caps
             assert rows[model][column["label"]].startswith(
                 f"{100 * statistics.mean(seed_values):.1f} ± ")
             assert rows[model][column["label"]].endswith("(n=2)")
+
+
+def test_sweep_rows_are_named_by_the_values_that_tell_them_apart(tmp_path, capsys):
+    records, _ = grid_records()
+    write_all(tmp_path, records)
+    rows = rows_of(leaderboard(capsys, tmp_path))
+    assert sorted(rows) == sorted(
+        f"{model} (optim.lr={lr}, task.batch_size={batch})"
+        for model in ("bert-tiny", "electra-small") for lr, batch in POINTS.values())
+    # a row's name is its own: with one point alone on the board it is the label
+    alone = tmp_path / "alone"
+    write_all(alone, [r for r in records if r["config"]["optim"]["lr"] == 3e-5])
+    assert sorted(rows_of(leaderboard(capsys, alone))) == ["bert-tiny", "electra-small"]
+
+
+def test_compare_matches_a_configuration_whatever_else_either_side_holds(tmp_path, capsys):
+    records, _ = grid_records()
+    write_all(tmp_path / "a", records)  # three points per model
+    write_all(tmp_path / "b", [r for r in records if r["config"]["optim"]["lr"] == 3e-5])
+    text = leaderboard(capsys, "--compare", tmp_path / "a", tmp_path / "b", "--resamples", "50",
+                       "--aso-iterations", "20")
+    rows = rows_of(text.split("\n### ", 1)[0])  # the cells, then each shared row tested
+    assert len(rows) == 6 and text.count("\n### ") == 2  # the two configurations both hold
+    same = rows["bert-tiny (optim.lr=3e-05, task.batch_size=16)"]["RTE (acc)"]
+    before, after = same.split(" (")[0].split(" → ")
+    assert before == after and "(+0.0)" in same
+    assert rows["bert-tiny (optim.lr=2e-05, task.batch_size=16)"]["RTE (acc)"].startswith(
+        "only A: ")
+
+
+def test_best_on_dev_says_which_point_it_chose(tmp_path, capsys):
+    records, best = grid_records()
+    write_all(tmp_path, records)
+    lr_of = {r["protocol_hash"]: r["config"]["optim"]["lr"] for r in records}
+    batch_of = {r["protocol_hash"]: r["config"]["task"]["batch_size"] for r in records}
+
+    def point(model, task):
+        return f"optim.lr={lr_of[best[model, task]]}, task.batch_size={batch_of[best[model, task]]}"
+
+    text = leaderboard(capsys, tmp_path, "--select", "best-on-dev")
+    for (model, task) in best:
+        assert f"- {model} {task}: {point(model, task)} (dev mean " in text
+    assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
+                 "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert f"best-on-dev: bert-tiny glue/rte: {point('bert-tiny', 'glue/rte')}" in err
+    rows = {row["model"]: row for row in csv.DictReader(io.StringIO(out))}
+    assert rows["bert-tiny"]["selected"] == (f"glue/mrpc: {point('bert-tiny', 'glue/mrpc')}; "
+                                             f"glue/rte: {point('bert-tiny', 'glue/rte')}")
+    assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
+                 "--format", "json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    (row,) = [r for r in board["rows"] if r["label"] == "electra-small"]
+    chosen = row["selected"]["glue/rte"]
+    assert chosen["protocol_hash"] == best["electra-small", "glue/rte"] and chosen["n"] == 2
+    assert chosen["point"] == {"optim.lr": json.dumps(lr_of[chosen["protocol_hash"]]),
+                               "task.batch_size": str(batch_of[chosen["protocol_hash"]])}
+    assert chosen["of"] == 3
 
 
 def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
@@ -124,6 +192,6 @@ def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
 
 
 def test_an_unknown_statistic_is_refused_in_one_line(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["leaderboard", str(tmp_path), "--stat", "mode"])
-    assert "invalid choice: 'mode'" in capsys.readouterr().err
+    assert main(["leaderboard", str(tmp_path), "--stat", "mode"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "invalid choice: 'mode'" in line

@@ -18,7 +18,7 @@ from bench.stats import Difference
 from bench.study import composed, needed, study_runs
 from tests.bench.invoke import plmbench_on_mirror
 
-CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,feature_based]"
+CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,t5_objectives]"
 
 
 @pytest.mark.parametrize("size", ["claims_small", "claims_tiny"])
@@ -29,7 +29,7 @@ def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
             "span_masking", "distillation", "domain_adaptation",
             "retrieval_augmented"} <= set(claims)
     assert {name for name, c in claims.items() if c.get("status") == "pending"} == {
-        "feature_based", "t5_objectives"}
+        "t5_objectives"}
     entries = study_runs(cfg)
     for name, claim in claims.items():
         assert claim["claim"] and claim["paper"], name
@@ -79,7 +79,7 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
             for cells in (line.split("|") for line in text.split("\n## ")[0].splitlines()
                           if line.startswith("| ") and not line.startswith("| claim"))
             if len(cells) > 9}
-    assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning", "feature_based"}
+    assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning", "t5_objectives"}
     masking = rows["dynamic_masking"]
     assert masking[2].startswith("Liu et al. 2019 (RoBERTa), §4.1")
     assert masking[3].startswith("bert-tiny: ") and masking[4].startswith("bert-tiny/dynamic: ")
@@ -93,7 +93,7 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     behind = [r for r in records if r["label"] in ("bert-tiny", "bert-tiny/dynamic")]
     flops = sum(r["throughput"].get("train_flops") or 0 for r in behind)
     assert len(behind) == 4 and masking[7].startswith(f"{flops:.3g} FLOPs")
-    assert rows["feature_based"][6] == "pending"
+    assert rows["t5_objectives"][6] == "pending"
     # head pruning: the fine-tuned model against itself with 40% of its heads cut out, both
     # scored on one dev set (the pruned one without a training step)
     pruning = rows["head_pruning"]

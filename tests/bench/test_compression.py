@@ -103,7 +103,7 @@ def test_a_pruning_without_a_fine_tuned_model_or_with_an_unknown_target_is_one_l
     result = plmbench("run", "task=compression/quantize", "task.target=glue/nope",
                       f"results_dir={results}")
     assert result.rc == 2
-    assert_one_error_line(result, "task.target=glue/nope does not compose")
+    assert_one_error_line(result, "task=glue/nope: there is no conf/task/glue/nope.yaml")
     assert not list(results.rglob("record.json")) or all(
         json.loads(p.read_text())["status"] == "failed" for p in results.rglob("record.json"))
 

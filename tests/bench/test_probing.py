@@ -76,7 +76,7 @@ def test_the_board_gives_the_accuracy_by_layer_and_draws_a_curve_per_model(probe
 def test_a_wrong_probe_is_one_line(tmp_path):
     results = tmp_path / "results"
     for override, fragment in (("task.probe.kind=svm", "task.probe.kind=svm: use one of"),
-                               ("+task.probe.layers=2", "task.probe: unknown keys ['layers']")):
+                               ("+task.probe.layers=2", "unknown key task.probe.layers")):
         result = plmbench("run", "task=probing/ner", "model=bert-tiny", override,
                           f"results_dir={results}")
         assert result.rc == 2

@@ -137,14 +137,24 @@ def test_read_record_of_missing_file_is_none(tmp_path):
     assert read_record(tmp_path / "nope" / "record.json") is None
 
 
-def test_iter_records_sorted_by_path_and_skips_corrupt(tmp_path):
+def test_read_records_sorted_by_path_and_lists_what_it_cannot_use(tmp_path):
+    usable = {"status": "failed", "task": "glue/rte", "board": "glue"}
     for name in ["b/seed2", "a/seed1", "a/seed0/deeper"]:
-        write_record(tmp_path / name, {"run_dir": name})
+        write_record(tmp_path / name, {**usable, "run_dir": name})
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "record.json").write_text("{not json")
+    write_record(tmp_path / "d", {"run_dir": "d"})  # no status
+    write_record(tmp_path / "e", {**usable, "status": "ok", "metrics": {},
+                                  "config": {"task": {"splits": {"eval": ["validation"]}}}})
     (tmp_path / "a" / "notes.json").write_text("{}")
-    found = [r["run_dir"] for r in iter_records(tmp_path)]
-    assert found == ["a/seed0/deeper", "a/seed1", "b/seed2"]
+    found, unused = records.read_records(tmp_path)
+    assert [r["run_dir"] for r in found] == ["a/seed0/deeper", "a/seed1", "b/seed2"]
+    assert [r["run_dir"] for r in iter_records(tmp_path)] == [r["run_dir"] for r in found]
+    assert found[0]["_path"] == str(tmp_path / "a/seed0/deeper/record.json")
+    assert [u.source for u in unused] == [str(tmp_path / f"{d}/record.json") for d in "cde"]
+    assert unused[0].why.startswith("is not valid JSON (Expecting property name")
+    assert unused[1].why == "its status is None, neither ok nor failed"
+    assert "the run evaluated nothing" in unused[2].why
 
 
 def test_iter_records_of_missing_directory_names_it(tmp_path):

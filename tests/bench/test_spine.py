@@ -29,11 +29,11 @@ def env(mirror, monkeypatch, tmp_path) -> Path:
 
 
 def test_a_sweep_over_a_learning_rate_leaves_one_record_per_value(env):
-    result = plmbench("run", "-m", *TINY, "task=glue/rte", "optim.lr=1e-4,3e-4",
+    result = plmbench("run", "-m", *TINY, "task=glue/rte", "optim.lr=2e-4,3e-4",
                       f"results_dir={env}")
     assert result.rc == 0, result.err
     records = [json.loads(p.read_text()) for p in records_under(env)]
-    assert sorted(r["config"]["optim"]["lr"] for r in records) == [1e-4, 3e-4]
+    assert sorted(r["config"]["optim"]["lr"] for r in records) == [2e-4, 3e-4]
     assert len({r["config_hash"] for r in records}) == 2
     variants = {Path(r["run_dir"]).parent.name for r in records}
     assert len(variants) == 2 and all(v.startswith("optim.lr:") for v in variants)

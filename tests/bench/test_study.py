@@ -132,4 +132,4 @@ def test_an_entry_that_does_not_compose_is_one_line(tmp_path):
     result = plmbench("study", "experiment=domain_tiny", f"results_dir={tmp_path}",
                       'study.runs.general.general=["task=glue/nope"]')
     assert result.rc == 2 and len(result.err_lines) == 1
-    assert "task=glue/nope does not compose" in result.err
+    assert "task=glue/nope: there is no conf/task/glue/nope.yaml" in result.err

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
+from bench.compose import compose_config
 from bench.records import write_record
-from bench.run import compose_config
 from bench.submit import GLUE
 from tests.bench.invoke import plmbench, read, run_dir
 

@@ -76,6 +76,21 @@ def test_the_protocol_presets_compose_to_their_papers_grids():
     assert [sorted(map(float, p)) for p in points] == [[2e-5, 3e-5, 5e-5], [16, 32], [2, 3, 4]]
 
 
+def test_a_sweeps_own_grid_is_checked_before_it_runs_with_the_command_lines_values_first():
+    """plmbench run -m composes and checks every point of the experiment's grid too
+    (hydra.sweeper.params), the command line's values replacing the grid's, as Hydra sweeps."""
+    from bench.compose import sweep_params
+
+    extra = sweep_params(["experiment=glue_sane", "seed=0"])
+    assert [o.partition("=")[0] for o in extra] == ["task"]  # seed: the command line's
+    assert len(extra[0].split(",")) == 9
+    bad = plmbench("run", "-m", "experiment=glue_sane", "model=bert-tiny", "trainer=cpu",
+                   "seed=0", "task.max_eval_samples=0")
+    assert bad.rc == 2 and bad.out == ""
+    assert bad.err_lines == ["error: task.max_eval_samples=0 leaves nothing to evaluate: cap it "
+                             "at a positive number of rows, or null for the whole split"]
+
+
 def run_ids(root: Path) -> dict[str, str]:
     return {str(p): json.loads(p.read_text())["run_id"] for p in records_under(root)}
 
@@ -109,7 +124,7 @@ def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirr
     (row,) = board["rows"]
     # the board's own columns span the tasks (every record); the tasks' columns have 2 seeds
     cells = {label: cell for label, cell in row["cells"].items()
-             if not label.startswith(("parameters", "pretraining"))}
+             if not label.startswith(("parameters", "trained parameters", "pretraining"))}
     assert {c["n"] for c in cells.values()} == {2} and len(cells) == 6
     assert {c["n"] for label, c in row["cells"].items() if label not in cells} == {10}
     assert [(f["task"], f["seed"]) for f in board["failures"]] == [("glue/qnli", 0),
@@ -117,8 +132,12 @@ def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirr
     markdown = plmbench("leaderboard", str(results)).out
     assert "Failed runs (2)" in markdown and "baseline (no training) †" in markdown
 
-    again = plmbench(*args)  # every point ended, ok or failed: nothing new runs
-    assert run_ids(results) == after and again.rc == 0
+    # the ok points are skipped; the two that failed on their input (QNLI's missing training
+    # split) are tried again, as a fixed input would be, and fail the same way
+    again = plmbench(*args)
+    retried = {p for p, run_id in run_ids(results).items() if run_id != after[p]}
+    assert again.rc == 2 and len(retried) == 2 and all("qnli" in p for p in retried)
+    after = run_ids(results)
     failed_only = plmbench(*args[:1], "--rerun-failed", *args[1:])
     changed = {p for p, run_id in run_ids(results).items() if run_id != after[p]}
     assert failed_only.rc == 2 and len(changed) == 2 and all("qnli" in p for p in changed)

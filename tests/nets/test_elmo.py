@@ -7,7 +7,7 @@ direction as a forward LSTM over each sentence reversed, and padding that change
 import pytest
 import torch
 
-from bench.run import compose_config
+from bench.compose import compose_config
 from lit_models.families.bilm import elmo_config
 from lit_models.nets.elmo import ElmoConfig, ElmoEncoder, ElmoLanguageModel
 from lit_models.nets.lstm import ProjectedLSTM, TorchLSTM, reverse_padded

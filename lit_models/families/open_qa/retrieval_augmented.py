@@ -60,7 +60,8 @@ class RetrievalAugmented:
         self.collected: list[list] = [[] for _ in self.eval_splits]
 
     def configure_callbacks(self) -> list[L.Callback]:
-        return [IndexRefresh(self.refresh_every)] if self.refresh_every else []
+        refresh = [IndexRefresh(self.refresh_every)] if self.refresh_every else []
+        return [*super().configure_callbacks(), *refresh]
 
     def refresh_index(self) -> None:
         """Re-embed and rebuild; every module's mode and every gradient stay as they were

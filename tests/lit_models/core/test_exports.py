@@ -14,7 +14,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from bench.run import compose_config
+from bench.compose import compose_config
 from datamodules.tagging import encode_words
 from lit_models.archs import arch_of_net
 from lit_models.core.build import build_net
