@@ -130,13 +130,17 @@ class Board:
     finetune_columns: tuple[str, ...] = ()
     #: the board's own columns; ``Column.task`` is the fnmatch pattern of the tasks they replace
     columns: tuple[Column, ...] = ()
+    #: a label prefix: each task's columns labelled "<curves><number>" are drawn, on the HTML
+    #: page, as one curve per row over the number (the probing board's accuracy by layer); ""
+    #: draws none
+    curves: str = ""
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
                  "reference", "aggregates", "references", "size",
-                 "finetune_columns"}
+                 "finetune_columns", "curves"}
         check_keys(config, known, where)
         name = config.get("name")
         if not isinstance(name, str) or not name:
@@ -183,6 +187,7 @@ class Board:
             references=str(config.get("references") or ""),
             note=str(config.get("note") or ""),
             reference=reference,
+            curves=str(config.get("curves") or ""),
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 

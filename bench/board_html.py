@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 from bench.board_plots import Item, forest, heatmap, scatter
 from bench.board_score import task_scores
@@ -29,6 +30,7 @@ from bench.board_text import (
     table_json,
 )
 from bench.leaderboard import Row, Table
+from lit_models.core import svg
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -153,6 +155,30 @@ def _forests(table: Table) -> tuple[str, dict[tuple[str, str], float], dict[str,
     return "".join(figures), values, directions
 
 
+def curves(table: Table) -> str:
+    """Per task, its columns labelled "<board.curves><number>" as one curve per row over the
+    number (a probing run's accuracy by layer); "" on boards without ``curves``."""
+    prefix = table.board.curves
+    if not prefix:
+        return ""
+    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)(?: \[.*\])?$")
+    by_task: dict[str, list[tuple[int, str, float]]] = {}
+    for column in table.columns:
+        if match := pattern.match(column.label):
+            by_task.setdefault(column.task, []).append(
+                (int(match.group(1)), column.label, column.scale))
+    figures = []
+    for index, (task, columns) in enumerate(sorted(by_task.items())):
+        series = [svg.Series(row.label, [(float(x), scale * row.cells[label].center(table.stat),
+                                          row.label)
+                                         for x, label, scale in columns if label in row.cells],
+                             line=True) for row in table.rows if not row.baseline]
+        figures.append(svg.plot(f"{task}: by {prefix.strip()}", f"curves-{index}",
+                                [s for s in series if s.points], prefix.strip(), task,
+                                label_points=False))
+    return "".join(figures)
+
+
 def render_html(table: Table) -> str:
     """The whole page: title, sortable table, footnote, reference rows, failures, plots."""
     board = table.board
@@ -189,6 +215,8 @@ def render_html(table: Table) -> str:
         _references_table(table),
         (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
          f'<ul id="failures">{failures}</ul>') if table.failures else "",
+        (f'<h2>By {_esc(board.curves.strip())}</h2><div class="plots">{lines}</div>'
+         if (lines := curves(table)) else ""),
         (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused">{unused}</ul>'
          if table.unused else ""),
         "<h2>Per task: scores with their 95% intervals</h2>",

@@ -73,6 +73,7 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
         compose_config,
         config_dirs,
         points,
+        resolve_target,
         split_command,
         sweep_params,
     )
@@ -86,6 +87,7 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
         overrides = [*overrides, *sweep_params(points(overrides)[0], dirs)]
     for point in points(overrides):
         cfg = compose_config(point, "fix the override", dirs)
+        resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
         check_config(cfg, point)
         yield point, cfg
 

@@ -132,15 +132,53 @@ def normalize(cfg: DictConfig) -> None:
     means the preset's own (``model.objective``: a ``conf/objective`` name, or a mapping of its
     ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
     it names none), so ``model=electra-small`` pretrains as ELECTRA does and ``model=bert-base``
-    as BERT did."""
+    as BERT did; a task's ``target`` (``resolve_target``) is the config of the task it names."""
     if cfg.get("objective") is None:
         with open_dict(cfg):
             cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))
-    splits = cfg.task.splits
+    resolve_target(cfg)
+    normalize_splits(cfg.task)
+
+
+def normalize_splits(task: DictConfig) -> None:
+    splits = task.splits
     if splits.get("eval") is None:
         splits.eval = []
     elif isinstance(splits.eval, str):
         splits.eval = [splits.eval]
+
+
+def resolve_target(cfg: DictConfig) -> None:
+    """A task that works on a fine-tuned model and its task (an analysis, a compression) names
+    that task in ``task.target``: a task's name (``glue/sst2``), composed as ``task=NAME`` is, or
+    null: the task that the run ``task.target_run`` names (``ckpt:<run dir>``; by default the
+    run's ``init_from``) trained on, as its record holds it (a run that distilled or pruned a
+    model: its own target). ``task.target`` becomes that task's config, so the config hash
+    covers it."""
+    from bench.records import checkpoint_record
+
+    task = cfg.task
+    if "target" not in task or isinstance(task.target, DictConfig):
+        return
+    if task.target is None:
+        run = task.get("target_run") or cfg.init_from
+        record = checkpoint_record(run)
+        if record is None:
+            raise PlmbenchError(
+                f"task {task.name} works on a fine-tuned run's task, and {run} is no finished "
+                "plmbench run: point it at one (init_from=ckpt:<run dir>, task.teacher= for a "
+                "distillation), or name its task with task.target=<task> (e.g. glue/sst2)")
+        target = record["config"]["task"]
+        while isinstance(target.get("target"), dict):  # a distilled or pruned model's run
+            target = target["target"]
+        target = OmegaConf.create(target)
+    else:
+        name = str(task.target)
+        target = compose_config([f"task={name}"], f"task.target={name} does not compose: set "
+                                "it to a task under conf/task, e.g. glue/sst2").task
+    normalize_splits(target)
+    with open_dict(cfg):
+        task.target = target
 
 
 def preset_objective(chosen: object) -> DictConfig:

@@ -57,12 +57,14 @@ def _merge_keys(tree: dict, config: Mapping, opaque: Sequence[str] = ()) -> dict
     """``tree`` (key -> the tree of its keys, or None) grown by ``config``'s keys; a defaults
     entry placed at a package (``/task/pretrain/pubmed@corpora.pubmed``) adds its first key, whose
     entries are named by the YAML's author (not checked further)."""
+    packaged = set()  # a whole config placed there: its keys are that config's, not checked
+    for entry in config.get("defaults") or []:
+        package = str(entry).partition("@")[2].split(".")[0].strip()
+        if package and package != "_here_":
+            tree[package] = None
+            packaged.add(package)
     for key, value in config.items():
-        if key == "defaults":
-            for entry in value if isinstance(value, list) else []:
-                package = str(entry).partition("@")[2].split(".")[0].strip()
-                if package and package != "_here_":
-                    tree.setdefault(package, None)
+        if key == "defaults" or key in packaged:
             continue
         sub = tree.setdefault(key, None)
         if isinstance(value, Mapping) and key not in opaque:

@@ -282,6 +282,17 @@ def read_record(path: str | Path) -> dict | None:
     return load_record(path)[0]
 
 
+def checkpoint_record(init_from: str) -> dict | None:
+    """The ok record of the run a ``ckpt:<run dir>`` (or ``ckpt:<run dir>/model``) names; None
+    for any other checkpoint or value, or a run that did not end ok."""
+    try:
+        run_dir = InitFrom.parse(init_from).run_dir()
+    except PlmbenchError:  # no checkpoint setting at all: no run of ours either
+        return None
+    record = read_record(run_dir) if run_dir is not None else None
+    return record if record is not None and record.get("status") == "ok" else None
+
+
 #: what a run's training cost, by the key it has in a record's ``pretraining`` and its own place
 TRAINING_COST = {"tokens": "throughput.train_tokens", "flops": "throughput.train_flops",
                  "wall_time_s": "wall_time_s"}
@@ -294,19 +305,15 @@ def pretraining_cost(init_from: str) -> dict | None:
     directories of the chain, oldest first; zeros from ``scratch``; None for a checkpoint of
     unknown cost (``hf:``, or a run without an ok record). A value some run of the chain did not
     record is None."""
-    start = InitFrom.parse(init_from)
-    if start.scratch:
+    if str(init_from) == "scratch":
         return {**dict.fromkeys(TRAINING_COST, 0), "runs": []}
-    if start.kind != "ckpt":
+    source = checkpoint_record(init_from)
+    if source is None:
         return None
-    path = start.path
-    source = read_record(start.run_dir())
-    if source is None or source.get("status") != "ok" or not source.get("init_from"):
-        return None
-    before = source.get("pretraining") or pretraining_cost(source["init_from"])
+    before = source.get("pretraining") or pretraining_cost(source.get("init_from") or "")
     if before is None:
         return None
-    cost = {"runs": [*before["runs"], source.get("run_dir") or str(path)],
+    cost = {"runs": [*before["runs"], source.get("run_dir") or str(InitFrom.parse(init_from).path)],
             # the recipe of the last pretraining of the chain (a fine-tuning run passes its own on)
             "recipe": source.get("recipe") or before.get("recipe")}
     for key, dotted in TRAINING_COST.items():

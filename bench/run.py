@@ -32,7 +32,7 @@ from bench.checkpoints import (
     resume_from,
     rows_before,
 )
-from bench.compose import CONF_DIR, normalize
+from bench.compose import CONF_DIR, normalize, resolve_target
 from bench.config_check import check_config
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
@@ -51,6 +51,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.archs import get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.finetune import FinetuneMethod
+from lit_models.core.footprint import parameter_count
 from lit_models.core.throughput import Throughput
 
 log = logging.getLogger("plmbench")
@@ -176,15 +177,16 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
         "metric_signatures": module.metric_signatures,
         "throughput": throughput.summary(),
-        "parameters": sum(p.numel() for p in module.parameters()),
+        # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
+        "parameters": parameter_count(module),
         # what the fine-tuning method trained (conf/finetune: all, the head, adapters ...)
         "trained_parameters": finetune.trained_parameters(module),
         # the backbone alone, without the task's head (a model's size across tasks); a
         # pretraining net's heads are part of what it trains, so it has none
-        "encoder_parameters": None if family.with_heads else sum(
-            p.numel() for p in net.parameters()),
+        "encoder_parameters": None if family.with_heads else parameter_count(net),
         "data": dm.fingerprints,
         "tokenizer": model.tokenizer.fingerprint,
+        "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
         "notes": module.notes,
@@ -298,6 +300,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
     it had one). A failure is logged and kept in ``FAILURES``, not raised, so a sweep goes on.
     Under DDP the run starts its own ranks, which run it alone (bench/launch.py)."""
     try:
+        resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
         check_config(cfg, overrides)
         normalize(cfg)
         check_accelerator(cfg.trainer)

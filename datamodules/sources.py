@@ -4,7 +4,8 @@ Design contract 5: a split is read from ``$PLMBENCH_DATA/<dataset>/<config>/<spl
 (the hub's column schema) when that file exists; otherwise from ``datasets.load_dataset`` when the
 hub is reachable; otherwise a one-line error names the split, the paths tried and the fix.
 ``mirror_dataset`` writes the mirror from the hub, for compute nodes without internet. A dataset
-published as a file rather than on the hub (``FILE_SOURCES``: the Goodreads spoiler corpus) is
+published as a file rather than on the hub (``FILE_SOURCES``: the Goodreads spoiler corpus,
+Universal Dependencies English-EWT's CoNLL-U release) is
 only read from the mirror, which ``mirror_dataset`` fills by downloading and converting the file.
 """
 
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datamodules import goodreads
+from datamodules import goodreads, universal_dependencies
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path
 
@@ -45,7 +46,12 @@ class FileSource:
 
 
 #: mirror dataset name -> its file source
-FILE_SOURCES = {goodreads.DATASET: FileSource(goodreads.URLS, goodreads.SIZE, goodreads.convert)}
+FILE_SOURCES = {
+    goodreads.DATASET: FileSource(goodreads.URLS, goodreads.SIZE, goodreads.convert),
+    universal_dependencies.DATASET: FileSource(universal_dependencies.URLS,
+                                               universal_dependencies.SIZE,
+                                               universal_dependencies.convert),
+}
 
 
 def mirror_root() -> Path:

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -191,6 +192,16 @@ class TextTokenizer:
         specials = [i for i, t in self.backend.get_added_tokens_decoder().items() if t.special]
         mask = torch.zeros(self.vocab_size, dtype=torch.bool)
         mask[[*starts, *specials, *self.special.ids]] = True
+        return mask
+
+    def punctuation_mask(self) -> torch.Tensor:
+        """bool [vocab_size]: True where a token's text, its word marker and continuation prefix
+        removed by the decoder, is punctuation only (Unicode categories P*); special tokens
+        decode to nothing and are not."""
+        mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+        for i in range(self.vocab_size):
+            text = self.backend.decode([i]).strip()
+            mask[i] = bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
         return mask
 
 

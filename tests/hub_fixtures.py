@@ -236,3 +236,54 @@ def write_goodreads(path: Path, reviews: int = 90, books: int = 30) -> Path:
         for row in goodreads_reviews(random.Random(0), reviews, books):
             out.write(json.dumps(row) + "\n")
     return path
+
+
+DETERMINERS, ADJECTIVES = ("the", "a", "this"), ("quick", "red", "small", "old")
+NOUNS, VERBS = ("cat", "dog", "fox", "man", "house", "tree"), ("saw", "likes", "chased", "found")
+
+
+def ud_sentence(rng: random.Random, number: int) -> str:
+    """One CoNLL-U sentence of Universal Dependencies' English shape: [DET [ADJ] NOUN] VERB
+    [DET [ADJ] NOUN] . , every 5th with a multi-word token (a "1-2" range line the reader skips)
+    and every 7th with an empty node ("3.1", likewise)."""
+    words: list[tuple[str, str, str, int, str]] = []  # form, upos, xpos, head (0: root), deprel
+
+    def phrase(relation: str, head: int) -> int:
+        start = len(words) + 1
+        words.append((rng.choice(DETERMINERS), "DET", "DT", 0, "det"))
+        if rng.random() < 0.5:
+            words.append((rng.choice(ADJECTIVES), "ADJ", "JJ", 0, "amod"))
+        words.append((rng.choice(NOUNS), "NOUN", "NN", head, relation))
+        noun = len(words)
+        for i in range(start, noun):  # determiner and adjective hang on the noun
+            form, upos, xpos, _, rel = words[i - 1]
+            words[i - 1] = (form, upos, xpos, noun, rel)
+        return noun
+
+    subject = phrase("nsubj", -1)
+    words.append((rng.choice(VERBS), "VERB", "VBD", 0, "root"))
+    verb = len(words)
+    words[subject - 1] = (*words[subject - 1][:3], verb, "nsubj")
+    phrase("obj", verb)
+    words.append((".", "PUNCT", ".", verb, "punct"))
+    lines = [f"# sent_id = fixture-{number}",
+             f"# text = {' '.join(w[0] for w in words)}"]
+    for i, (form, upos, xpos, head, relation) in enumerate(words, start=1):
+        if number % 5 == 0 and i == 1:
+            lines.append(f"1-2\t{form}{words[1][0]}\t_\t_\t_\t_\t_\t_\t_\t_")
+        lines.append(f"{i}\t{form}\t{form}\t{upos}\t{xpos}\t_\t{head}\t{relation}\t_\t_")
+        if number % 7 == 0 and i == 3:
+            lines.append("3.1\tgone\tgo\tVERB\tVBN\t_\t_\t_\t3:conj\t_")
+    return "\n".join(lines) + "\n\n"
+
+
+def write_universal_dependencies(root: Path, sentences: int = 40) -> Path:
+    """``<root>/universal_dependencies/en_ewt/{train,validation,test}.parquet`` from CoNLL-U
+    fixtures, through the mirror's own converter (the ``conllu`` reader)."""
+    from datamodules.universal_dependencies import CONFIG, DATASET, convert_conllu
+
+    for seed, split in enumerate(("train", "validation", "test")):
+        rng = random.Random(seed)
+        text = "".join(ud_sentence(rng, n) for n in range(sentences))
+        convert_conllu(text, root / DATASET / CONFIG / f"{split}.parquet")
+    return root / DATASET / CONFIG

@@ -82,7 +82,8 @@ ARCH = Arch(
         unsupported=whole_layer_sharing,
     ),
     # the sentence-order head also serves NSP (Table 5's comparison)
-    capabilities=Capabilities(token_types=True, hidden_states=True,
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True,
                               heads=frozenset({"mlm", "sop", "nsp"})),
     classification_head=PooledClassifier,
 )

@@ -66,7 +66,8 @@ ARCH = Arch(
         config_only_ours=("pre_norm",),
         unsupported=absolute_positions_only,
     ),
-    capabilities=Capabilities(token_types=True, hidden_states=True,
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True,
                               heads=frozenset({"mlm", "nsp"})),
     classification_head=PooledClassifier,
 )

@@ -80,6 +80,7 @@ ARCH = Arch(
         unsupported=unsupported,
     ),
     # token types are read where type_vocab_size > 0 (the released checkpoints: 0)
-    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
 )

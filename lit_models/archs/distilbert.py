@@ -61,7 +61,8 @@ ARCH = Arch(
         unsupported=learned_positions_only,
     ),
     # no segment embeddings: token types are accepted and ignored
-    capabilities=Capabilities(hidden_states=True, heads=frozenset({"mlm"})),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=ReluFirstTokenClassifier,
     init_from_arch={"bert": student_of_bert},
 )

@@ -74,6 +74,7 @@ ARCH = Arch(
         unsupported=absolute_positions_only,
     ),
     # the pretraining net: the generator (a masked LM) and the discriminator's head
-    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"rtd"})),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True, heads=frozenset({"rtd"})),
     classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
 )

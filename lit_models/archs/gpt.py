@@ -86,7 +86,8 @@ ARCH = Arch(
         unsupported=unsupported,
     ),
     # token types, when given, are looked up in the token embeddings: no segment embeddings
-    capabilities=Capabilities(hidden_states=True, heads=frozenset({"lm"}), cached_decoding=True),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              hidden_states=True, heads=frozenset({"lm"}), cached_decoding=True),
     classification_head=LastTokenClassifier,
     kind="decoder",
 )

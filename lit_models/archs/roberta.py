@@ -36,7 +36,8 @@ ARCH = Arch(
         unsupported=absolute_positions_only,
     ),
     # one segment (type_vocab_size 1, §4.2): its token types are all 0
-    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
     classification_head=FirstTokenClassifier,
     multiple_choice_head=PooledClassifier,
 )

@@ -33,7 +33,8 @@ ARCH = Arch(
         classes={**bert.ARCH.hf.classes, "pretraining": "BertForMaskedLM"},
         beside=r"^cls\.sbo\.",
     ),
-    capabilities=Capabilities(token_types=True, hidden_states=True,
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True,
                               heads=frozenset({"mlm", "sbo"})),
     classification_head=PooledClassifier,
 )

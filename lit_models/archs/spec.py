@@ -25,10 +25,12 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
   encoder-decoder's also ``.encode``, ``.decode``), ``plm`` (two-stream attention:
   ``forward(perm_mask=, target_mapping=)`` and ``.logits``, XLNet); ``cached_decoding``:
   ``.new_caches()`` and ``forward(..., caches=)`` reuse past keys and values.
-- declared for issue 22, off until an architecture implements them (the contract tests switch
-  on with the declaration): ``attention_weights`` (``forward(output_attentions=True)`` -> each
-  layer's attention probabilities in ``attentions``) and ``head_mask`` (``forward(head_mask=)``
-  [L, heads] multiplies each head's attention probabilities, as transformers' ``head_mask``).
+- ``attention_weights`` (``forward(output_attentions=True)`` -> each layer's attention
+  probabilities in ``attentions``) and ``head_mask`` (``forward(head_mask=)`` [L, heads]
+  multiplies each head's attention probabilities, as transformers 4's ``head_mask`` did): the
+  analyses' eager path (issue 22). Not declared where the ``encoder`` contract has no one stack's
+  T x T maps: T5's and BART's ``encoder`` is the whole encoder-decoder, Longformer's local
+  attention keeps a window per token.
 
 Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
 reads and writes them); what renaming cannot do is a hook an architecture overrides in a

@@ -66,6 +66,7 @@ ARCH = Arch(
         unsupported=unsupported,
     ),
     # relative segment encodings (§2.5) read the token types; two-stream attention (§2.3)
-    capabilities=Capabilities(token_types=True, hidden_states=True, heads=frozenset({"plm"})),
+    capabilities=Capabilities(attention_weights=True, head_mask=True,
+                              token_types=True, hidden_states=True, heads=frozenset({"plm"})),
     classification_head=SequenceSummaryClassifier,
 )

@@ -75,13 +75,13 @@ def vocabulary_spec(arch: Arch, model_cfg: Mapping) -> TokenizerSpec:
                                tokenizer_class="PreTrainedTokenizerFast")
 
 
-def pretrained_net(checkpoint: str, role: str = "init_from") -> Model:
-    """A pretrained net with its pretraining heads, its architecture and tokenizer, from
-    ``hf:<dir>`` or ``ckpt:<run dir>``: what the task YAMLs and objectives name by ``_target_``
-    when they need one besides the run's net (DistilBERT's teacher). ``role`` names the setting
-    in errors."""
+def pretrained_net(checkpoint: str, role: str = "init_from", with_heads: bool = True) -> Model:
+    """A pretrained net (with its pretraining heads, or the encoder alone: ``with_heads``), its
+    architecture and tokenizer, from ``hf:<dir>`` or ``ckpt:<run dir>``: what the task YAMLs
+    and objectives name by ``_target_`` when they need one besides the run's net (DistilBERT's
+    teacher, a task distillation's fine-tuned teacher). ``role`` names the setting in errors."""
     return from_hf(InitFrom.parse(checkpoint, role, pretrained=True).directory(role),
-                   with_heads=True)
+                   with_heads=with_heads)
 
 
 def build_net(

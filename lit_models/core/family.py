@@ -7,10 +7,13 @@ run's ``Model`` (architecture, net, tokenizer: ``lit_models/archs/spec.py``), an
 writes its predictions and exports.
 """
 
+import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import hydra
 import lightning as L
+from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from datamodules.base import PlmDataModule
@@ -87,6 +90,11 @@ class TaskFamily:
         """Write what the run leaves besides its record (a trained model, ...); ``model.net``
         is the trained net."""
 
+    def analysis(self, module: L.LightningModule) -> dict | None:
+        """What an analysis found besides metrics (curves, statistics per layer and head), kept
+        in the record's ``analysis``; None for a family that trains and evaluates only."""
+        return None
+
     def baseline(self, task: Mapping) -> dict[str, dict[str, float]] | None:
         """Metrics per eval split of a reference computed from the task's data alone, with no
         training, that every score of the task is read against; None: the family has none."""
@@ -123,6 +131,33 @@ class ByKind(TaskFamily):
     def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
         """The first family's with any."""
         return next((b for f in self.families.values() if (b := f.baselines(task))), {})
+
+
+#: a target task's settings an analysis or compression task overrides where it sets them
+TARGET_OVERRIDES = ("max_eval_samples", "max_train_samples", "eval_batch_size", "batch_size",
+                    "max_length")
+
+
+def target_task(task: Mapping, train: bool = False) -> dict:
+    """The task an analysis or a compression works on (its ``target``, which ``bench`` resolves
+    to a task config: a named task's, or the one its fine-tuned run trained on), as a plain dict,
+    with the settings of ``TARGET_OVERRIDES`` that ``task`` sets, ``task``'s eval splits and,
+    unless ``train``, no training split (an analysis only evaluates)."""
+    target = task.get("target")
+    if not isinstance(target, Mapping):
+        raise PlmbenchError(f"task {task['name']} has no resolved target task; set task.target "
+                            "to a task name or init_from=ckpt:<a fine-tuned run>")
+    target = OmegaConf.to_container(target, resolve=True) if isinstance(target, DictConfig) \
+        else copy.deepcopy(dict(target))
+    target.update({key: task[key] for key in TARGET_OVERRIDES if task.get(key) is not None})
+    target["splits"] = {"train": target["splits"]["train"] if train else None,
+                        "eval": list(task["splits"]["eval"])}
+    return target
+
+
+def target_family(target: Mapping, arch: Arch) -> "TaskFamily":
+    """The family of a target task, for ``arch``."""
+    return hydra.utils.instantiate(target["family"]).for_arch(arch, target)
 
 
 def check_predicted_rows(task: Mapping, split: str, predicted: int, examples: int) -> None:

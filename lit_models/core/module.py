@@ -50,9 +50,17 @@ class PlmModule(L.LightningModule):
         #: what the run's fine-tuning method adds to the Trainer (``lit_models/core/finetune``:
         #: gradual unfreezing, a frozen encoder kept in eval mode)
         self.finetune_callbacks: list[L.Callback] = []
+        #: a teacher's soft targets mixed into the training loss (task-level distillation,
+        #: ``lit_models/families/distillation.py``): (loss, scores, batch) -> loss; None: the
+        #: task's loss alone
+        self.soft_targets = None
 
     def configure_callbacks(self) -> list[L.Callback]:
         return list(self.finetune_callbacks)
+
+    def distilled(self, loss, scores, batch):
+        """The training ``loss`` with the teacher's soft targets for ``scores``, if any."""
+        return loss if self.soft_targets is None else self.soft_targets(loss, scores, batch)
 
     def compile_encoders(self, backend: str = "inductor") -> list[str]:
         """``torch.compile`` (``backend``) every registered architecture's encoder inside this

@@ -90,7 +90,8 @@ class LitClassifier(PlmModule):
         return F.cross_entropy(scores, labels, weight=weights)
 
     def training_step(self, batch: Mapping[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self.loss(self(batch), batch["labels"])
+        scores = self(batch)
+        loss = self.distilled(self.loss(scores, batch["labels"]), scores, batch)
         self.log("train/loss", loss, prog_bar=True)
         return loss
 

@@ -63,6 +63,7 @@ class LitExtractiveQA(PlmModule):
         start, end = self(batch)
         loss = (F.cross_entropy(start, batch["start_positions"].long())
                 + F.cross_entropy(end, batch["end_positions"].long())) / 2
+        loss = self.distilled(loss, (start, end), batch)
         self.log("train/loss", loss, prog_bar=True)
         return loss
 

@@ -18,17 +18,87 @@ Everything runs through ``torch.nn.functional.scaled_dot_product_attention`` (SD
 the flash / memory-efficient kernels: with no mask and no bias it gets ``attn_mask=None``, and a
 causal pass without padding, bias or cache takes SDPA's own ``is_causal`` fast path.
 
+On request, attention runs eagerly instead (``eager_attention``): the probabilities are
+materialised so a ``HeadProbe`` can keep them (what the layers look at: Clark et al. 2019, "What
+Does BERT Look At?", §2) and scale each head's by a mask ξ_h (Michel et al. 2019, "Are Sixteen
+Heads Really Better than One?", §3, Eq. 1-2: 0 removes the head, and the gradient with respect to
+ξ_h is its importance). Without a probe nothing changes: SDPA, as above.
+
 A padded batch may run unpadded (``Unpadding``): every position-wise computation (projections,
 feed-forward, norms, dropout) over its N real tokens only, [N, H] instead of [B, T, H], and the
 tokens put back in their rows for the attention itself, as NVIDIA's BERT ("unpad") and
 FasterTransformer ("remove padding") do. The outputs at real tokens are unchanged.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from lit_models.nets.pruning import head_index, kept_heads, prune_linear
+
+
+@dataclass
+class HeadProbe:
+    """What is asked of one layer's attention besides its output; a layer given one attends
+    eagerly (``eager_attention``).
+
+    ``mask`` [heads], or [B, heads] (one per example), multiplies each head's attention
+    probabilities: ξ_h of Michel et al. 2019 (§3, Eq. 1: MHAtt(x) = Σ_h ξ_h Att_h(x) W^O_h), as
+    transformers' ``head_mask`` did (after the attention dropout). With ``keep``, the
+    probabilities [B, heads, Tq, Tk] (after dropout and the mask, as transformers returns them)
+    are left in ``weights``.
+    """
+
+    mask: Tensor | None = None
+    keep: bool = False
+    weights: Tensor | None = None
+
+    def apply(self, probabilities: Tensor) -> Tensor:
+        """Scale ``probabilities`` [B, heads, Tq, Tk] by the mask; keep them if asked."""
+        if self.mask is not None:
+            heads = probabilities.shape[1]
+            if self.mask.shape[-1] != heads:
+                raise ValueError(f"head_mask has {self.mask.shape[-1]} heads for a layer of "
+                                 f"{heads}; give one value per head of each layer")
+            probabilities = probabilities * self.mask.to(probabilities)[..., None, None]
+        if self.keep:
+            self.weights = probabilities
+        return probabilities
+
+
+def head_probes(head_mask: Tensor | Sequence[Tensor] | None, output_attentions: bool,
+                num_layers: int) -> list[HeadProbe] | None:
+    """One ``HeadProbe`` per layer for a net's ``forward(output_attentions=, head_mask=)``; None
+    when neither is asked, so every layer keeps SDPA. ``head_mask``: [layers, heads], [heads]
+    (the same for every layer), [B, layers, heads] (each example its own: its gradient is then
+    each example's, as Michel et al.'s expectation of |dL/dξ_h| needs), or one tensor per layer
+    (a pruned net, whose layers have different head counts)."""
+    if head_mask is None and not output_attentions:
+        return None
+    if head_mask is None:
+        masks = [None] * num_layers
+    elif isinstance(head_mask, Tensor):
+        if head_mask.ndim == 1:
+            head_mask = head_mask.expand(num_layers, -1)
+        if head_mask.ndim not in (2, 3) or head_mask.shape[-2] != num_layers:
+            raise ValueError(f"head_mask of shape {tuple(head_mask.shape)} for {num_layers} "
+                             "layers; give [layers, heads], [heads] or [batch, layers, heads]")
+        masks = list(head_mask.unbind(-2))
+    else:
+        masks = list(head_mask)
+        if len(masks) != num_layers:
+            raise ValueError(f"{len(masks)} head masks for {num_layers} layers; give one per layer")
+    return [HeadProbe(mask, output_attentions) for mask in masks]
+
+
+def attentions_of(probes: Sequence[HeadProbe] | None) -> tuple[Tensor, ...] | None:
+    """Each layer's kept attention probabilities, None where none were asked for."""
+    if probes is None or not probes[0].keep:
+        return None
+    return tuple(probe.weights for probe in probes)
 
 
 def attend(
@@ -40,28 +110,47 @@ def attend(
     causal: bool = False,
     scale: float | None = None,
     dropout: float = 0.0,
+    probe: HeadProbe | None = None,
 ) -> Tensor:
     """softmax(q k^T * scale + bias + mask) v for ``q`` [B, heads, Tq, d], ``k``/``v``
     [B, heads, Tk, d] -> [B, heads, Tq, d]; ``scale`` None = 1/sqrt(d).
 
     ``mask`` (boolean, True = may attend) and ``bias`` (float) broadcast to [B, heads, Tq, Tk].
     ``causal``: the queries are the last Tq of Tk positions (Tk - Tq earlier ones are cached), so
-    query i, at absolute position Tk - Tq + i, sees keys 0 .. Tk - Tq + i.
+    query i, at absolute position Tk - Tq + i, sees keys 0 .. Tk - Tq + i. With a ``probe``, the
+    eager path (``eager_attention``) instead of SDPA.
     """
     Tq, Tk = q.shape[-2], k.shape[-2]
     if causal and Tq == 1:  # the newest position sees every key
         causal = False
-    if causal and (mask is not None or bias is not None or Tq != Tk):
+    if causal and (mask is not None or bias is not None or Tq != Tk or probe is not None):
         # SDPA refuses attn_mask with is_causal, and its triangle is aligned top-left (no cache)
         triangle = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(Tk - Tq)
         mask = triangle if mask is None else mask & triangle
         causal = False
+    if probe is not None:
+        return eager_attention(q, k, v, mask, bias, scale, dropout, probe)
     if bias is not None:
         bias = bias.to(q.dtype)
         mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal, scale=scale
     )
+
+
+def eager_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
+                    scale: float | None, dropout: float, probe: HeadProbe) -> Tensor:
+    """``attend`` written out (Vaswani et al. 2017, Eq. 1), the probabilities materialised for
+    the ``probe`` to scale and keep; masked scores are the dtype's lowest value, as transformers'
+    eager attention, so a row with nothing in view attends uniformly instead of giving NaN."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = (q @ k.transpose(-1, -2)) * scale
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    probabilities = F.dropout(scores.softmax(-1), dropout) if dropout else scores.softmax(-1)
+    return probe.apply(probabilities) @ v
 
 
 class _TakeRows(torch.autograd.Function):
@@ -182,12 +271,12 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, bias: Tensor | None,
-        causal: bool, unpadding: Unpadding | None = None,
+        causal: bool, unpadding: Unpadding | None = None, probe: HeadProbe | None = None,
     ) -> Tensor:
         """Per-head attention, heads concatenated, then W^O: -> [B, Tq, hidden] (the real
         tokens, [N, hidden], with ``unpadding``)."""
         dropout = self.dropout if self.training else 0.0
-        y = attend(q, k, v, mask, bias, causal, self.scale, dropout)
+        y = attend(q, k, v, mask, bias, causal, self.scale, dropout, probe)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, self.inner_size)
         return self.out(y if unpadding is None else unpadding.remove(y))
@@ -219,17 +308,32 @@ class MultiHeadSelfAttention(MultiHeadAttention):
         causal: bool = False,
         cache: KVCache | None = None,
         unpadding: Unpadding | None = None,
+        probe: HeadProbe | None = None,
     ) -> Tensor:
         """``x`` [B, T, H] -> [B, T, H], or with ``unpadding`` the real tokens [N, H] -> [N, H].
         ``mask``/``bias`` broadcast to [B, heads, T, Tk] where Tk = T plus the positions already
         in ``cache``, which gets this step's keys/values."""
+        if self.num_heads == 0:  # every head pruned: the output bias alone
+            if probe is not None and probe.keep:
+                B, T = x.shape[:2] if unpadding is None else (unpadding.batch, unpadding.length)
+                Tk = T + (0 if cache is None else cache.length)
+                probe.weights = x.new_zeros(B, 0, T, Tk)
+            return self.out(x.new_zeros(*x.shape[:-1], 0))
         qkv = self.qkv(x)
         if unpadding is not None:
             qkv = unpadding.restore(qkv)
         q, k, v = split_heads(qkv, 3, self.num_heads)
         if cache is not None:
             k, v = cache.append(k, v)
-        return self.attend(q, k, v, mask, bias, causal, unpadding)
+        return self.attend(q, k, v, mask, bias, causal, unpadding, probe)
+
+    def prune_heads(self, heads: Sequence[int]) -> None:
+        """Remove ``heads`` (positions among the current ones) from W^Q, W^K, W^V and W^O."""
+        keep = kept_heads(self.num_heads, heads)
+        inner = head_index(keep, self.head_dim)
+        self.qkv = prune_linear(self.qkv, head_index(keep, self.head_dim, 3, self.inner_size), 0)
+        self.out = prune_linear(self.out, inner, 1)
+        self.num_heads, self.inner_size = len(keep), len(keep) * self.head_dim
 
 
 class MultiHeadCrossAttention(MultiHeadAttention):

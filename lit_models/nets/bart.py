@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.attention import LayerCache
+from lit_models.nets.attention import HeadProbe, LayerCache, attentions_of, head_probes
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_normal_, padding_mask
 from lit_models.nets.outputs import Seq2SeqOutput, shift_right
 
@@ -123,10 +123,12 @@ class BartModel(nn.Module):
         x = self.shared(ids) * self.embed_scale + positions(rows)
         return self.dropout(norm(x))
 
-    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """``input_ids`` [B, S] (``attention_mask`` 1 = token, 0 = pad) -> memory [B, S, H]."""
+    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+               probes: list[HeadProbe] | None = None) -> Tensor:
+        """``input_ids`` [B, S] (``attention_mask`` 1 = token, 0 = pad) -> memory [B, S, H];
+        ``probes``: one ``HeadProbe`` per encoder layer (``attention.head_probes``)."""
         x = self._embed(input_ids, self.encoder_positions, self.encoder_embedding_norm, 0)
-        return self.encoder(x, padding_mask(attention_mask))[0]
+        return self.encoder(x, padding_mask(attention_mask), probes=probes)[0]
 
     def decode(
         self,
@@ -151,14 +153,19 @@ class BartModel(nn.Module):
         input_ids: Tensor,
         attention_mask: Tensor | None = None,
         decoder_input_ids: Tensor | None = None,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> Seq2SeqOutput:
         """Without ``decoder_input_ids``, the inputs shifted right after the decoder start token
-        (transformers' default, BART's denoising setting)."""
+        (transformers' default, BART's denoising setting). ``output_attentions`` and
+        ``head_mask`` concern the encoder's layers."""
         if decoder_input_ids is None:
             decoder_input_ids = shift_right(input_ids, self.config.decoder_start_token_id,
                                             self.config.pad_token_id)
-        memory = self.encode(input_ids, attention_mask)
-        return Seq2SeqOutput(self.decode(decoder_input_ids, memory, attention_mask), memory)
+        probes = head_probes(head_mask, output_attentions, len(self.encoder.layers))
+        memory = self.encode(input_ids, attention_mask, probes)
+        return Seq2SeqOutput(self.decode(decoder_input_ids, memory, attention_mask), memory,
+                             attentions_of(probes))
 
 
 class BartForConditionalGeneration(nn.Module):
@@ -176,11 +183,14 @@ class BartForConditionalGeneration(nn.Module):
                                               requires_grad=False)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                decoder_input_ids: Tensor | None = None) -> Seq2SeqOutput:
-        return self.model(input_ids, attention_mask, decoder_input_ids)
+                decoder_input_ids: Tensor | None = None, output_attentions: bool = False,
+                head_mask: Tensor | None = None) -> Seq2SeqOutput:
+        return self.model(input_ids, attention_mask, decoder_input_ids, output_attentions,
+                          head_mask)
 
-    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        return self.model.encode(input_ids, attention_mask)
+    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+               probes: list[HeadProbe] | None = None) -> Tensor:
+        return self.model.encode(input_ids, attention_mask, probes)
 
     def decode(self, decoder_input_ids: Tensor, memory: Tensor | None,
                attention_mask: Tensor | None = None,

@@ -12,13 +12,13 @@ Field names of ``BertConfig`` equal Hugging Face ``BertConfig`` keys so ``config
 1:1 (weight names map through the table in ``lit_models/core/hf.py``).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.attention import Unpadding
+from lit_models.nets.attention import Unpadding, attentions_of, head_probes
 from lit_models.nets.blocks import (
     TransformerEncoder,
     TransformerLayer,
@@ -27,6 +27,7 @@ from lit_models.nets.blocks import (
 )
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
+from lit_models.nets.pruning import PrunableHeads
 
 
 @dataclass
@@ -47,6 +48,9 @@ class BertConfig:
     pad_token_id: int = 0
     initializer_range: float = 0.02
     pre_norm: bool = False  # not in the paper: pre-LN layers (Xiong et al. 2020)
+    #: heads removed from each layer's weights, by original index (transformers 4's key;
+    #: ``nets/pruning.py``)
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def max_length(self) -> int:
@@ -100,7 +104,7 @@ def bert_layer(config: BertConfig) -> TransformerLayer:
     )
 
 
-class BertModel(nn.Module):
+class BertModel(PrunableHeads, nn.Module):
     """Embeddings + Transformer encoder + optional [CLS] pooler."""
 
     embeddings_class = BertEmbeddings  # architectures on BERT's encoder swap their embeddings
@@ -115,6 +119,10 @@ class BertModel(nn.Module):
         H = config.hidden_size
         self.pooler = nn.Linear(H, H) if add_pooling_layer else None
         self.apply(partial(init_normal_, std=config.initializer_range))
+        self.prune_configured_heads()
+
+    def head_layers(self) -> list[nn.Module]:
+        return [layer.attention for layer in self.encoder.layers]
 
     def build_layers(self, config: BertConfig) -> list[TransformerLayer]:
         """The encoder's layers, each with parameters of its own (ALBERT shares them)."""
@@ -127,15 +135,24 @@ class BertModel(nn.Module):
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
         position_ids: Tensor | None = None,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> EncoderOutput:
         """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad),
         or [B, T, T] which keys each query may attend (packed rows, with their
-        ``position_ids``)."""
+        ``position_ids``). ``output_attentions``: each layer's attention probabilities in the
+        output; ``head_mask`` [layers, heads] scales each head (``attention.head_probes``)."""
         x = self.embeddings(input_ids, token_type_ids, position_ids)
+        return self.encode(x, attention_mask, output_hidden_states, output_attentions, head_mask)
+
+    def encode(self, x: Tensor, attention_mask: Tensor | None, output_hidden_states: bool,
+               output_attentions: bool, head_mask: Tensor | None) -> EncoderOutput:
+        """The layers and the pooler over embedded inputs ``x`` [B, T, H]."""
+        probes = head_probes(head_mask, output_attentions, len(self.encoder.layers))
         x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
-                                        unpadding=Unpadding.of(attention_mask))
+                                        unpadding=Unpadding.of(attention_mask), probes=probes)
         pooled = None if self.pooler is None else self.pool(x[:, 0])
-        return EncoderOutput(x, pooled, hidden_states)
+        return EncoderOutput(x, pooled, hidden_states, attentions_of(probes))
 
     def pool(self, first: Tensor) -> Tensor:
         """The pooler, tanh(W h + b), on [CLS] hidden states [..., H] (§3)."""

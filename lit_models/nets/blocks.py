@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lit_models.nets.attention import (
+    HeadProbe,
     LayerCache,
     MultiHeadCrossAttention,
     MultiHeadSelfAttention,
@@ -167,18 +168,21 @@ class TransformerLayer(nn.Module):
         memory_mask: Tensor | None = None,
         cache: LayerCache | None = None,
         unpadding: Unpadding | None = None,
+        probe: HeadProbe | None = None,
     ) -> Tensor:
         """``x`` [B, T, H] -> [B, T, H] (with ``unpadding``, an encoder's real tokens [N, H]).
         Self-attention: boolean ``mask`` and additive ``bias`` broadcast to [B, heads, T, Tk]
-        (Tk = T plus the positions in ``cache``), ``causal`` for decoders. Cross-attention:
-        ``memory`` [B, S, H] with ``memory_mask`` [B, 1, 1, S]; once ``cache`` holds memory's
-        keys/values, ``memory`` may be None."""
+        (Tk = T plus the positions in ``cache``), ``causal`` for decoders; ``probe`` masks its
+        heads or keeps its probabilities. Cross-attention: ``memory`` [B, S, H] with
+        ``memory_mask`` [B, 1, 1, S]; once ``cache`` holds memory's keys/values, ``memory`` may
+        be None."""
         if self.cross_attention is None and memory is not None:
             raise ValueError("memory given to a layer without cross-attention; "
                              "build decoder layers with cross_attention=True")
         self_cache = None if cache is None else cache.self_attention
         x = self._residual(x, self.attention_norm,
-                           lambda h: self.attention(h, mask, bias, causal, self_cache, unpadding),
+                           lambda h: self.attention(h, mask, bias, causal, self_cache, unpadding,
+                                                    probe),
                            self.attention_adapter)
         if self.cross_attention is not None:
             cross_cache = None if cache is None else cache.cross_attention
@@ -219,16 +223,18 @@ class TransformerEncoder(nn.Module):
         memory_mask: Tensor | None = None,
         caches: Sequence[LayerCache] | None = None,
         unpadding: Unpadding | None = None,
+        probes: Sequence[HeadProbe] | None = None,
     ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
         """-> (last hidden state, (input, output of each layer) if ``output_hidden_states``; with
         a ``final_norm``, the last entry is the normalised output, as transformers records it).
         Every layer gets the same ``mask``, ``bias`` (T5 shares its relative position bias
-        across layers), ``causal`` and ``memory``; ``caches`` holds one ``LayerCache`` per
-        entry of ``layers``. With ``unpadding`` the layers run on the real tokens only (the
-        outputs are zero at the padding)."""
-        if caches is not None and len(caches) != len(self.layers):
-            raise ValueError(f"{len(caches)} caches for {len(self.layers)} layers; "
-                             "pass one LayerCache per layer")
+        across layers), ``causal`` and ``memory``; ``caches`` and ``probes`` hold one
+        ``LayerCache`` / ``HeadProbe`` per entry of ``layers``. With ``unpadding`` the layers run
+        on the real tokens only (the outputs are zero at the padding)."""
+        for name, per_layer in (("caches", caches), ("probes", probes)):
+            if per_layer is not None and len(per_layer) != len(self.layers):
+                raise ValueError(f"{len(per_layer)} {name} for {len(self.layers)} layers; "
+                                 "pass one per layer")
         hidden_states = [x] if output_hidden_states else None
         if unpadding is not None:
             x = unpadding.remove(x)
@@ -242,6 +248,7 @@ class TransformerEncoder(nn.Module):
                 memory_mask=memory_mask,
                 cache=None if caches is None else caches[i],
                 unpadding=unpadding,
+                probe=None if probes is None else probes[i],
             )
             if hidden_states is not None:
                 hidden_states.append(x if unpadding is None else unpadding.restore(x))

@@ -23,11 +23,12 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.attention import attend
+from lit_models.nets.attention import HeadProbe, attend, attentions_of, head_probes
 from lit_models.nets.bert import BertConfig
 from lit_models.nets.blocks import FeedForward, init_normal_, padding_mask
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
+from lit_models.nets.pruning import PrunableHeads, head_index, kept_heads, prune_linear
 
 
 @dataclass
@@ -120,24 +121,47 @@ class DisentangledSelfAttention(nn.Module):
         self.out = nn.Linear(H, H)
 
     def heads(self, x: Tensor) -> Tensor:
-        """[..., T, H] -> [..., heads, T, d]."""
+        """[..., T, heads d] -> [..., heads, T, d]."""
         return x.view(*x.shape[:-1], self.num_heads, self.head_dim).movedim(-2, -3)
 
     def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
-                query: Tensor | None = None) -> Tensor:
+                query: Tensor | None = None, probe: HeadProbe | None = None) -> Tensor:
         """Keys and values from ``x`` [B, T, H], queries from ``query`` (EMD) or ``x``;
-        ``rel_embeddings`` [2k, H] the shared P."""
+        ``rel_embeddings`` [2k, H] the shared P; ``probe`` masks heads or keeps the
+        probabilities."""
         B, T, H = x.shape
-        w = self.in_proj.weight.view(self.num_heads, 3, self.head_dim, H)
-        k = self.heads(x @ w[:, 1].reshape(H, H).T)
-        v = self.heads(x @ w[:, 2].reshape(H, H).T + self.v_bias)
-        q = self.heads((x if query is None else query) @ w[:, 0].reshape(H, H).T + self.q_bias)
+        if self.num_heads == 0:  # every head pruned: the output bias alone
+            if probe is not None and probe.keep:
+                probe.weights = x.new_zeros(B, 0, T, T)
+            return self.out(x.new_zeros(B, T, 0))
+        projected = self.in_proj(x).view(B, T, self.num_heads, 3, self.head_dim)
+        k = projected[..., 1, :].transpose(1, 2)
+        v = projected[..., 2, :].transpose(1, 2) + self.v_bias.view(-1, 1, self.head_dim)
+        if query is not None:  # the EMD's queries: only their query rows are needed
+            projected = self.in_proj(query).view(B, T, self.num_heads, 3, self.head_dim)
+        q = projected[..., 0, :].transpose(1, 2) + self.q_bias.view(-1, 1, self.head_dim)
         bias = None
         if self.terms and rel_embeddings is not None:
             bias = self.relative_scores(q, k, self.pos_dropout(rel_embeddings))
         dropout = self.dropout if self.training else 0.0
-        y = attend(q, k, v, mask, bias, scale=self.scale, dropout=dropout)
-        return self.out(y.transpose(1, 2).reshape(B, T, H))
+        y = attend(q, k, v, mask, bias, scale=self.scale, dropout=dropout, probe=probe)
+        return self.out(y.transpose(1, 2).reshape(B, T, -1))
+
+    def prune_heads(self, heads) -> None:
+        """Remove ``heads`` (positions among the current ones) from the content and position
+        projections, the query and value biases and W^O."""
+        keep = kept_heads(self.num_heads, heads)
+        d = self.head_dim
+        index = head_index(keep, d)
+        self.in_proj = prune_linear(self.in_proj, head_index(keep, 3 * d), 0)
+        self.q_bias = nn.Parameter(self.q_bias.detach()[index])
+        self.v_bias = nn.Parameter(self.v_bias.detach()[index])
+        if self.pos_proj is not None:
+            self.pos_proj = prune_linear(self.pos_proj, index, 0)
+        if self.pos_q_proj is not None:
+            self.pos_q_proj = prune_linear(self.pos_q_proj, index, 0)
+        self.out = prune_linear(self.out, index, 1)
+        self.num_heads = len(keep)
 
     def relative_scores(self, q: Tensor, k: Tensor, rel_embeddings: Tensor) -> Tensor:
         """c2p_ij = Q^c_i K^r_δ(i,j) and p2c_ij = K^c_j Q^r_δ(j,i), both scaled: [B, heads, T, T].
@@ -172,10 +196,10 @@ class DebertaLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
-                query: Tensor | None = None) -> Tensor:
+                query: Tensor | None = None, probe: HeadProbe | None = None) -> Tensor:
         residual = x if query is None else query
         h = self.attention_norm(residual + self.dropout(
-            self.attention(x, mask, rel_embeddings, query)))
+            self.attention(x, mask, rel_embeddings, query, probe)))
         return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
 
 
@@ -192,11 +216,12 @@ class DebertaEncoder(nn.Module):
     def relative(self) -> Tensor | None:
         return None if self.rel_embeddings is None else self.rel_embeddings.weight
 
-    def forward(self, x: Tensor, mask: Tensor | None, output_hidden_states: bool = False
+    def forward(self, x: Tensor, mask: Tensor | None, output_hidden_states: bool = False,
+                probes: list[HeadProbe] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
         hidden_states = [x] if output_hidden_states else None
-        for layer in self.layers:
-            x = layer(x, mask, self.relative)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, self.relative, probe=None if probes is None else probes[i])
             if hidden_states is not None:
                 hidden_states.append(x)
         return x, None if hidden_states is None else tuple(hidden_states)
@@ -209,7 +234,7 @@ def _init(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.v_bias)
 
 
-class DebertaModel(nn.Module):
+class DebertaModel(PrunableHeads, nn.Module):
     """Embeddings + disentangled-attention encoder; no pooler (fine-tuning heads pool)."""
 
     def __init__(self, config: DebertaConfig, add_pooling_layer: bool = False):
@@ -218,16 +243,24 @@ class DebertaModel(nn.Module):
         self.embeddings = DebertaEmbeddings(config)
         self.encoder = DebertaEncoder(config)
         self.apply(partial(_init, std=config.initializer_range))
+        self.prune_configured_heads()
+
+    def head_layers(self) -> list[nn.Module]:
+        return [layer.attention for layer in self.encoder.layers]
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
-                position_ids: Tensor | None = None) -> EncoderOutput:
+                position_ids: Tensor | None = None, output_attentions: bool = False,
+                head_mask: Tensor | None = None) -> EncoderOutput:
         """As BERT's: ``attention_mask`` [B, T], or [B, T, T] for packed rows; relative
         positions need no ids (a packed example's tokens are contiguous), absolute ones
-        (``position_biased_input``, the EMD) read ``position_ids``."""
+        (``position_biased_input``, the EMD) read ``position_ids``; ``output_attentions`` and
+        ``head_mask`` as BERT's."""
         x = self.embeddings(input_ids, token_type_ids, attention_mask, position_ids)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states)
-        return EncoderOutput(x, None, hidden_states)
+        probes = head_probes(head_mask, output_attentions, len(self.encoder.layers))
+        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
+                                        probes)
+        return EncoderOutput(x, None, hidden_states, attentions_of(probes))
 
 
 class DebertaForMaskedLM(EncoderForMaskedLM):
@@ -239,14 +272,18 @@ class DebertaForMaskedLM(EncoderForMaskedLM):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
-                position_ids: Tensor | None = None) -> EncoderOutput:
+                position_ids: Tensor | None = None, output_attentions: bool = False,
+                head_mask: Tensor | None = None) -> EncoderOutput:
+        """The attentions and the head mask are the encoder's layers' (not the EMD's)."""
         if self.config.position_biased_input:
             return self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states,
-                                position_ids)
+                                position_ids, output_attentions, head_mask)
         out = self.deberta(input_ids, attention_mask, token_type_ids, output_hidden_states=True,
-                           position_ids=position_ids)
+                           position_ids=position_ids, output_attentions=output_attentions,
+                           head_mask=head_mask)
         decoded = self.enhanced_mask_decoder(out.hidden_states[-2], attention_mask, position_ids)
-        return EncoderOutput(decoded, None, out.hidden_states if output_hidden_states else None)
+        return EncoderOutput(decoded, None, out.hidden_states if output_hidden_states else None,
+                             out.attentions)
 
     def enhanced_mask_decoder(self, hidden: Tensor, attention_mask: Tensor | None,
                               position_ids: Tensor | None = None) -> Tensor:

@@ -15,7 +15,7 @@ output; these layers drop out both, as BERT's do.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -39,6 +39,8 @@ class DistilBertConfig:
     activation: str = "gelu"
     initializer_range: float = 0.02
     pad_token_id: int = 0
+    #: heads removed from each layer's weights, by original index (``nets/pruning.py``)
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     # BERT's names for the same sizes, read by the shared modules
     hidden_size = property(lambda self: self.dim)

@@ -21,9 +21,8 @@ from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
-from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertEmbeddings, BertModel
-from lit_models.nets.blocks import activation, init_normal_, padding_mask
+from lit_models.nets.blocks import activation, init_normal_
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
 
@@ -52,7 +51,8 @@ def generator_config(config: ElectraConfig) -> ElectraConfig:
     while hidden % heads:
         heads -= 1
     return replace(config, hidden_size=hidden, num_attention_heads=heads,
-                   intermediate_size=max(1, round(config.intermediate_size * fraction)))
+                   intermediate_size=max(1, round(config.intermediate_size * fraction)),
+                   pruned_heads={})
 
 
 class ElectraEmbeddings(BertEmbeddings):
@@ -85,13 +85,13 @@ class ElectraModel(BertModel):
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
         position_ids: Tensor | None = None,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> EncoderOutput:
         x = self.embeddings(input_ids, token_type_ids, position_ids)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        x, hidden_states = self.encoder(x, padding_mask(attention_mask), output_hidden_states,
-                                        unpadding=Unpadding.of(attention_mask))
-        return EncoderOutput(x, None, hidden_states)
+        return self.encode(x, attention_mask, output_hidden_states, output_attentions, head_mask)
 
 
 class ElectraForMaskedLM(EncoderForMaskedLM):
@@ -132,6 +132,7 @@ class ElectraForPreTraining(nn.Module):
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
-                position_ids: Tensor | None = None) -> EncoderOutput:
+                position_ids: Tensor | None = None, output_attentions: bool = False,
+                head_mask: Tensor | None = None) -> EncoderOutput:
         return self.electra(input_ids, attention_mask, token_type_ids, output_hidden_states,
-                            position_ids)
+                            position_ids, output_attentions, head_mask)

@@ -22,16 +22,17 @@ transformer activation of the last token).
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.attention import LayerCache
+from lit_models.nets.attention import LayerCache, attentions_of, head_probes
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_normal_, padding_mask
 from lit_models.nets.outputs import EncoderOutput
+from lit_models.nets.pruning import PrunableHeads
 
 
 @dataclass
@@ -55,6 +56,8 @@ class GPTConfig:
     bos_token_id: int = 0
     eos_token_id: int = 2
     pad_token_id: int = 1
+    #: heads removed from each layer's weights, by original index (``nets/pruning.py``)
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     # the sizes under the names optimizers, FLOP counters and generation read (transformers'
     # GPT2Config attribute_map)
@@ -97,7 +100,7 @@ def causal_padding_mask(attention_mask: Tensor | None, queries: int) -> Tensor |
     return keys | pad_queries[:, None, :, None]
 
 
-class GPTModel(nn.Module):
+class GPTModel(PrunableHeads, nn.Module):
     """Token + position embeddings, a pre-LN causal Transformer stack and a final LayerNorm."""
 
     def __init__(self, config: GPTConfig):
@@ -116,6 +119,10 @@ class GPTModel(nn.Module):
         for layer in self.decoder.layers:
             for projection in (layer.attention.out, layer.feed_forward.linear2):
                 nn.init.normal_(projection.weight, std=residual_std)
+        self.prune_configured_heads()
+
+    def head_layers(self) -> list[nn.Module]:
+        return [layer.attention for layer in self.decoder.layers]
 
     def forward(
         self,
@@ -125,9 +132,12 @@ class GPTModel(nn.Module):
         token_type_ids: Tensor | None = None,
         caches: list[LayerCache] | None = None,
         output_hidden_states: bool = False,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> EncoderOutput:
         """``input_ids`` [B, T] -> states [B, T, H]. With ``caches`` (one per layer) the ids are
-        the T positions after those cached and ``attention_mask`` covers all of them."""
+        the T positions after those cached and ``attention_mask`` covers all of them.
+        ``output_attentions`` and ``head_mask`` as BERT's (``attention.head_probes``)."""
         B, T = input_ids.shape
         past = 0 if caches is None else caches[0].self_attention.length
         if position_ids is None:
@@ -140,9 +150,10 @@ class GPTModel(nn.Module):
         x = self.wte(input_ids) + self.wpe(position_ids)
         if token_type_ids is not None:
             x = x + self.wte(token_type_ids)
+        probes = head_probes(head_mask, output_attentions, len(self.decoder.layers))
         x, hidden_states = self.decoder(
             self.dropout(x), causal_padding_mask(attention_mask, T), output_hidden_states,
-            causal=True, caches=caches,
+            causal=True, caches=caches, probes=probes,
         )
         if attention_mask is None:
             last = x[:, -1]
@@ -150,7 +161,7 @@ class GPTModel(nn.Module):
             positions = torch.arange(attention_mask.shape[1], device=x.device)
             index = (positions * attention_mask).argmax(-1) - (attention_mask.shape[1] - T)
             last = x[torch.arange(B, device=x.device), index.clamp(min=0)]
-        return EncoderOutput(x, last, hidden_states)
+        return EncoderOutput(x, last, hidden_states, attentions_of(probes))
 
 
 class GPTLMHeadModel(nn.Module):

@@ -8,7 +8,9 @@ question for QA, §6), and the global attention has its own query/key/value proj
 largest window (as the released ``LongformerModel`` does) and cuts the padding off its output.
 §5: the released checkpoints start from RoBERTa (same embeddings with positions past the padding
 index, same layers), with positions copied to 4,096. The attention itself is the shared
-``sliding_window_attention``; this file holds the global projections and the wiring.
+``sliding_window_attention``; this file holds the global projections and the wiring. Asked for
+its probabilities or given a head mask (a ``HeadProbe``), a layer computes the same attention
+densely instead: [T, T] probabilities, zero outside each query's window and global keys.
 """
 
 from dataclasses import dataclass, field
@@ -16,10 +18,17 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from lit_models.nets.attention import split_heads
-from lit_models.nets.blocks import init_normal_
+from lit_models.nets.attention import (
+    HeadProbe,
+    attentions_of,
+    eager_attention,
+    head_probes,
+    split_heads,
+)
+from lit_models.nets.blocks import TransformerLayer
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
+from lit_models.nets.pruning import head_index, kept_heads, prune_linear
 from lit_models.nets.roberta import RobertaConfig, RobertaModel
 from lit_models.nets.sliding_attention import sliding_window_attention
 
@@ -86,17 +95,24 @@ class LongformerSelfAttention(nn.Module):
         self.out = nn.Linear(hidden_size, hidden_size)
 
     def forward(self, x: Tensor, pattern: AttentionPattern, bias=None, causal=False,
-                cache=None, unpadding=None) -> Tensor:
+                cache=None, unpadding=None, probe: HeadProbe | None = None) -> Tensor:
         """``x`` [B, T, H] -> [B, T, H] (the signature of the layers' self-attention)."""
         if bias is not None or causal or cache is not None or unpadding is not None:
             raise ValueError("Longformer attention takes no bias, causal mask, cache or "
                              "unpadding")
-        B, T, H = x.shape
+        B, T, _ = x.shape
+        if self.num_heads == 0:  # every head pruned: the output bias alone
+            if probe is not None and probe.keep:
+                probe.weights = x.new_zeros(B, 0, T, T)
+            return self.out(x.new_zeros(B, T, 0))
         dropout = self.dropout if self.training else 0.0
         q, k, v = split_heads(self.qkv(x), 3, self.num_heads)
-        y = sliding_window_attention(q, k, v, self.window // 2, pattern.padding,
-                                     pattern.global_index, pattern.global_valid, dropout)
-        if pattern.global_index is not None:
+        if probe is not None:
+            y = self.dense(x, q, k, v, pattern, probe, dropout)
+        else:
+            y = sliding_window_attention(q, k, v, self.window // 2, pattern.padding,
+                                         pattern.global_index, pattern.global_valid, dropout)
+        if pattern.global_index is not None and probe is None:
             qg, kg, vg = split_heads(self.global_qkv(x), 3, self.num_heads)
             G = pattern.global_index.shape[1]
             at = pattern.global_index[:, None, :, None].expand(B, self.num_heads, G, y.shape[-1])
@@ -108,19 +124,59 @@ class LongformerSelfAttention(nn.Module):
             y_global = torch.where(keep, y_global, y.gather(2, at))
             y = y.scatter(2, at, y_global)
         y = y.masked_fill(pattern.padding[:, None, :, None], 0.0)  # padding attends to nothing
-        return self.out(y.transpose(1, 2).reshape(B, T, H))
+        return self.out(y.transpose(1, 2).reshape(B, T, -1))
+
+    def dense(self, x: Tensor, q: Tensor, k: Tensor, v: Tensor, pattern: AttentionPattern,
+              probe: HeadProbe, dropout: float) -> Tensor:
+        """The attention ``forward`` computes, with dense [B, heads, T, T] probabilities for
+        ``probe``: a local query sees the non-global keys of its window and every global key
+        (themselves if nothing else, as ``sliding_window_attention``), a global query every
+        non-pad key through ``global_qkv``; padding queries' rows are zero."""
+        T = q.shape[-2]
+        is_global = torch.zeros_like(pattern.padding)
+        if pattern.global_index is not None:
+            is_global.scatter_(1, pattern.global_index, pattern.global_valid)
+        position = torch.arange(T, device=q.device)
+        band = (position[:, None] - position[None, :]).abs() <= self.window // 2
+        local = (band & ~(pattern.padding | is_global)[:, None, :]) | is_global[:, None, :]
+        local = local | (~local.any(-1, keepdim=True) & torch.eye(T, dtype=torch.bool,
+                                                                  device=q.device))
+        y = eager_attention(q, k, v, local[:, None], None, None, dropout, probe)
+        if pattern.global_index is not None:
+            qg, kg, vg = split_heads(self.global_qkv(x), 3, self.num_heads)
+            global_probe = HeadProbe(probe.mask, probe.keep)
+            y_global = eager_attention(qg, kg, vg, ~pattern.padding[:, None, None, :], None,
+                                       None, dropout, global_probe)
+            rows = is_global[:, None, :, None]
+            y = torch.where(rows, y_global, y)
+            if probe.keep:
+                probe.weights = torch.where(rows, global_probe.weights, probe.weights)
+        if probe.keep:
+            probe.weights = probe.weights.masked_fill(pattern.padding[:, None, :, None], 0.0)
+        return y
+
+    def prune_heads(self, heads) -> None:
+        """Remove ``heads`` (positions among the current ones) from the local and the global
+        projections and from W^O."""
+        keep = kept_heads(self.num_heads, heads)
+        head_dim = self.out.in_features // self.num_heads
+        rows = head_index(keep, head_dim, 3, self.out.in_features)
+        self.qkv = prune_linear(self.qkv, rows, 0)
+        self.global_qkv = prune_linear(self.global_qkv, rows, 0)
+        self.out = prune_linear(self.out, head_index(keep, head_dim), 1)
+        self.num_heads = len(keep)
 
 
 class LongformerModel(RobertaModel):
     """RoBERTa's embeddings and layers with Longformer's attention in every layer."""
 
-    def __init__(self, config: LongformerConfig, add_pooling_layer: bool = True):
-        super().__init__(config, add_pooling_layer)
-        for layer, window in zip(self.encoder.layers, config.windows(), strict=True):
+    def build_layers(self, config: LongformerConfig) -> list[TransformerLayer]:
+        layers = super().build_layers(config)
+        for layer, window in zip(layers, config.windows(), strict=True):
             layer.attention = LongformerSelfAttention(
                 config.hidden_size, config.num_attention_heads, window,
                 config.attention_probs_dropout_prob)
-            layer.attention.apply(lambda m: init_normal_(m, config.initializer_range))
+        return layers
 
     def forward(
         self,
@@ -130,9 +186,13 @@ class LongformerModel(RobertaModel):
         global_attention_mask: Tensor | None = None,
         output_hidden_states: bool = False,
         position_ids: Tensor | None = None,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> EncoderOutput:
         """``global_attention_mask`` [B, T]: 1 on the tokens with global attention. Packed rows
-        (a [B, T, T] mask, ``position_ids``) are refused: the sliding windows cross examples."""
+        (a [B, T, T] mask, ``position_ids``) are refused: the sliding windows cross examples.
+        ``output_attentions`` gives dense [B, heads, T, T] probabilities (transformers gives the
+        window band and the global rows apart)."""
         if position_ids is not None or (attention_mask is not None and attention_mask.ndim == 3):
             raise ValueError("Longformer's sliding-window attention reads rows whole, not "
                              "packed examples; pretrain it with task.packing.cross_documents=true")
@@ -149,12 +209,16 @@ class LongformerModel(RobertaModel):
             global_attention_mask = padded(global_attention_mask, 0)
         pattern = AttentionPattern.of(attention_mask, global_attention_mask)
         x = self.embeddings(input_ids, token_type_ids)
-        x, hidden_states = self.encoder(x, pattern, output_hidden_states)
+        probes = head_probes(head_mask, output_attentions, len(self.encoder.layers))
+        x, hidden_states = self.encoder(x, pattern, output_hidden_states, probes=probes)
         x = x[:, :T]
         if hidden_states is not None:
             hidden_states = tuple(h[:, :T] for h in hidden_states)
+        attentions = attentions_of(probes)
+        if attentions is not None:
+            attentions = tuple(a[..., :T, :T] for a in attentions)
         pooled = None if self.pooler is None else torch.tanh(self.pooler(x[:, 0]))
-        return EncoderOutput(x, pooled, hidden_states)
+        return EncoderOutput(x, pooled, hidden_states, attentions)
 
 
 class LongformerForMaskedLM(EncoderForMaskedLM):

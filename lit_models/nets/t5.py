@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.attention import LayerCache
+from lit_models.nets.attention import HeadProbe, LayerCache, attentions_of, head_probes
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, padding_mask
 from lit_models.nets.outputs import Seq2SeqOutput, shift_right
 
@@ -183,12 +183,14 @@ class T5Model(nn.Module):
         self.dropout = nn.Dropout(config.dropout_rate)
         init_t5_(self)
 
-    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """``input_ids`` [B, S] (``attention_mask`` 1 = token, 0 = pad) -> memory [B, S, H]."""
+    def encode(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+               probes: list[HeadProbe] | None = None) -> Tensor:
+        """``input_ids`` [B, S] (``attention_mask`` 1 = token, 0 = pad) -> memory [B, S, H];
+        ``probes``: one ``HeadProbe`` per encoder layer (``attention.head_probes``)."""
         S = input_ids.shape[1]
         x = self.dropout(self.shared(input_ids))
         bias = self.encoder_position_bias(S, S)
-        x, _ = self.encoder(x, padding_mask(attention_mask), bias=bias)
+        x, _ = self.encoder(x, padding_mask(attention_mask), bias=bias, probes=probes)
         return self.dropout(x)
 
     def decode(self, decoder_input_ids: Tensor, memory: Tensor | None,
@@ -207,14 +209,17 @@ class T5Model(nn.Module):
         return self.dropout(x)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                decoder_input_ids: Tensor | None = None) -> Seq2SeqOutput:
+                decoder_input_ids: Tensor | None = None, output_attentions: bool = False,
+                head_mask: Tensor | None = None) -> Seq2SeqOutput:
         """Without ``decoder_input_ids``, the inputs shifted right after the decoder start
-        token."""
+        token. ``output_attentions`` and ``head_mask`` concern the encoder's layers."""
         if decoder_input_ids is None:
             decoder_input_ids = shift_right(input_ids, self.config.decoder_start_token_id,
                                             self.config.pad_token_id)
-        memory = self.encode(input_ids, attention_mask)
-        return Seq2SeqOutput(self.decode(decoder_input_ids, memory, attention_mask), memory)
+        probes = head_probes(head_mask, output_attentions, len(self.encoder.layers))
+        memory = self.encode(input_ids, attention_mask, probes)
+        return Seq2SeqOutput(self.decode(decoder_input_ids, memory, attention_mask), memory,
+                             attentions_of(probes))
 
 
 class T5ForConditionalGeneration(T5Model):

@@ -28,15 +28,16 @@ batch's second half read backwards in pretraining) and tied biases (``untie_r=Fa
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.attention import attend
+from lit_models.nets.attention import HeadProbe, attend, attentions_of, head_probes
 from lit_models.nets.blocks import FeedForward, init_normal_
+from lit_models.nets.pruning import PrunableHeads, kept_heads
 
 #: transformers' model_max_length of a tokenizer without a limit: relative positions have none
 NO_LENGTH_LIMIT = int(1e30)
@@ -64,6 +65,8 @@ class XLNetConfig:
     layer_norm_eps: float = 1e-12
     dropout: float = 0.1
     pad_token_id: int = 5
+    #: heads removed from each layer's weights, by original index (``nets/pruning.py``)
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head:
@@ -96,6 +99,10 @@ class XLNetConfig:
     def intermediate_size(self) -> int:
         return self.d_inner
 
+    @property
+    def num_attention_heads(self) -> int:
+        return self.n_head
+
 
 @dataclass
 class XLNetOutput:
@@ -106,6 +113,8 @@ class XLNetOutput:
     pooler_output: Tensor | None
     mems: list[Tensor] | None  # per layer, [B, M, H]: the next segment's memory (``use_mems``)
     hidden_states: tuple[Tensor, ...] | None  # the content stream: input + each layer
+    #: the content stream's attention probabilities [B, heads, T, mlen + T] per layer, if asked
+    attentions: tuple[Tensor, ...] | None = None
 
 
 class RelativeAttention(nn.Module):
@@ -123,19 +132,30 @@ class RelativeAttention(nn.Module):
         self.seg_embed = nn.Parameter(torch.empty(2, n, d))  # s_+ (same segment), s_-
         self.scale = 1 / math.sqrt(d)
         self.dropout = config.dropout
+        self.num_heads = n
 
     @staticmethod
     def heads(x: Tensor, weight: Tensor) -> Tensor:
         """[B, T, H] x [H, heads, d] -> [B, heads, T, d]."""
         return torch.einsum("bth,hnd->bntd", x, weight)
 
+    def prune_heads(self, heads) -> None:
+        """Remove ``heads`` (positions among the current ones) from every per-head tensor."""
+        keep = torch.tensor(kept_heads(self.num_heads, heads), dtype=torch.long)
+        for name, param in list(self.named_parameters(recurse=False)):
+            dim = {"r_w_bias": 0, "r_r_bias": 0, "r_s_bias": 0}.get(name, 1)
+            setattr(self, name, nn.Parameter(param.detach().index_select(dim, keep)))
+        self.num_heads = len(keep)
+
     def forward(self, x: Tensor, positions: Tensor, k: Tensor, v: Tensor, k_r: Tensor,
-                mask: Tensor | None, other_segment: Tensor | None, qlen: int) -> Tensor:
+                mask: Tensor | None, other_segment: Tensor | None, qlen: int,
+                probe: HeadProbe | None = None) -> Tensor:
         """Attention output [B, Tq, H] (before W^O's residual) of queries ``x`` [B, Tq, H] at
         ``positions`` [B or 1, Tq] of the current segment (length ``qlen``) over keys/values
         ``k``/``v`` [B, heads, K, d] (memory first); ``k_r`` [heads, P, d] the projected
         encodings of distances K .. -qlen + 1; ``mask`` [B, Tq, K] (True = may attend) and
-        ``other_segment`` [B, Tq, K] (True = j is in another segment than the query)."""
+        ``other_segment`` [B, Tq, K] (True = j is in another segment than the query); ``probe``
+        masks heads or keeps the probabilities."""
         q = self.heads(x, self.q)
         B, n, Tq, _ = q.shape
         K = k.shape[-2]
@@ -152,7 +172,7 @@ class RelativeAttention(nn.Module):
             mask = (mask | ~mask.any(-1, keepdim=True))[:, None]
         dropout = self.dropout if self.training else 0.0
         y = attend(q + self.r_w_bias[:, None], k, v, mask, bias * self.scale, scale=self.scale,
-                   dropout=dropout)
+                   dropout=dropout, probe=probe)
         return torch.einsum("bnqd,hnd->bqh", y, self.o)
 
 
@@ -176,15 +196,18 @@ class XLNetLayer(nn.Module):
 
     def forward(self, h: Tensor, g: Tensor | None, memory: Tensor | None, k_r: Tensor,
                 mask_h: Tensor | None, mask_g: Tensor | None, other_segment: Tensor | None,
-                targets: Tensor | None) -> tuple[Tensor, Tensor | None]:
+                targets: Tensor | None, probe: HeadProbe | None = None
+                ) -> tuple[Tensor, Tensor | None]:
         """``h`` [B, T, H], ``g`` [B, M, H] at ``targets`` [B, M] (positions), ``memory``
-        [B, mlen, H]; masks and ``other_segment`` [B, T, K] by query position."""
+        [B, mlen, H]; masks and ``other_segment`` [B, T, K] by query position. ``probe``: its
+        head mask scales both streams' heads, its kept probabilities are the content
+        stream's."""
         attention, T = self.attention, h.shape[1]
         context = h if memory is None else torch.cat([memory, h], 1)
         k, v = attention.heads(context, attention.k), attention.heads(context, attention.v)
         k_r = torch.einsum("ph,hnd->npd", k_r, attention.r)
         positions = torch.arange(T, device=h.device)[None]
-        h_out = self._post(h, attention(h, positions, k, v, k_r, mask_h, other_segment, T))
+        h_out = self._post(h, attention(h, positions, k, v, k_r, mask_h, other_segment, T, probe))
         if g is None:
             return h_out, None
 
@@ -192,8 +215,9 @@ class XLNetLayer(nn.Module):
             return None if x is None else x.gather(1, targets[..., None].expand(-1, -1,
                                                                                 x.shape[-1]))
 
+        query_probe = None if probe is None or probe.mask is None else HeadProbe(probe.mask)
         g_out = self._post(g, attention(g, targets, k, v, k_r, rows(mask_g), rows(other_segment),
-                                        T))
+                                        T, query_probe))
         return h_out, g_out
 
 
@@ -206,7 +230,7 @@ def _init(module: nn.Module, std: float) -> None:
         nn.init.normal_(module.mask_emb, std=std)
 
 
-class XLNetModel(nn.Module):
+class XLNetModel(PrunableHeads, nn.Module):
     """Token embeddings, ``mask_emb`` (the query stream's start) and the two-stream layers."""
 
     def __init__(self, config: XLNetConfig, add_pooling_layer: bool = False):
@@ -218,6 +242,10 @@ class XLNetModel(nn.Module):
         self.layers = nn.ModuleList(XLNetLayer(config) for _ in range(config.n_layer))
         self.dropout = nn.Dropout(config.dropout)
         self.apply(partial(_init, std=config.initializer_range))
+        self.prune_configured_heads()
+
+    def head_layers(self) -> list[nn.Module]:
+        return [layer.attention for layer in self.layers]
 
     def relative_encodings(self, qlen: int, klen: int, device: torch.device) -> Tensor:
         """Sinusoidal R for the distances klen, klen - 1, .. down to -qlen + 1 ("bi") or 0
@@ -270,10 +298,13 @@ class XLNetModel(nn.Module):
         target_mapping: Tensor | None = None,
         use_mems: bool = False,
         output_hidden_states: bool = False,
+        output_attentions: bool = False,
+        head_mask: Tensor | None = None,
     ) -> XLNetOutput:
         """``input_ids`` [B, T] (``attention_mask`` 1 = token, 0 = pad; pads on either side);
         ``mems`` one [B, mlen, H] per layer; ``perm_mask`` [B, T, T] (1 = may not attend);
-        ``target_mapping`` [B, M, T] one-hot rows (an all-zero row: a padding target)."""
+        ``target_mapping`` [B, M, T] one-hot rows (an all-zero row: a padding target);
+        ``output_attentions`` and ``head_mask`` as BERT's (``attention.head_probes``)."""
         B, T = input_ids.shape
         device = input_ids.device
         mlen = 0 if mems is None else mems[0].shape[1]
@@ -295,11 +326,13 @@ class XLNetModel(nn.Module):
             targets = target_mapping.argmax(-1)
         new_mems = [] if use_mems else None
         hidden_states = [h] if output_hidden_states else None
+        probes = head_probes(head_mask, output_attentions, len(self.layers))
         for i, layer in enumerate(self.layers):
             memory = None if mems is None else mems[i]
             if new_mems is not None:
                 new_mems.append(self.cache(h, memory))
-            h, g = layer(h, g, memory, k_r, visible_h, visible_g, other_segment, targets)
+            h, g = layer(h, g, memory, k_r, visible_h, visible_g, other_segment, targets,
+                         None if probes is None else probes[i])
             if hidden_states is not None:
                 hidden_states.append(h)
         out = self.dropout(h if g is None else g)
@@ -309,7 +342,8 @@ class XLNetModel(nn.Module):
                 attention_mask * torch.arange(1, T + 1, device=device)).argmax(1)
             pooled = out[torch.arange(B, device=device), last]
         return XLNetOutput(out, pooled, new_mems,
-                           None if hidden_states is None else tuple(hidden_states))
+                           None if hidden_states is None else tuple(hidden_states),
+                           attentions_of(probes))
 
 
 class XLNetLMHeadModel(nn.Module):
@@ -326,9 +360,12 @@ class XLNetLMHeadModel(nn.Module):
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, mems: list[Tensor] | None = None,
                 perm_mask: Tensor | None = None, target_mapping: Tensor | None = None,
-                use_mems: bool = False, output_hidden_states: bool = False) -> XLNetOutput:
+                use_mems: bool = False, output_hidden_states: bool = False,
+                output_attentions: bool = False, head_mask: Tensor | None = None
+                ) -> XLNetOutput:
         return self.transformer(input_ids, attention_mask, token_type_ids, mems, perm_mask,
-                                target_mapping, use_mems, output_hidden_states)
+                                target_mapping, use_mems, output_hidden_states,
+                                output_attentions, head_mask)
 
     def logits(self, hidden: Tensor) -> Tensor:
         """[..., H] -> vocabulary logits [..., V]."""

@@ -1,9 +1,10 @@
 """The claims report (bench/claims.py): the registry composes at both sizes with every claim's
-runs in its study; the verdict rules on hand-made effects; and claims_tiny end to end on three
-claims (one with runs, the parameter count, a pending one; the others' arms are the same
-machinery, runs of pretrain_compare and study entries): claims.md and claims.html name each claim's
-paper, arms, effect with its interval, verdict and cost, the effect being the board's difference
-of the two rows and the cost the FLOPs of the runs behind them."""
+runs in its study; the verdict rules on hand-made effects; and claims_tiny end to end on four
+claims (one with pretraining runs, head pruning with its own runs, the parameter count, a pending
+one; the others' arms are the same machinery, runs of pretrain_compare and study entries):
+claims.md and claims.html name each claim's paper, arms, effect with its interval, verdict and
+cost, the effect being the board's difference of the two rows and the cost the FLOPs of the runs
+behind them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from bench.stats import Difference
 from bench.study import composed, needed, study_runs
 from tests.bench.invoke import plmbench_on_mirror
 
-CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning]"
+CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,t5_objectives]"
 
 
 @pytest.mark.parametrize("size", ["claims_small", "claims_tiny"])
@@ -28,7 +29,7 @@ def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
             "span_masking", "distillation", "domain_adaptation",
             "retrieval_augmented"} <= set(claims)
     assert {name for name, c in claims.items() if c.get("status") == "pending"} == {
-        "head_pruning", "t5_objectives"}
+        "t5_objectives"}
     entries = study_runs(cfg)
     for name, claim in claims.items():
         assert claim["claim"] and claim["paper"], name
@@ -78,7 +79,7 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
             for cells in (line.split("|") for line in text.split("\n## ")[0].splitlines()
                           if line.startswith("| ") and not line.startswith("| claim"))
             if len(cells) > 9}
-    assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning"}
+    assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning", "t5_objectives"}
     masking = rows["dynamic_masking"]
     assert masking[2].startswith("Liu et al. 2019 (RoBERTa), §4.1")
     assert masking[3].startswith("bert-tiny: ") and masking[4].startswith("bert-tiny/dynamic: ")
@@ -89,15 +90,30 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     a, b = find_row(table, "bert-tiny"), find_row(table, "bert-tiny/dynamic")
     assert masking[5].startswith(f"{b.score - a.score:+.2f} [")
     # the cost: the training FLOPs of the four runs behind the two rows
-    flops = sum(r["throughput"].get("train_flops") or 0 for r in records)
-    assert len(records) == 4 and masking[7].startswith(f"{flops:.3g} FLOPs")
-    assert rows["head_pruning"][6] == "pending"
+    behind = [r for r in records if r["label"] in ("bert-tiny", "bert-tiny/dynamic")]
+    flops = sum(r["throughput"].get("train_flops") or 0 for r in behind)
+    assert len(behind) == 4 and masking[7].startswith(f"{flops:.3g} FLOPs")
+    assert rows["t5_objectives"][6] == "pending"
+    # head pruning: the fine-tuned model against itself with 40% of its heads cut out, both
+    # scored on one dev set (the pruned one without a training step)
+    pruning = rows["head_pruning"]
+    assert pruning[3].startswith("bert-tiny/heads-all: ")
+    assert pruning[4].startswith("bert-tiny/heads-pruned: ")
+    a, b = find_row(table, "bert-tiny/heads-all"), find_row(table, "bert-tiny/heads-pruned")
+    assert pruning[5].startswith(f"{b.score - a.score:+.2f} [")
+    assert b.parameters < a.parameters and pruning[6] in ("supported", "inconclusive",
+                                                          "contradicted")
+    (pruned,) = [r for r in records if r["label"] == "bert-tiny/heads-pruned"]
+    (analysis,) = [r for r in records if r["task"] == "analysis/head_pruning"]
+    assert pruned["steps"] == 0 and pruned["parameters"] == analysis["parameters"]
+    heads = analysis["analysis"]["heads"]
+    assert 0.6 * heads <= analysis["analysis"]["pruned"]["heads_kept"] < heads
     # ALBERT-xxlarge holds 222.6M, not Table 1's 235M; the other counts match within 3%
     assert rows["albert_parameters"][6] == "contradicted"
     assert "| albert-xxlarge | 235M | 222.6M | no |" in text
     assert "| albert-base | 12M | 11.7M | yes |" in text
     page = (results / "claims.html").read_text()
-    assert page.count("<tr class=") == 3 and "Liu et al. 2019 (RoBERTa)" in page
+    assert page.count("<tr class=") == 4 and "Liu et al. 2019 (RoBERTa)" in page
 
 
 def test_the_parameter_count_is_the_albert_tests(report):

@@ -22,7 +22,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from bench.run import CONF_DIR, execute, normalize
-from datamodules import goodreads
+from datamodules import goodreads, universal_dependencies
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
@@ -46,7 +46,11 @@ DATA_ONLY = ("amazon/", "scibert_tc/", "pretrain/tapt/", "pretrain/pubmed", "pre
              # (superglue/wic), the classifier's head and encoder call (glue/*, spoilers/*),
              # for candidate scoring (superglue/record, multirc) too
              "mc/race", "mc/copa", "superglue/copa", "superglue/boolq", "superglue/cb",
-             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc")
+             "superglue/rte", "superglue/multirc", "superglue/record", "superglue/wsc",
+             # compression/quantize's path without the quantization; probing/ner's family on
+             # other data (parsed sentences, edges, sentences generated from text)
+             "compression/measure", "probing/pos", "probing/dependencies",
+             "probing/sentence_length", "probing/word_content", "probing/bigram_shift")
 #: the tasks each baseline model runs on in the default suite; on its family's other tasks (the
 #: same code paths on other data) with `pytest -m benchmark`; elsewhere (squad/v1 for all) refused
 BASELINE_TASKS = {"bilstm": ("glue/rte", "glue/sst2", "glue/stsb", "ner/ncbi_disease"),
@@ -57,9 +61,13 @@ REFUSED = "squad/v1"
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
 WORDS = "the a cat dog sat on mat quick brown fox jumped over lazy hello world it was".split()
+#: tasks on a fine-tuned run's task (``task.target``)
+TARGETED = ("analysis/head_pruning", "compression/")
 
 
 def compose_run(arch: str, task: str, *overrides: str):
+    if task.startswith(TARGETED) and not any(o.startswith("init_from=") for o in overrides):
+        overrides = ("task.target=glue/rte", *overrides)  # no fine-tuned run named: its task
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"model={arch}-tiny", f"task={task}", *TINY,
                                            *overrides])
@@ -76,6 +84,29 @@ def compose_run(arch: str, task: str, *overrides: str):
     return cfg
 
 
+#: what the analyses' and compression tasks run with: a few inputs, a quick latency
+ANALYSIS = {
+    "analysis/attention": ["task.text_examples=8", "task.text.max_train_samples=4",
+                           "task.dependencies.max_sentences=8", "task.dependencies.min_count=1"],
+    **{task: ["task.latency.batches=2", "task.latency.repeats=1"]
+       for task in ("analysis/head_pruning", "compression/measure", "compression/quantize",
+                    "compression/distill")},
+    **{f"probing/{task}": ["task.text.max_train_samples=12", "task.train_examples=48",
+                           "task.eval_examples=24", "task.probe.epochs=2"]
+       for task in ("sentence_length", "word_content", "bigram_shift")},
+    **{f"probing/{task}": ["task.probe.epochs=2"] for task in ("ner", "pos", "dependencies")},
+}
+ANALYSIS["probing/word_content"] += ["task.words=8", "task.first_rank=20"]
+
+
+def fine_tuned(results: Path, arch: str, task: str) -> Path:
+    """The run directory of ``arch`` fine-tuned on ``task`` and saved (run once per module)."""
+    run_dir = results / arch / task / "saved"
+    if not (run_dir / "model").is_dir():
+        execute(compose_run(arch, task, "save_model=true"), run_dir)
+    return run_dir
+
+
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))).capitalize() + "."
 
@@ -86,6 +117,9 @@ def stand_in(task, path: Path) -> None:
     dataset, config = path.parent.parent.name, path.parent.name
     if (dataset, config) in hub_fixtures.WRITERS:  # SWAG, RACE, SuperGLUE, WMT: hub schemas
         hub_fixtures.write(path.parents[2], dataset, config, path.stem, n=40)
+        return
+    if dataset == universal_dependencies.DATASET:  # CoNLL-U fixtures, converted
+        hub_fixtures.write_universal_dependencies(path.parents[2], sentences=12)
         return
     if dataset == goodreads.DATASET:  # the raw file, converted: all three splits at once
         goodreads.convert(hub_fixtures.write_goodreads(path.parents[2] / "goodreads.json.gz"),
@@ -154,6 +188,8 @@ def mirror_with_stand_ins(tmp_path_factory) -> Path:
                 path = root / t.dataset / (config or t.config) / f"{name}.parquet"
                 if split and split != "heldout" and not path.exists():
                     stand_in(t, path)
+        if cfg.task.get("dependencies"):  # the attention analysis: English-EWT's CoNLL-U
+            hub_fixtures.write_universal_dependencies(root, sentences=12)
         for source in (cfg.task.get("corpus") or {}).get("sources", []):  # open QA: wiki_dpr
             path = root / source.dataset / source.config / f"{source.split}.parquet"
             if not path.exists():
@@ -182,10 +218,10 @@ def test_every_registered_architecture_has_a_tiny_preset():
 
 
 def expected_metrics(cfg, arch: str, split: str) -> set[str]:
-    """What a run of ``cfg`` records per eval split: the task's metrics (an open-QA reader that
-    retrieves nothing: those of its answers), the loss of generation tasks, the share of invalid
-    generations for mixtures, the objective's losses and perplexity for pretraining (a biLM's
-    per-word losses), a word set's scores for word vectors."""
+    """What a run of ``cfg`` records per eval split: the task's (or its target's) metrics (an
+    open-QA reader that retrieves nothing: those of its answers), the loss of generation tasks,
+    the share of invalid generations for mixtures, the objective's losses and perplexity for
+    pretraining (a biLM's per-word losses), a word set's scores for word vectors."""
     if "intrinsic" in cfg.task:
         similarity = split in (cfg.task.intrinsic.similarity or {})
         return {"spearman", "pearson", "oov"} if similarity else {"accuracy", "oov"}
@@ -193,6 +229,8 @@ def expected_metrics(cfg, arch: str, split: str) -> set[str]:
         return {"forward_loss", "backward_loss", "loss", "perplexity"}
     if "members" in cfg.task:
         return {"invalid", "loss"}
+    if "target" in cfg.task:  # a task on a fine-tuned run's task: the target's metrics
+        return set(cfg.task.target.metrics)
     if "readers" in cfg.task:
         retrieves = OpenQA().reader(cfg.task, ARCHS[arch].kind).retrieves
         return set(cfg.task.metrics) if retrieves else {"exact_match"}
@@ -240,10 +278,14 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     if task.startswith("pretrain/realm_"):  # REALM masks salient spans (REALM §3.4)
         extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
-        mnli = results / arch / "glue/mnli"
-        if not (mnli / "model").is_dir():
-            execute(compose_run(arch, "glue/mnli", "save_model=true"), mnli)
-        extra = [f"init_from=ckpt:{mnli}"]
+        extra = [f"init_from=ckpt:{fine_tuned(results, arch, 'glue/mnli')}"]
+    if task.startswith("probing/"):
+        extra = ANALYSIS[task]
+    if task.startswith(("analysis/", "compression/")):  # a fine-tuned model and its task
+        rte = fine_tuned(results, arch, "glue/rte")
+        extra = [f"init_from=ckpt:{rte}", *ANALYSIS.get(task, [])]
+        if task == "compression/distill":  # a student of the teacher's architecture and vocabulary
+            extra.append(f"task.teacher=ckpt:{rte}")
     exported = task == "squad/v1" or task.startswith("ner/") and kind == "encoder"
     if exported:  # the reader and the tagger export as transformers' *ForQuestionAnswering,
         extra = ["save_model=true"]  # *ForTokenClassification
@@ -254,13 +296,26 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
     record = execute(cfg, run_dir)
     assert record["status"] == "ok"
     assert record["config"]["model"]["arch"] == arch
+    if (record["analysis"] or {}).get("page"):  # an analysis's page
+        assert (run_dir / record["analysis"]["page"]).is_file()
+    if task.startswith("probing/"):  # a probe per layer, over the mix, and on the control task
+        split = record["metrics"][cfg.task.splits.eval[0]]
+        layers = record["config"]["model"].get("num_hidden_layers") or 0
+        assert {"mix", "centre_of_gravity", "layer_0"} <= set(split)
+        assert len(record["analysis"]["layers"]) == len(record["analysis"]["mix_weights"])
+        assert not layers or len(record["analysis"]["layers"]) == layers + 1
+    if task.startswith("compression/") or task == "analysis/head_pruning":  # measured
+        assert {"score", "parameters", "size_mb", "latency_ms"} <= set(
+            record["metrics"]["compression"])
     if cfg.task.splits.train is None:  # evaluated only: predictions written, or metrics kept
-        assert record["predictions"] or set(cfg.task.splits.eval) <= set(record["metrics"])
+        assert (record["predictions"] or record["analysis"]
+                or set(cfg.task.splits.eval) <= set(record["metrics"]))
         assert all((run_dir / p).is_file() for p in record["predictions"].values())
         return
     assert record["steps"] == 1
-    assert set(record["metrics"]) == set(cfg.task.splits.eval)
-    for split, values in record["metrics"].items():
+    metrics = {split: v for split, v in record["metrics"].items() if split != "compression"}
+    assert set(metrics) == set(cfg.task.splits.eval)
+    for split, values in metrics.items():
         assert expected_metrics(cfg, arch, split) <= set(values), split
     if "generation" in cfg.task:  # generations are written for every eval split
         assert set(record["predictions"]) == set(cfg.task.splits.eval)

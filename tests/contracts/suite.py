@@ -270,7 +270,7 @@ class ArchContracts:
                 expected = theirs.eval()(**inputs, output_attentions=True).attentions
             assert all(close(a, b) for a, b in zip(out.attentions, expected, strict=True))
 
-    def test_head_mask_where_declared(self, model: Model, inputs, tmp_path):
+    def test_head_mask_where_declared(self, model: Model, inputs):
         arch, encoder, _ = model
         if not arch.capabilities.head_mask:
             pytest.skip(f"{arch.name} does not declare head masks (issue 22)")
@@ -284,10 +284,6 @@ class ArchContracts:
             masked = ones.clone()
             masked[0, 0] = 0
             ours = encoder(**inputs, head_mask=masked).last_hidden_state
+        # transformers 5 has no head_mask: tests/nets/test_attention_probes.py checks a zero mask
+        # against transformers' model with the head's weights cut out (prune_heads)
         assert not close(ours, plain)
-        cls = transformers_class(arch, "encoder")
-        if cls is not None:
-            to_hf(model, tmp_path / "export")
-            theirs = cls.from_pretrained(tmp_path / "export", attn_implementation="eager").eval()
-            with torch.no_grad():
-                assert close(theirs(**inputs, head_mask=masked).last_hidden_state, ours)
