@@ -16,8 +16,7 @@ almost stochastic order test) and gives a verdict at this scale:
   stays above -margin, else inconclusive; ``fewer_parameters`` adds that B must be smaller.
 
 A claim of ``kind: parameters`` trains nothing: each preset's encoder is built on the meta device
-and its parameters counted against the published ``counts`` (within ``tolerance``). A claim with
-``status: pending`` waits for machinery another issue builds and is listed as such. The report,
+and its parameters counted against the published ``counts`` (within ``tolerance``). The report,
 ``<results_dir>/claims.md`` and ``claims.html``, gives per claim its paper, the two arms, the effect
 with its interval, the verdict and the cost (training FLOPs and wall time of every run behind the
 two arms, pretraining included).
@@ -87,7 +86,7 @@ def claims_of(cfg) -> dict[str, dict]:
                                 f"{', '.join(claims)}")
         claims = {name: spec for name, spec in claims.items() if name in chosen}
     for name, spec in claims.items():
-        if spec.get("status") == "pending" or spec.get("kind") == "parameters":
+        if spec.get("kind") == "parameters":
             continue
         missing = [k for k in ("board", "a", "b", "test", "runs") if k not in spec]
         if missing or spec["test"] not in TESTS:
@@ -148,8 +147,6 @@ def _parameters(claim_id: str, spec: Mapping) -> Result:
 def evaluate(claim_id: str, spec: Mapping, records: list[Mapping], resamples: int,
              aso_iterations: int) -> Result:
     """One claim's result from the study's records (or, for a parameter count, the presets)."""
-    if spec.get("status") == "pending":
-        return Result(claim_id, dict(spec), "pending", detail=spec.get("note", ""))
     if spec.get("kind") == "parameters":
         return _parameters(claim_id, spec)
     board = get_board(spec["board"]).with_aggregate(spec.get("aggregate"))
@@ -257,8 +254,7 @@ def cmd_claims(overrides: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")
     claims = claims_of(composed(overrides))
-    runs = {name for spec in claims.values() if spec.get("status") != "pending"
-            for name in spec.get("runs") or []}
+    runs = {name for spec in claims.values() for name in spec.get("runs") or []}
     cfg = run_study(overrides, select=runs)
     results_dir = Path(cfg.results_dir)
     report(cfg, results_dir, cfg.study.get("resamples", 1000),
