@@ -1,7 +1,8 @@
 """The claims report (bench/claims.py): the registry composes at both sizes with every claim's
 runs in its study; the verdict rules on hand-made effects; and claims_tiny end to end on four
 claims (one with pretraining runs, head pruning with its own runs, the parameter count, T5's
-objectives on an encoder-decoder; the others' arms are the same machinery, runs of pretrain_compare and study entries):
+objectives on an encoder-decoder; the others' arms are the same machinery, runs of
+pretrain_compare and study entries):
 claims.md and claims.html name each claim's paper, arms, effect with its interval, verdict and
 cost, the effect being the board's difference of the two rows and the cost the FLOPs of the runs
 behind them."""
@@ -94,7 +95,8 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     # T5's objectives: two encoder-decoders pretrained under one budget, each fine-tuned on RTE;
     # span corruption decodes shorter targets, so its pretraining cost fewer FLOPs
     t5 = rows["t5_objectives"]
-    assert t5[3].startswith("t5-tiny/bert_style: ") and t5[4].startswith("t5-tiny/span_corruption: ")
+    assert t5[3].startswith("t5-tiny/bert_style: ")
+    assert t5[4].startswith("t5-tiny/span_corruption: ")
     assert t5[6] in ("supported", "contradicted", "inconclusive")
     pretraining = {r["label"]: r["throughput"]["train_flops"] for r in records
                    if r["task"] == "pretrain/wikipedia" and r["label"].startswith("t5-tiny/")}
