@@ -15,6 +15,7 @@ projections, unused without global tokens).
 """
 
 import argparse
+import dataclasses
 
 import torch
 
@@ -22,7 +23,7 @@ from bench.perf_timing import saved_activation_bytes, time_steps
 from bench.perf_workloads import special_ids
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
-from lit_models.core.build import net_config
+from lit_models.core.build import PRESET_KEYS, net_config
 
 
 def encoders(model_cfg, against: str, device: torch.device) -> dict[str, torch.nn.Module]:
@@ -30,7 +31,11 @@ def encoders(model_cfg, against: str, device: torch.device) -> dict[str, torch.n
     nets = {}
     for name in (model_cfg["arch"], against):
         arch = get_arch(name)
-        config = net_config(arch, model_cfg, model_cfg["vocab_size"], special_ids(arch)["pad"])
+        fields = model_cfg
+        if name != model_cfg["arch"]:  # the sizes both have (Longformer's window is no RoBERTa's)
+            known = {f.name for f in dataclasses.fields(arch.config)} | PRESET_KEYS
+            fields = {key: value for key, value in model_cfg.items() if key in known}
+        config = net_config(arch, fields, model_cfg["vocab_size"], special_ids(arch)["pad"])
         try:
             nets[name] = arch.encoder(config, add_pooling_layer=False).to(device).train()
         except ValueError as err:

@@ -186,14 +186,14 @@ def test_bad_steps_and_pretrained_presets():
 
 @pytest.mark.parametrize("argv, reason", [
     (["--out", "x", "model=bert-tiny"], "LexerNoViableAltException: --out"),
-    (["model=no-such-preset"], "Could not find 'model/no-such-preset'"),
+    (["model=no-such-preset"], "there is no conf/model/no-such-preset.yaml"),
 ])
 def test_an_unknown_option_or_preset_is_one_line(argv, reason):
     from tests.bench.invoke import plmbench
 
     done = plmbench("perf", *argv)
     assert done.rc != 0 and len(done.err_lines) == 1 and done.out == ""
-    assert reason in done.err_lines[0] and "plmbench perf --help" in done.err_lines[0]
+    assert reason in done.err_lines[0] and "--help" in done.err_lines[0]  # where options are listed
 
 
 def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
