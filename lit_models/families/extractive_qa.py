@@ -74,11 +74,8 @@ class LitExtractiveQA(PlmModule):
 
     def on_validation_epoch_end(self) -> None:
         collected, self.logits = self.logits, [[] for _ in self.eval_splits]
-        if self.trainer.sanity_checking:
-            return
         dm = self.trainer.datamodule
-        for i, split in enumerate(self.eval_splits):
-            windows = [logits for _, logits in self.gather_indexed(collected[i])]
+        for i, split, windows in self.gathered_splits(collected):
             metrics, answers, odds = self.evaluate(windows, dm.eval_windows[i],
                                                    dm.eval_examples[i], dm.task)
             self.record_metrics(split, metrics)

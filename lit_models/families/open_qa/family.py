@@ -59,12 +59,9 @@ class LitRetrieveRead(LitExtractiveQA):
 
     def on_validation_epoch_end(self) -> None:
         collected, self.logits = self.logits, [[] for _ in self.eval_splits]
-        if self.trainer.sanity_checking:
-            return
         dm = self.trainer.datamodule
-        for i, split in enumerate(self.eval_splits):
+        for i, split, windows in self.gathered_splits(collected):
             read = dm.retrieved[i][0][:, : dm.task["read_top_k"]]
-            windows = [logits for _, logits in self.gather_indexed(collected[i])]
             answers = self.answers(windows, dm.eval_windows[i], dm.eval_examples[i], read)
             metrics = open_qa_metrics(self.scorer, answers, dm.questions[i], dm.retrieved[i],
                                       dm.corpus, self.describe)

@@ -113,11 +113,8 @@ class RetrievalAugmented:
 
     def on_validation_epoch_end(self) -> None:
         collected, self.collected = self.collected, [[] for _ in self.eval_splits]
-        if self.trainer.sanity_checking:
-            return
         dm = self.trainer.datamodule
-        for i, split in enumerate(self.eval_splits):
-            outputs = [out for _, out in self.gather_indexed(collected[i])]
+        for i, split, outputs in self.gathered_splits(collected):
             rows, scores, answers, seconds = zip(*outputs, strict=True)
             retrieved = (np.stack(rows), np.stack(scores), float(sum(seconds)))
             metrics = open_qa_metrics(self.scorer, answers, dm.questions[i], retrieved,
