@@ -99,7 +99,10 @@ def read(run_dir: Path) -> dict:
 
 
 def records_under(root: Path) -> list[Path]:
-    return sorted(root.rglob("record.json"))
+    """Every record.json below ``root``; os.walk skips a directory that goes while it walks (a
+    running run removes its checkpoints), where Path.rglob raises."""
+    return sorted(Path(folder) / "record.json" for folder, _, files in os.walk(root)
+                  if "record.json" in files)
 
 
 def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny",
