@@ -352,6 +352,14 @@ class Unused:
     why: str
 
 
+def record_paths(root: Path) -> list[Path]:
+    """Every record below ``root``, in path order. os.walk skips a directory that goes while it
+    walks (a running run removes its checkpoints), where Path.rglob would raise: a board read
+    while a sweep runs lists the records written so far."""
+    return sorted(Path(folder) / RECORD_NAME for folder, _, files in os.walk(root)
+                  if RECORD_NAME in files)
+
+
 def read_records(results_dir: str | Path) -> tuple[list[dict], list[Unused]]:
     """Every ``record.json`` below ``results_dir`` in path order: (the usable records, each with
     its path under ``"_path"``; the others, with why they cannot be used)."""
@@ -361,7 +369,7 @@ def read_records(results_dir: str | Path) -> tuple[list[dict], list[Unused]]:
             f"results directory {root} does not exist; pass the results_dir your runs wrote to"
         )
     records, unused = [], []
-    for path in sorted(root.rglob(RECORD_NAME)):
+    for path in record_paths(root):
         record, why = load_record(path)
         why = why or record_problem(record)
         if why is not None:

@@ -12,7 +12,7 @@ import pytest
 from hydra.core.global_hydra import GlobalHydra
 
 from bench import cli, run
-from bench.records import run_variant
+from bench.records import record_paths, run_variant
 
 #: variables Lightning's seed_everything leaves in os.environ
 LIGHTNING_ENV = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
@@ -99,10 +99,7 @@ def read(run_dir: Path) -> dict:
 
 
 def records_under(root: Path) -> list[Path]:
-    """Every record.json below ``root``; os.walk skips a directory that goes while it walks (a
-    running run removes its checkpoints), where Path.rglob raises."""
-    return sorted(Path(folder) / "record.json" for folder, _, files in os.walk(root)
-                  if "record.json" in files)
+    return record_paths(root)
 
 
 def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny",
