@@ -49,10 +49,11 @@ def _format(objective: Mapping, task: Mapping) -> str:
     return "full-sentences" if packing.get("cross_documents") else "doc-sentences"
 
 
-def _steps(steps: object) -> str:
-    if not isinstance(steps, int) or steps < 0:
-        return "epochs"
-    return f"{steps / 1e6:g}M" if steps >= 1_000_000 else f"{steps:,}"
+def _length(steps: object, epochs: object) -> str:
+    """"1M steps", "10,000 steps"; a run bounded by epochs alone (max_steps -1): "10 epochs"."""
+    if isinstance(steps, int) and steps >= 0:
+        return f"{steps / 1e6:g}M steps" if steps >= 1_000_000 else f"{steps:,} steps"
+    return f"{epochs} epochs" if isinstance(epochs, int) and epochs >= 0 else "unbounded"
 
 
 def recipe_of(config: Mapping) -> dict:
@@ -69,11 +70,12 @@ def recipe_of(config: Mapping) -> dict:
         "format": _format(objective, task),
         "batch_size": task.get("batch_size"),
         "steps": trainer.get("max_steps"),
+        "epochs": trainer.get("max_epochs"),
         "lr": optim.get("lr"),
         "warmup_ratio": optim.get("warmup_ratio"),
     }
     parts = [pair, recipe["masking"], f"{recipe['lengths']} tok ({recipe['format']})",
-             f"batch {recipe['batch_size']}", f"{_steps(recipe['steps'])} steps",
+             f"batch {recipe['batch_size']}", _length(recipe["steps"], recipe["epochs"]),
              f"lr {recipe['lr']:g}" if isinstance(recipe["lr"], int | float) else None,
              f"warmup {recipe['warmup_ratio']:.0%}"
              if isinstance(recipe["warmup_ratio"], int | float) else None]
