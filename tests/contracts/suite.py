@@ -18,8 +18,10 @@ sentences, and unpadded batches (padding conventions are each architecture's own
   imports back, and is not loaded for another label count;
 - ``token_types``, ``global_attention``, ``hidden_states`` and the pretraining ``heads`` do what
   they say; ``cached_decoding`` gives the logits and generations of decoding without a cache;
-- ``attention_weights`` and ``head_mask`` (issue 22) are skipped until an architecture declares
-  them, then checked against transformers' eager attention.
+- where declared, ``attention_weights`` sum to 1 per query and equal transformers' eager
+  attention; a ``head_mask`` of ones changes nothing and a zero for one head changes the output
+  (transformers 5 has no head_mask: tests/nets/test_attention_probes.py checks a zero mask
+  against transformers' model with that head's weights pruned).
 """
 
 from functools import cache
