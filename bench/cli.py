@@ -142,6 +142,7 @@ def cmd_significance(args: argparse.Namespace) -> int:
     """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
     from bench.board_config import get_board
     from bench.significance import compare, find_row, render
+    from bench.trivial import baseline_notes
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if board.aggregate == "none":
@@ -153,6 +154,8 @@ def cmd_significance(args: argparse.Namespace) -> int:
                     args.correction)
     text = render(lines, args.row_a, args.row_b, f"{board.title}, {board.score_label}",
                   args.resamples, table.score_higher_is_better, correction=args.correction)
+    text += "\n" + baseline_notes(rows, table.columns, board, args.resamples,
+                                  table.score_higher_is_better)
     return _emit(text, args.out)
 
 

@@ -114,3 +114,17 @@ def learned(row: Row, columns: Sequence[Column], board: Board, resamples: int = 
     per_task, overall = paired_bootstrap(arms, shares, resamples, seed)
     above = overall.low > 0 if higher_is_better else overall.high < 0
     return Learned(row.label, bool(above and not overall.identical), overall, per_task)
+
+
+def baseline_notes(rows: Sequence[Row], columns: Sequence[Column], board: Board,
+                   resamples: int = RESAMPLES, higher_is_better: bool = True) -> str:
+    """Markdown lines under a comparison: each row against its trivial baseline, and a warning
+    where one has not learned its task (its difference from the other row is then no result)."""
+    checks = [learned(row, columns, board, resamples, higher_is_better=higher_is_better)
+              for row in rows]
+    lines = ["Against the trivial baseline (the best constant predictor on the same examples, "
+             "bench/trivial.py):", "", *(f"- {check.text()}" for check in checks)]
+    if any(check.learned is False for check in checks):
+        lines += ["", "A row that has not learned its task makes this comparison no evidence "
+                  "about the two models, whatever its verdict."]
+    return "\n".join([*lines, ""])

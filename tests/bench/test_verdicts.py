@@ -243,3 +243,19 @@ def test_claims_over_constant_predictors_are_no_evidence(tmp_path):
     assert rows["rtd_vs_mlm"][9] == "not run"
     assert "adjusted for the 1 claim tested together by Holm" in text
     assert 'class="no-evidence"' in (tmp_path / "claims.html").read_text()
+
+
+def test_significance_of_two_constant_rows_says_identical_and_not_learned(tmp_path):
+    gold = [0, 0, 0, 1, 1, 0, 1, 0, 0, 0] * 6
+    for seed in range(2):
+        fake_run(tmp_path, "const-a", seed, [0] * len(gold), gold)
+        fake_run(tmp_path, "const-b", seed, [0] * len(gold), gold)
+    done = plmbench("significance", "const-a", "const-b", str(tmp_path), "--resamples", "200",
+                    "--aso-iterations", "0")
+    assert done.rc == 0, done.err
+    rte = next(line for line in done.out.splitlines() if line.startswith("| glue/rte")).split("|")
+    assert rte[4].strip() == "+0.00 [+0.00, +0.00]" and rte[5].strip() == "1.000"
+    assert rte[10].strip() == IDENTICAL
+    assert "const-a: identical predictions against the best trivial predictor, NOT above" \
+        in done.out
+    assert "no evidence about the two models" in done.out
