@@ -213,8 +213,8 @@ def evaluate(claim_id: str, spec: Mapping, records: list[Mapping], resamples: in
     lines = compare(*rows, table.columns, board, resamples, aso_iterations=aso_iterations,
                     correction=correction)
     effect = lines[-1]
-    checked = [learned(row, table.columns, board, resamples, higher_is_better=up)
-               for row, up in zip(rows, (table.score_higher_is_better,) * 2, strict=True)]
+    checked = [learned(row, table.columns, board, resamples,
+                       higher_is_better=table.score_higher_is_better) for row in rows]
     a, b = rows
     result = Result(claim_id, dict(spec), "inconclusive", effect, lines, _cost(rows),
                     render(lines, spec["a"]["label"], spec["b"]["label"],
