@@ -11,7 +11,10 @@ score no interval.
 
 Marks: on every column (and the score) the best row's value is ``BEST``; a row whose value
 Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIED``. Rows with
-one seed, and baseline rows, are not tested.
+one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
+(``bench/baselines.py``) by more than its interval (its value, with one seed) has not learned the
+task and gets no mark: a column where no row beats the baseline has no best row, so noise is
+never starred.
 """
 
 from __future__ import annotations
@@ -106,17 +109,38 @@ def _mark(estimates: dict[int, Estimate], higher_is_better: bool) -> dict[int, s
     return marks
 
 
+def _above(estimate: Estimate, floor: float | None, higher_is_better: bool) -> bool:
+    """Whether ``estimate`` is beyond the baseline's ``floor`` by more than its interval (by its
+    value where it has none); True with no baseline."""
+    if floor is None:
+        return True
+    low, high = estimate.interval() or (estimate.value, estimate.value)
+    return low > floor if higher_is_better else high < floor
+
+
+def _floor(values: Sequence[float], higher_is_better: bool) -> float | None:
+    """The best of the baseline rows' values, None without one."""
+    return (max if higher_is_better else min)(values) if values else None
+
+
 def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) -> None:
     """Fill every row's ``marks`` (module docstring): per column, and for the score."""
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
+    baselines = [row for row in rows if row.baseline]
     for column in columns:
         if not column.varies:
             continue
+        up = column.higher_is_better
+        floor = _floor([row.cells[column.label].mean for row in baselines
+                        if column.label in row.cells], up)
         estimates = {i: rows[i].cells[column.label].estimate for i in ranked
-                     if column.label in rows[i].cells}
-        for i, mark in _mark(estimates, column.higher_is_better).items():
+                     if column.label in rows[i].cells
+                     and _above(rows[i].cells[column.label].estimate, floor, up)}
+        for i, mark in _mark(estimates, up).items():
             rows[i].marks[column.label] = mark
+    floor = _floor([row.score for row in baselines if row.score is not None], score_up)
     scores = {i: rows[i].score_estimate or Estimate(rows[i].score, float("nan"), 0)
               for i in ranked if rows[i].score is not None}
+    scores = {i: estimate for i, estimate in scores.items() if _above(estimate, floor, score_up)}
     for i, mark in _mark(scores, score_up).items():
         rows[i].marks[SCORE] = mark

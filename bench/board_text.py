@@ -133,8 +133,9 @@ def footnote(table: Table) -> str:
             f"a row has ({', '.join(scoring)}), with the number it covers; ± its 95% interval."
         )
     parts.append("★ the column's best row; ≈ not significantly different from it (Welch's "
-                 "t-test over seeds, 5%); plmbench significance tests a pair of rows over "
-                 "examples and seeds.")
+                 "t-test over seeds, 5%); no mark for a row not above the baseline by more than "
+                 "its interval; plmbench significance tests a pair of rows over examples and "
+                 "seeds.")
     if board.reference:
         parts.append(f"% of {board.reference}: a row's {board.score_label} and parameter count "
                      f"as percentages of the {board.reference} row's.")

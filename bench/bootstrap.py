@@ -10,22 +10,33 @@ metric on the drawn rows, averaged over the drawn seeds (each seed's predictions
 ``bench/example_outputs.py``); a task's score the mean of its scoring columns (scaled); the board
 score the weighted mean of the tasks both rows have, as the board's aggregate weighs them.
 
-The difference B - A of the replicates gives the 95% percentile interval and the two-sided
-p-value of "no difference" by the shift method: the share of replicates whose difference is at
-least as far from the observed one as the observed one is from 0, |d* - d| >= |d| (the
-bootstrap distribution moved to the null; Efron & Tibshirani 1993, §16.4). The estimate d itself
-is the metric on all rows, averaged over all seeds: the board's numbers, recomputed.
+The difference B - A of the replicates gives the 95% percentile interval, the standard error
+(their standard deviation, from which ``bench/stats.py`` derives the minimum detectable effect)
+and the two-sided p-value of "no difference" by the shift method: the share of replicates whose
+difference is at least as far from the observed one as the observed one is from 0,
+|d* - d| >= |d| (the bootstrap distribution moved to the null; Efron & Tibshirani 1993, §16.4).
+The estimate d itself is the metric on all rows, averaged over all seeds: the board's numbers,
+recomputed.
+
+Rounding is never an effect: a seed average sums its seeds' values in one order (sorted), so two
+arms holding the same runs in another order get the same float, and a task whose two arms hold
+identical predictions (the same prediction vectors in the same proportions, seed for seed in any
+order) is reported as such, B - A exactly 0 with p = 1, without resampling (its replicates are
+exact zeros in the aggregate too).
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from bench.example_outputs import Outputs
-from bench.stats import LEVEL, Difference
+from bench.stats import LEVEL, Difference, shift_p
 from datamodules.errors import PlmbenchError
 
 #: replicates of a paired bootstrap (``plmbench significance --resamples``)
@@ -73,6 +84,18 @@ class TaskArms:
                                for split, out in outputs.items()})
         return TaskArms(self.task, self.columns, *aligned)
 
+    def identical(self) -> bool:
+        """Whether both arms hold the same outputs in the same proportions (seed for seed, in
+        any order; one run against several copies of it): every seed average is then the same
+        (after ``paired``)."""
+        def shares(seeds: list[dict[str, Outputs]]) -> dict[tuple, Fraction]:
+            runs = Counter(tuple((split, key, value.dtype.str, value.tobytes())
+                                 for split, outputs in sorted(seed.items())
+                                 for key, value in sorted(outputs.data.items()))
+                           for seed in seeds)
+            return {run: Fraction(count, len(seeds)) for run, count in runs.items()}
+        return shares(self.a) == shares(self.b)
+
     def score(self, seeds: list[dict[str, Outputs]], rows: Mapping[str, np.ndarray],
               drawn: np.ndarray) -> np.ndarray:
         """[B] task scores: each column's metric on the replicate's rows of its split,
@@ -82,7 +105,8 @@ class TaskArms:
         for column in self.columns:
             per_seed = np.stack([seed[column.split].metric(column.metric, rows[column.split])
                                  for seed in seeds])  # [k, B]
-            total += column.scale * per_seed[drawn, np.arange(len(drawn))[:, None]].mean(1)
+            drawn_values = per_seed[drawn, np.arange(len(drawn))[:, None]]  # [B, k]
+            total += column.scale * np.sort(drawn_values, axis=1).mean(1)  # order-free
         return total / len(self.columns)
 
 
@@ -91,12 +115,16 @@ def _all_rows(n: int) -> np.ndarray:
 
 
 def _replicates(tasks: Sequence[TaskArms], weights: Sequence[float], resamples: int,
-                rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Per task, the [resamples] differences B - A; and their weighted sum (the aggregate)."""
+                rng: np.random.Generator, same: set[str] = frozenset()
+                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per task, the [resamples] differences B - A (exact zeros for the tasks in ``same``,
+    whose arms are identical); and their weighted sum (the aggregate)."""
     per_task = {t.task: np.zeros(resamples) for t in tasks}
     for start in range(0, resamples, CHUNK):
         size = min(CHUNK, resamples - start)
         for task in tasks:
+            if task.task in same:
+                continue
             sizes = {split: len(out.ids) for split, out in task.a[0].items()}
             rows = {split: rng.integers(0, n, (size, n)) for split, n in sizes.items()}
             scores = [task.score(arm, rows, rng.integers(0, len(arm), (size, len(arm))))
@@ -114,24 +142,31 @@ def observed(task: TaskArms) -> float:
     return float(score(task.b) - score(task.a))
 
 
-def summarize(estimate: float, replicates: np.ndarray, level: float = LEVEL) -> Difference:
-    """The percentile interval of the replicates and the shift method's two-sided p-value."""
+def summarize(estimate: float, replicates: np.ndarray, level: float = LEVEL,
+              identical: bool = False) -> Difference:
+    """The percentile interval of the replicates, their standard deviation (the standard error)
+    and the shift method's two-sided p-value; ``identical``: arms with the same predictions,
+    B - A exactly 0, p = 1."""
+    if identical:
+        return Difference(0.0, 0.0, 0.0, 1.0, 0.0, identical=True, replicates=replicates)
     alpha = 1 - level
     low, high = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
-    # ">=" up to rounding: a replicate as far as the observation counts (ties are common with
-    # accuracies, multiples of 1/n)
-    far = np.abs(replicates - estimate) >= abs(estimate) * (1 - 1e-9)
-    p = float(np.mean(far)) if estimate else 1.0
-    return Difference(estimate, float(low), float(high), p)
+    se = float(np.std(replicates, ddof=1)) if len(replicates) > 1 else float("nan")
+    return Difference(estimate, float(low), float(high), shift_p(estimate, replicates), se,
+                      replicates=replicates)
 
 
 def paired_bootstrap(tasks: Sequence[TaskArms], weights: Sequence[float],
                      resamples: int = RESAMPLES, seed: int = 0
                      ) -> tuple[dict[str, Difference], Difference]:
-    """Per task and for the weighted aggregate: B - A, its interval and p-value."""
+    """Per task and for the weighted aggregate: B - A, its interval, standard error and
+    p-value."""
     tasks = [task.paired() for task in tasks]
-    per_task, aggregate = _replicates(tasks, weights, resamples, np.random.default_rng(seed))
-    estimates = {task.task: observed(task) for task in tasks}
-    overall = sum(w * estimates[t.task] for w, t in zip(weights, tasks, strict=True))
-    return ({name: summarize(estimates[name], values) for name, values in per_task.items()},
-            summarize(float(overall), aggregate))
+    same = {task.task for task in tasks if task.identical()}
+    per_task, aggregate = _replicates(tasks, weights, resamples, np.random.default_rng(seed),
+                                      same)
+    estimates = {task.task: 0.0 if task.task in same else observed(task) for task in tasks}
+    overall = math.fsum(w * estimates[t.task] for w, t in zip(weights, tasks, strict=True))
+    return ({name: summarize(estimates[name], values, identical=name in same)
+             for name, values in per_task.items()},
+            summarize(overall, aggregate, identical=len(same) == len(tasks)))

@@ -142,6 +142,7 @@ def cmd_significance(args: argparse.Namespace) -> int:
     """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
     from bench.board_config import get_board
     from bench.significance import compare, find_row, render
+    from bench.trivial import baseline_notes
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if board.aggregate == "none":
@@ -149,9 +150,12 @@ def cmd_significance(args: argparse.Namespace) -> int:
                             "board with an aggregate (glue, squad, tagging, ...)")
     table = board_table(args.results_dir, board, args)
     rows = [find_row(table, label) for label in (args.row_a, args.row_b)]
-    lines = compare(*rows, table.columns, board, args.resamples, args.seed, args.aso_iterations)
+    lines = compare(*rows, table.columns, board, args.resamples, args.seed, args.aso_iterations,
+                    args.correction)
     text = render(lines, args.row_a, args.row_b, f"{board.title}, {board.score_label}",
-                  args.resamples, table.score_higher_is_better)
+                  args.resamples, table.score_higher_is_better, correction=args.correction)
+    text += "\n" + baseline_notes(rows, table.columns, board, args.resamples,
+                                  table.score_higher_is_better)
     return _emit(text, args.out)
 
 
@@ -299,6 +303,9 @@ def parser() -> argparse.ArgumentParser:
     sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     sig.add_argument("--aso-iterations", type=count(0), default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
+    sig.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
+                     help="adjust the tasks' p-values for each other: holm (default), bh "
+                          "(Benjamini-Hochberg) or none (bench/corrections.py)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
     submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")

@@ -12,9 +12,16 @@ board weighs them, ``bench/board_score.py``), the comparison reports B - A with
   above 0.8 A (Ulmer et al. 2022's threshold, applied in both directions).
 
 Where a row's runs left no per-example predictions (older records, a task family without them)
-the task falls back to Welch's t-test over seeds (``bench/stats.py``) and says so. A difference
-whose interval holds 0 is marked "not significant": at this number of seeds and examples the
-two rows are not told apart.
+the task falls back to Welch's t-test over seeds (``bench/stats.py``) and says so.
+
+The verdict follows the p-value at the stated level ALPHA (two-sided, 0.05), never the look of
+the interval: p < ALPHA reads "B better" or "A better", anything else "no significant
+difference" (p = 0.065 is no difference at 5%). With several tasks, their p-values are adjusted
+for each other (Holm by default, ``bench/corrections.py``) and the tasks' verdicts read the
+adjusted ones; the aggregate is one test and reads its own. Two rows whose predictions are the
+same read "identical predictions" (B - A exactly 0, p = 1). Each line shows its minimum
+detectable effect (``bench/stats.py``): the difference it would find with 80% power, so a "no
+significant difference" at an MDE of 6 points is told from one at 0.5.
 """
 
 from __future__ import annotations
@@ -27,14 +34,26 @@ from dataclasses import dataclass
 from bench.board_config import Board, Column
 from bench.board_score import scoring_weights, task_seed_scores
 from bench.bootstrap import RESAMPLES, ColumnSpec, TaskArms, paired_bootstrap
+from bench.corrections import DEFAULT, NAMES, adjust
 from bench.example_outputs import read_outputs
 from bench.leaderboard import Row, Table
-from bench.stats import ASO_THRESHOLD, Difference, Estimate, aso, difference, weighted_sum
+from bench.stats import (
+    ALPHA,
+    ASO_THRESHOLD,
+    POWER,
+    Difference,
+    Estimate,
+    aso,
+    difference,
+    weighted_sum,
+)
 from datamodules.errors import PlmbenchError
 
 #: a column the bootstrap can recompute: metrics.<split>.<metric>
 METRIC_PATH = re.compile(r"^metrics\.(?P<split>[^.]+)\.(?P<metric>[^.]+)$")
 AGGREGATE = "aggregate"
+#: the verdicts of a line
+IDENTICAL, NO_DIFFERENCE = "identical predictions", "no significant difference"
 
 
 @dataclass
@@ -48,6 +67,14 @@ class Line:
     method: str  # "bootstrap" | "Welch" | ""
     aso: float | None = None
     note: str = ""
+    p_adjusted: float | None = None  # p adjusted for the other tasks tested with it
+
+    @property
+    def p(self) -> float | None:
+        """The p-value the verdict reads: adjusted where several tasks were tested."""
+        if self.test is None:
+            return None
+        return self.test.p if self.p_adjusted is None else self.p_adjusted
 
 
 def find_row(table: Table, label: str) -> Row:
@@ -70,7 +97,7 @@ def _seed_records(row: Row, task: str) -> list[Mapping]:
     return sorted(records, key=lambda r: repr((r.get("protocol_hash"), r.get("seed"))))
 
 
-def _specs(columns: Sequence[Column]) -> list[ColumnSpec]:
+def column_specs(columns: Sequence[Column]) -> list[ColumnSpec]:
     specs = []
     for column in columns:
         match = METRIC_PATH.match(column.value)
@@ -80,12 +107,16 @@ def _specs(columns: Sequence[Column]) -> list[ColumnSpec]:
     return specs
 
 
-def _arms(task: str, columns: list[Column], row_a: Row, row_b: Row) -> TaskArms:
-    specs = _specs(columns)
+def seed_outputs(row: Row, task: str, specs: Sequence[ColumnSpec]) -> list[dict]:
+    """The row's outputs of ``task``, per seed, of every split the columns read."""
     splits = sorted({spec.split for spec in specs})
-    arms = [[{split: read_outputs(record, split) for split in splits}
-             for record in _seed_records(row, task)] for row in (row_a, row_b)]
-    return TaskArms(task, specs, *arms)
+    return [{split: read_outputs(record, split) for split in splits}
+            for record in _seed_records(row, task)]
+
+
+def _arms(task: str, columns: list[Column], row_a: Row, row_b: Row) -> TaskArms:
+    specs = column_specs(columns)
+    return TaskArms(task, specs, *(seed_outputs(row, task, specs) for row in (row_a, row_b)))
 
 
 def _aso(a: Mapping[str, float] | None, b: Mapping[str, float] | None,
@@ -97,8 +128,9 @@ def _aso(a: Mapping[str, float] | None, b: Mapping[str, float] | None,
 
 def compare(row_a: Row, row_b: Row, columns: Sequence[Column], board: Board,
             resamples: int = RESAMPLES, seed: int = 0, aso_iterations: int = 1000,
-            higher_is_better: bool = True) -> list[Line]:
-    """Per task both rows have, then the aggregate: B - A, tested (module docstring)."""
+            correction: str = DEFAULT) -> list[Line]:
+    """Per task both rows have, then the aggregate: B - A, tested, the tasks' p-values adjusted
+    for each other by ``correction`` (module docstring)."""
     weights_a = scoring_weights(row_a.cells, columns, board)
     weights_b = scoring_weights(row_b.cells, columns, board)
     tasks = [task for task in weights_a if task in weights_b]
@@ -143,6 +175,11 @@ def compare(row_a: Row, row_b: Row, columns: Sequence[Column], board: Board,
             aggregate.method = "Welch" if aggregate.test else ""
         aggregate.note = f"no per-example predictions for {', '.join(fallback)}"
     aggregate.aso = _aso(*_aggregate_seeds(seed_scores, tasks, weights), aso_iterations)
+    tested = [line for line in lines if line.test is not None]
+    if len(tested) > 1:
+        for line, p in zip(tested, adjust([line.test.p for line in tested], correction),
+                           strict=True):
+            line.p_adjusted = p
     return [*lines, aggregate]
 
 
@@ -160,17 +197,27 @@ def _aggregate_seeds(seed_scores: Mapping, tasks: Sequence[str], weights: Sequen
     return out
 
 
-def verdict(line: Line, higher_is_better: bool = True) -> str:
-    """"B better", "A better" or "not significant", by the interval (and its direction)."""
+def verdict(line: Line, higher_is_better: bool = True, alpha: float = ALPHA) -> str:
+    """"B better" or "A better" where the line's p (adjusted where several tasks were tested)
+    is below ``alpha``, by the direction of B - A; else NO_DIFFERENCE; IDENTICAL where the
+    rows' predictions are the same."""
     if line.test is None:
         return "untested"
-    if line.test.low <= 0 <= line.test.high:
-        return "not significant"
+    if line.test.identical:
+        return IDENTICAL
+    if not line.p < alpha:
+        return NO_DIFFERENCE
     return "B better" if (line.test.value > 0) == higher_is_better else "A better"
 
 
-def _p(p: float, resamples: int) -> str:
-    return f"<{1 / resamples:.0g}" if p == 0 else f"{p:.3f}"
+def _p(p: float, resamples: int, method: str) -> str:
+    return f"<{1 / resamples:.0g}" if p == 0 and method == "bootstrap" else f"{p:.3f}"
+
+
+def mde_text(test: Difference | None, spec: str = ".2f") -> str:
+    """The test's minimum detectable effect, "–" where it has none."""
+    mde = None if test is None else test.mde
+    return "–" if mde is None else format(mde, spec)
 
 
 def _aso_text(value: float | None) -> str:
@@ -182,26 +229,34 @@ def _aso_text(value: float | None) -> str:
 
 
 def render(lines: Sequence[Line], name_a: str, name_b: str, title: str, resamples: int,
-           higher_is_better: bool = True, spec: str = ".2f") -> str:
+           higher_is_better: bool = True, spec: str = ".2f", correction: str = DEFAULT) -> str:
     """A comparison as a Markdown table: per task and the aggregate, A, B, B - A [95% CI], the
-    p-value and its test, ASO's eps_min, the verdict; notes of fallbacks below."""
+    p-value (and adjusted for the other tasks) and its test, the MDE, ASO's eps_min, the
+    verdict; the level, the correction and notes of fallbacks below."""
     out = [f"### {title}: B = {name_b} against A = {name_a}", "",
-           "| task | A | B | B - A [95% CI] | p | test | ASO eps_min | verdict |",
-           "|:--|--:|--:|--:|--:|:--|--:|:--|"]
+           f"| task | A | B | B - A [95% CI] | p | p ({NAMES[correction]}) | test | MDE | "
+           "ASO eps_min | verdict |",
+           "|:--|--:|--:|--:|--:|--:|:--|--:|--:|:--|"]
     for line in lines:
         if line.test is None:
-            shown, p = format(line.b - line.a, "+" + spec), "–"
+            shown, p, adjusted = format(line.b - line.a, "+" + spec), "–", "–"
         else:
             t = line.test
             shown = (f"{format(t.value, '+' + spec)} [{format(t.low, '+' + spec)}, "
                      f"{format(t.high, '+' + spec)}]")
-            p = _p(t.p, resamples) if line.method == "bootstrap" else f"{t.p:.3f}"
+            p = _p(t.p, resamples, line.method)
+            adjusted = "–" if line.p_adjusted is None else _p(line.p_adjusted, resamples,
+                                                               line.method)
         name = f"**{line.name}**" if line.name == AGGREGATE else line.name
         out.append(f"| {name} | {format(line.a, spec)} | {format(line.b, spec)} | {shown} | {p} "
-                   f"| {line.method or '–'} | {_aso_text(line.aso)} | "
-                   f"{verdict(line, higher_is_better)} |")
+                   f"| {adjusted} | {line.method or '–'} | {mde_text(line.test, spec)} | "
+                   f"{_aso_text(line.aso)} | {verdict(line, higher_is_better)} |")
     notes = [f"- {line.name}: {line.note}" for line in lines if line.note]
-    out += ["", f"Paired bootstrap: {resamples} replicates resampling the dev examples (the "
+    out += ["", f"Level: α = {ALPHA:.2f}, two-sided; a verdict reads p (the tasks' p adjusted "
+            f"for each other by {NAMES[correction]}, where there are several), never the "
+            f"interval alone. MDE: the smallest B - A the test finds with {POWER:.0%} power at "
+            "that level, (z(1 - α/2) + z(power)) x its standard error (t quantiles for Welch). "
+            f"Paired bootstrap: {resamples} replicates resampling the dev examples (the "
             "same rows for both) and each row's seeds; percentile interval, two-sided p by the "
             "shift method. Welch: over seeds, where no per-example predictions were found. ASO: "
             "almost stochastic order over seeds (deepsig), eps_min < 0.2: B almost "

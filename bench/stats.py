@@ -14,6 +14,20 @@ Welch-Satterthwaite, (sum w_t^2 v_t)^2 / sum (w_t^2 v_t)^2 / df_t (Satterthwaite
 difference of two independent estimates is tested the same way: Welch's t-test, whose interval
 and p-value ``difference`` returns (for two cells: scipy's ``ttest_ind(equal_var=False)``).
 
+Every test is read at one level, ALPHA = 1 - LEVEL (two-sided): a difference is significant when
+its p-value is below ALPHA, whatever its interval looks like. Beside each test we report its
+minimum detectable effect (MDE): the smallest true difference the test finds with probability
+POWER at level ALPHA, from the standard error SE of the observed difference,
+
+    MDE = (z_{1 - ALPHA/2} + z_{POWER}) SE          (about 2.80 SE at 5% and 80% power)
+
+or, for a t statistic with df degrees of freedom (Welch's test over seeds), the t quantiles
+t_{1 - ALPHA/2, df} + t_{POWER, df} in place of the z's (Bloom 1995, "Minimum detectable effects:
+a simple way to report the statistical power of experimental designs", Evaluation Review 19(5),
+eq. 1; Cohen 1988, ch. 2; for NLP, Card et al. 2020, "With little power comes great
+responsibility", EMNLP). A test that finds nothing and an MDE of 6 points says nothing of a
+1-point effect; one with an MDE of 0.5 says such an effect is unlikely.
+
 Paired comparisons over evaluation examples (the same dev set under two models) are in
 ``bench/bootstrap.py``; the almost stochastic order test (Dror et al. 2019) in ``aso``.
 """
@@ -23,12 +37,17 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from scipy import stats as scipy_stats
 
 #: the confidence level of every interval plmbench shows, and the test's 1 - alpha
 LEVEL = 0.95
+#: the level every test is read at (two-sided): significant when p < ALPHA
+ALPHA = round(1 - LEVEL, 12)
+#: the power at which a minimum detectable effect is quoted (Cohen 1988's convention)
+POWER = 0.8
 #: ASO's threshold: eps_min below it reads as "almost stochastically dominant" (Ulmer et al.
 #: 2022, the deepsig authors' recommendation, stricter than the 0.5 of Dror et al. 2019)
 ASO_THRESHOLD = 0.2
@@ -76,18 +95,67 @@ def weighted_sum(parts: Sequence[tuple[float, Estimate]]) -> Estimate:
     return Estimate(value, variance, df)
 
 
+def minimum_detectable_effect(se: float, df: float = math.inf, alpha: float = ALPHA,
+                              power: float = POWER) -> float:
+    """(q_{1 - alpha/2} + q_{power}) se: the MDE of a two-sided test at ``alpha`` with ``power``
+    (module docstring); q is the normal quantile, Student's t with ``df`` degrees of freedom when
+    df is finite."""
+    quantile = scipy_stats.norm.ppf if math.isinf(df) else (
+        lambda q: scipy_stats.t.ppf(q, df))
+    return float((quantile(1 - alpha / 2) + quantile(power)) * se)
+
+
+def shift_p(estimate: float, replicates: np.ndarray, null: float = 0.0) -> float:
+    """The bootstrap's two-sided p-value of "B - A = null" by the shift method (Efron &
+    Tibshirani 1993, §16.4): the share of replicates at least as far from the estimate as the
+    estimate is from the null, |d* - d| >= |d - null|; 1 where the estimate is the null."""
+    distance = abs(estimate - null)
+    if distance == 0:
+        return 1.0
+    # ">=" up to rounding: a replicate as far as the observation counts (ties are common with
+    # accuracies, multiples of 1/n)
+    return float(np.mean(np.abs(replicates - estimate) >= distance * (1 - 1e-9)))
+
+
 @dataclass(frozen=True)
 class Difference:
-    """B - A with its confidence interval and the two-sided p-value of "no difference"."""
+    """B - A with its confidence interval and the two-sided p-value of "no difference"; its
+    standard error ``se`` with ``df`` degrees of freedom (inf: a bootstrap's, read as normal),
+    ``identical`` where the two sides' predictions are the same (exact 0, p = 1), and the
+    bootstrap's ``replicates`` (None for Welch's test)."""
 
     value: float
     low: float
     high: float
     p: float
+    se: float = math.nan
+    df: float = math.inf
+    identical: bool = False
+    replicates: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def significant(self) -> bool:
-        return self.p < 1 - LEVEL
+        return self.p < ALPHA
+
+    @property
+    def mde(self) -> float | None:
+        """The minimum detectable effect at ALPHA and POWER; None without a standard error
+        (identical predictions need none)."""
+        if self.identical or not math.isfinite(self.se):
+            return None
+        return minimum_detectable_effect(self.se, self.df)
+
+    def p_against(self, null: float) -> float:
+        """The two-sided p-value of "B - A = null" by the same test (a non-inferiority claim
+        tests its margin: null = -margin)."""
+        if null == 0:
+            return self.p
+        if self.replicates is not None:
+            return shift_p(self.value, self.replicates, null)
+        if self.se == 0 or self.identical:
+            return 1.0 if self.value == null else 0.0
+        t = (self.value - null) / self.se
+        return float(2 * scipy_stats.t.sf(abs(t), self.df))
 
 
 def difference(a: Estimate, b: Estimate, level: float = LEVEL) -> Difference | None:
@@ -97,11 +165,11 @@ def difference(a: Estimate, b: Estimate, level: float = LEVEL) -> Difference | N
         return None
     if combined.variance == 0:
         p = 1.0 if combined.value == 0 else 0.0
-        return Difference(combined.value, combined.value, combined.value, p)
+        return Difference(combined.value, combined.value, combined.value, p, 0.0, combined.df)
     low, high = combined.interval(level)
-    t = combined.value / math.sqrt(combined.variance)
-    p = 2 * scipy_stats.t.sf(abs(t), combined.df)
-    return Difference(combined.value, low, high, float(p))
+    se = math.sqrt(combined.variance)
+    p = 2 * scipy_stats.t.sf(abs(combined.value / se), combined.df)
+    return Difference(combined.value, low, high, float(p), se, combined.df)
 
 
 def aso(scores_a: Sequence[float], scores_b: Sequence[float], seed: int = 0,

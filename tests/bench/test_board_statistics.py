@@ -96,6 +96,24 @@ def test_best_and_tied_marks_follow_welchs_test():
     assert "81.0 ± " in text and " ★" in text and " ≈" in text
 
 
+def test_no_mark_for_a_row_not_above_the_baseline_by_more_than_its_interval():
+    """Majority class at 60%: "noise" (59-62%, interval over 60) has learned nothing and is not
+    starred though it is the best row of its column; once "learned" (80-82%) is there, that is
+    the best and "noise" is not even tied."""
+    rte = task_config("glue/rte", [col("RTE (acc)", "metrics.validation.accuracy")])
+    baseline = {**record("baseline (no training)", "glue/rte", 0,
+                         {"validation": {"accuracy": 0.60}}, task_cfg=rte), "baseline": True}
+    noise = [record("noise", "glue/rte", s, {"validation": {"accuracy": v}}, task_cfg=rte,
+                    protocol="n" * 16) for s, v in enumerate([0.59, 0.62, 0.61])]
+    table = build_table([baseline, *noise], "glue")
+    assert all(not row.marks for row in table.rows)
+    learned = [record("learned", "glue/rte", s, {"validation": {"accuracy": v}}, task_cfg=rte,
+                      protocol="l" * 16) for s, v in enumerate([0.80, 0.82, 0.81])]
+    marks = {row.label: row.marks.get("RTE (acc)")
+             for row in build_table([baseline, *noise, *learned], "glue").rows}
+    assert marks == {"learned": BEST, "noise": None, "baseline (no training)": None}
+
+
 # the nine GLUE tasks' columns and one seed's values, as hand-written records
 GLUE = {
     "glue/cola": {"CoLA (MCC)": ("matthews", "validation", 0.50)},

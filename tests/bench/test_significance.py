@@ -140,8 +140,10 @@ def test_significance_reports_the_boards_difference_with_its_bootstrap(tmp_path)
              if line.startswith("| glue/rte") or line.startswith("| **aggregate")}
     rte = lines["glue/rte"].split("|")
     assert rte[4].strip().startswith(f"{board_difference:+.2f} [")  # recomputed = the board's
-    assert rte[6].strip() == "bootstrap" and rte[8].strip() == "B better"
-    assert float(rte[7].split()[0]) < 0.2  # ASO: B almost stochastically better
+    assert rte[7].strip() == "bootstrap" and rte[10].strip() == "B better"
+    assert float(rte[9].split()[0]) < 0.2  # ASO: B almost stochastically better
+    assert float(rte[8]) > 0  # its minimum detectable effect
+    assert "α = 0.05" in done.out  # the level the verdicts read
     assert "**aggregate**" in lines
 
 
@@ -169,7 +171,7 @@ def test_compare_tests_each_row_both_directories_have(tmp_path):
     assert done.rc == 0, done.err
     assert "### GLUE score, weak" not in done.out  # sections are titled by the row's label
     assert done.out.count("| **aggregate** |") == 2
-    assert "not significant" in done.out  # the same runs on both sides: no difference
+    assert "identical predictions" in done.out  # the same runs on both sides: exactly 0
 
 
 def test_two_rows_evaluated_on_different_examples_are_refused(tmp_path):
