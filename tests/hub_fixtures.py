@@ -194,14 +194,24 @@ def write(root: Path, dataset: str, config: str, split: str, n: int = 20) -> Pat
 
 def linked_mirror(root: Path, *fixtures: tuple[str, str, dict[str, int]]) -> Path:
     """``root`` with the real mirror's datasets linked in (when there is one) and each fixture
-    (dataset, config, {split: rows}) written beside them."""
+    (dataset, config, {split: rows}) written beside them. A dataset the real mirror holds too is
+    a directory of its own whose other configs are linked: a fixture is never written through a
+    link into the real mirror (the mirror's WMT'16 splits were once overwritten that way)."""
     from tests.conftest import MIRROR_CANDIDATES
 
     real = next((path for path in MIRROR_CANDIDATES if (path / "glue").is_dir()), None)
     root.mkdir(parents=True, exist_ok=True)
+    written = {(dataset, config) for dataset, config, _ in fixtures}
     for dataset in real.iterdir() if real else ():
-        if dataset.is_dir():
+        if not dataset.is_dir():
+            continue
+        if not any(name == dataset.name for name, _ in written):
             (root / dataset.name).symlink_to(dataset, target_is_directory=True)
+            continue
+        (root / dataset.name).mkdir()
+        for config in dataset.iterdir():
+            if config.is_dir() and (dataset.name, config.name) not in written:
+                (root / dataset.name / config.name).symlink_to(config, target_is_directory=True)
     for dataset, config, splits in fixtures:
         for split, rows in splits.items():
             write(root, dataset, config, split, rows)
