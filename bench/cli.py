@@ -22,7 +22,8 @@
                                            write the mirror from the hub (needs internet); a
                                            file-published dataset (goodreads_spoilers) from its file
 
-Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
+Bad input ends with one line ``error: ...`` naming the fix, and exit status 2; Ctrl-C with one
+line naming the run it stopped (its record says ``failure_kind: interrupted``), and 130.
 """
 
 import argparse
@@ -354,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:  # Ctrl-C: a run's record says so (bench.run.Interrupted)
+        print(f"error: {err or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from tokenizers import (
 )
 from tokenizers.models import BPE, Unigram, WordPiece
 
-from datamodules import spm_files, vocab_files
+from datamodules import spm_files, strict_json, vocab_files
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
 
@@ -510,8 +510,8 @@ def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None =
                    "padding_side": spec.padding_side}
     tokens = vocab_files.special_tokens_map(tok.roles, tok.family)
     for name, content in ((vocab_files.CONFIG_FILE, config), (vocab_files.MAP_FILE, tokens)):
-        (directory / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n",
-                                      encoding="utf-8")
+        text = strict_json.dumps(content, indent=2, ensure_ascii=False)
+        (directory / name).write_text(text + "\n", encoding="utf-8")
     if tok.family != "unigram":  # SentencePiece's binary model file is not ours to write
         tok.backend.model.save(str(directory))
 
