@@ -85,7 +85,7 @@ class TaggingDataModule(PlmDataModule):
         collate = partial(pad_collate, pad_id=tokenizer.special.pad, pad_values=PAD_VALUES)
         super().__init__(_task_dict(task), collate, seed)
         self.tokenizer = tokenizer
-        self.encoder = tokenizer.words_encoder(self.task["max_length"])
+        self.encoder = tokenizer.words_encoder(self.task["max_length"], "task.max_length")
         self.eval_sentences: list[datasets.Dataset] = []
 
     @property
