@@ -235,6 +235,49 @@ KINDS = {
                                          setup=lambda env: break_train(
                                              env, lambda p, t: pq.write_table(
                                                  t.drop_columns(["sentence1"]), p))),
+    "an override key given twice": Kind(["run", *TINY, "results_dir={results}", "seed=1", "seed=2"],
+                                        ["seed is given twice (seed=1 and seed=2)",
+                                         "give each key once"], run=False),
+    "a task key given twice": Kind(
+        ["run", *TINY, "results_dir={results}", "task.max_length=8", "task.max_length=16"],
+        ["task.max_length is given twice (task.max_length=8 and task.max_length=16)"], run=False),
+    "a key added twice": Kind(["run", *TINY, "results_dir={results}", "+x=", "+x=1"],
+                              ["x is given twice (+x= and +x=1)"], run=False),
+    "a key deleted and set": Kind(["run", *TINY, "results_dir={results}", "~label", "label=a"],
+                                  ["label is given twice (~label and label=a)"], run=False),
+    "a study's key given twice": Kind(["study", "experiment=domain_tiny", "seed=1", "seed=2"],
+                                      ["seed is given twice (seed=1 and seed=2)"], run=False),
+    "a seed below NumPy's range": Kind(["seed=-1"], [
+        "seed=-1 is out of the range NumPy's RNG accepts: use a seed from 0 to 4294967295"]),
+    "a seed above NumPy's range": Kind([f"seed={2**32}"], [f"seed={2**32} is out of the range"]),
+    "a label longer than a file name": Kind(['label="' + "é" * 130 + '"'], [
+        "label: its part 'éééé", "is 260 bytes, longer than a file system's names take (255 "
+        "bytes); use a shorter label"]),
+    "a results_dir part longer than a file name": Kind(["results_dir={results}/" + "r" * 256], [
+        "results_dir: its part", "is 256 bytes"]),
+    "a split name longer than a file name with its suffix": Kind(
+        ["task.splits.eval=[" + "v" * 230 + "]"], ["task.splits: its part", "32 of them kept"]),
+    "a non-ASCII path as a shell passes it": Kind(["results_dir={results}/ü"], [
+        "is no override Hydra can parse", "type it as 'results_dir=\"", "/ü\"' (the value in "
+        "Hydra's double quotes, the whole override in the shell's single quotes)"]),
+    "a quote in a path as a shell passes it": Kind(["results_dir={results}/it's"], [
+        "type it as 'results_dir=\"", "/it'\"'\"'s\"'"]),
+    "a parenthesis in a label": Kind(["label=run(2)"], [
+        "'label=run(2)' is no override Hydra can parse", "type it as 'label=\"run(2)\"'"]),
+    "a null in a text column": Kind([], [
+        "train.parquet column sentence1 row 5 is null (2 null rows in all)", "fill them in"],
+        record="input", setup=lambda env: break_train(env, _null_texts)),
+    "a label outside the task's labels": Kind([], [
+        "train.parquet column label row 3 holds label 7, outside task glue/rte's labels (ids 0 "
+        "to 1 (entailment, not_entailment))", "fix the row"], record="input",
+        setup=lambda env: break_train(env, _label_seven)),
+    "a label outside the task's labels in an eval split": Kind([], [
+        "validation.parquet column label row 0 holds label -1"], record="input",
+        setup=lambda env: _unlabelled_validation(env)),
+    "a pair task's max_length below its special tokens": Kind(["task.max_length=4"], [
+        "task glue/rte: task.max_length=4 leaves no room for text: this tokenizer adds 3 special "
+        "tokens to a pair of texts ([CLS] [SEP] [SEP]), so it must be at least 5"],
+        record="input"),
     "unknown board": Kind(["leaderboard", "{results}", "--board", "glu"], [
         "unknown board 'glu'; did you mean glue?"], run=False),
     "leaderboard of a directory that is not there": Kind(["leaderboard", "{results}/nope"], [
@@ -288,6 +331,31 @@ def _truncated_record(env: Path) -> list[str]:
 def _warned(env: Path, result: Result) -> None:
     """The record it could not read is named, not left out in silence."""
     assert f"warning: {env}/results/glue/rte/bert-tiny/seed0/record.json: not used" in result.err
+
+
+def _null_texts(path: Path, table: pa.Table) -> None:
+    texts = table.column("sentence1").to_pylist()
+    texts[5] = texts[9] = None
+    index = table.schema.get_field_index("sentence1")
+    pq.write_table(table.set_column(index, "sentence1", pa.array(texts, pa.string())), path)
+
+
+def _label_seven(path: Path, table: pa.Table) -> None:
+    labels = table.column("label").to_pylist()
+    labels[3] = 7
+    index = table.schema.get_field_index("label")
+    pq.write_table(table.set_column(index, "label", pa.array(labels, table.schema.field(
+        "label").type)), path)
+
+
+def _unlabelled_validation(env: Path) -> list[str]:
+    """validation labelled -1, as GLUE's test splits are: fine to predict, not to score."""
+    path = env / "mirror/glue/rte/validation.parquet"
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("label")
+    pq.write_table(table.set_column(index, "label", pa.array([-1] * len(table), table.schema.field(
+        "label").type)), path)
+    return []
 
 
 def _afile(env: Path) -> list[str]:

@@ -27,6 +27,8 @@ from tests.conftest import REPO
 RUN = ["run", "model=bert-tiny", "task=glue/stsb", "task.max_train_samples=24",
        "task.batch_size=8", "task.max_eval_samples=32", "trainer.max_steps=9",
        "trainer.enable_progress_bar=false", "checkpoint.every_n_steps=2"]
+#: RUN for another step budget (a key is given once on a command line)
+WITHOUT_STEPS = [arg for arg in RUN if not arg.startswith("trainer.max_steps=")]
 
 
 @pytest.fixture
@@ -83,7 +85,7 @@ def test_a_run_killed_part_way_resumes_to_the_metrics_of_an_uninterrupted_run(en
 
 
 def test_the_same_run_twice_gives_identical_metrics(env):
-    args = [*RUN, "trainer.max_steps=4", "trainer.deterministic=true"]
+    args = [*WITHOUT_STEPS, "trainer.max_steps=4", "trainer.deterministic=true"]
     for name in ("a", "b"):
         assert plmbench(*args, f"results_dir={env / name}").rc == 0
     a, b = only_record(env / "a"), only_record(env / "b")
@@ -137,8 +139,7 @@ def test_ctrl_c_ends_a_run_with_an_interrupted_record_in_one_line_and_it_resumes
 def test_a_corrupt_last_checkpoint_is_one_line_naming_it_and_resume_never_starts_over(env):
     """A last.ckpt truncated (a kill while it was saved): every rerun would fail on torch's
     reader error; plmbench names the file and the way out, which works."""
-    args = [*(a for a in RUN if not a.startswith("trainer.max_steps=")), "trainer.max_steps=2",
-            "checkpoint.keep=true", f"results_dir={env}"]
+    args = [*WITHOUT_STEPS, "trainer.max_steps=2", "checkpoint.keep=true", f"results_dir={env}"]
     assert plmbench(*args).rc == 0
     (last,) = env.rglob(LAST)
     run_dir = last.parent.parent.parent
