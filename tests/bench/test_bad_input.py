@@ -12,6 +12,7 @@ points at once.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -568,3 +569,62 @@ def test_the_claims_report_names_the_records_it_could_not_use():
         render_markdown([], "claims", unused)
     assert ('<ul id="unused"><li><code>r/glue/rte/x/seed0/record.json</code>: is not valid JSON'
             in render_html([], "claims", unused))
+
+
+# ------------------------------------------------------------------ paths as a shell user types
+
+
+def test_a_results_dir_with_spaces_and_non_ascii_characters_holds_the_run(env):
+    """``results_dir="my results"`` reaches plmbench as ``results_dir=my results`` and runs
+    there; non-ASCII needs Hydra's quotes too (``'results_dir="ü dir/ß"'``), and runs there."""
+    spaced = env / "my results"
+    assert plmbench(*run_args(TINY, [f"results_dir={spaced}"])).rc == 0
+    quoted = env / "ü dir" / "ß"
+    result = plmbench(*run_args(TINY, [f'results_dir="{quoted}"']))
+    assert result.rc == 0, result.err
+    for where in (spaced, quoted):
+        (path,) = records_under(where)
+        record = read(path.parent)
+        assert record["status"] == "ok" and record["run_dir"].startswith(f"{where}/glue/rte/")
+
+
+# ---------------------------------------------------------- a metric undefined on its eval set
+
+
+def strict_loads(text: str):
+    """JSON as strict parsers read it: NaN, Infinity and -Infinity are refused."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_metric_undefined_on_the_eval_set_is_null_with_a_note_and_the_run_ok(env):
+    """RTE scored by AUROC on a dev set of one class (every pair entailed): AUROC is undefined
+    (scikit-learn refuses it). The record is strict JSON with null there and a note saying why;
+    the run is ok (its accuracy and loss are defined), and the board's JSON is strict too."""
+    from sklearn.metrics import roc_auc_score
+
+    results = env / "results"
+    path = env / "mirror/glue/rte/validation.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(table.schema.get_field_index("label"), "label", pa.array(
+        [0] * len(table), table.schema.field("label").type)), path)
+    with pytest.warns(UserWarning, match="Only one class"):  # the oracle: undefined, NaN
+        assert math.isnan(roc_auc_score([0] * 16, [i / 16 for i in range(16)]))
+    result = plmbench(*run_args(TINY, ["task.metrics=[accuracy,auroc]",
+                                       f"results_dir={results}"]))
+    assert result.rc == 0, result.err
+    (path,) = records_under(results)
+    record = strict_loads(path.read_text())
+    assert record["status"] == "ok"
+    validation = record["metrics"]["validation"]
+    undefined = sorted(key for key, value in validation.items() if value is None)
+    assert undefined == ["auroc"] and math.isfinite(validation["accuracy"])
+    notes = [n for n in record["notes"] if "is undefined on this evaluation set" in n]
+    assert sorted(n.split()[0] for n in notes) == [f"metrics.validation.{k}" for k in undefined]
+    assert all(note in (path.parent / "run.log").read_text() for note in notes)
+    board = plmbench("leaderboard", str(results), "--format", "json")
+    assert board.rc == 0, board.err
+    strict_loads(board.out)
+
