@@ -297,7 +297,8 @@ def parser() -> argparse.ArgumentParser:
                      help="best-on-dev: per model and task, the grid point best on dev")
     sig.add_argument("--resamples", type=count(1), default=1000,
                      help="paired bootstrap replicates (default: 1000)")
-    sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    sig.add_argument("--seed", type=count(0, 2**32 - 1), default=0,
+                     help="the bootstrap's random seed (0 to 2**32 - 1, as NumPy takes)")
     sig.add_argument("--aso-iterations", type=count(0), default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--out", help="write to this file instead of stdout")

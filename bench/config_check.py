@@ -221,14 +221,19 @@ def check_objective(objective: Mapping | None) -> None:
                "objective.")
 
 
-def check_seed(seed: object) -> None:
-    """A whole number the RNGs the run seeds accept: NumPy's (and so Lightning's
-    ``seed_everything``) take 0 .. 2**32 - 1."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise PlmbenchError(f"seed={seed!r}: a seed is a whole number")
-    if not 0 <= seed <= MAX_SEED:
-        raise PlmbenchError(f"seed={seed} is out of the range NumPy's RNG accepts: use a seed "
-                            f"from 0 to {MAX_SEED} (2**32 - 1)")
+def check_seeds(config: Mapping, prefix: str = "") -> None:
+    """Every ``seed`` of the config (the run's, and a task's draws: ``task.seed``,
+    ``task.corpus.seed``) is a whole number the RNGs accept: NumPy's (and so Lightning's
+    ``seed_everything``) take 0 .. 2**32 - 1. A null ``seed`` below the top level is none."""
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            check_seeds(value, f"{prefix}{key}.")
+        elif key == "seed" and (value is not None or not prefix):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise PlmbenchError(f"{prefix}seed={value!r}: a seed is a whole number")
+            if not 0 <= value <= MAX_SEED:
+                raise PlmbenchError(f"{prefix}seed={value} is out of the range NumPy's RNG "
+                                    f"accepts: use a seed from 0 to {MAX_SEED} (2**32 - 1)")
 
 
 def check_name_lengths(path: object, key: str, room: int = 0) -> None:
@@ -276,7 +281,7 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     check_optim(config["optim"])
     check_task(config["task"])
     check_objective(config.get("objective"))
-    check_seed(config.get("seed"))
+    check_seeds({key: value for key, value in config.items() if key != "hydra"})
     check_name_lengths(config.get("results_dir"), "results_dir")
     check_path_part(config["label"], "label")
     check_path_part(config["task"].get("name"), "task.name")

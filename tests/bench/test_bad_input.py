@@ -251,6 +251,11 @@ KINDS = {
     "a seed below NumPy's range": Kind(["seed=-1"], [
         "seed=-1 is out of the range NumPy's RNG accepts: use a seed from 0 to 4294967295"]),
     "a seed above NumPy's range": Kind([f"seed={2**32}"], [f"seed={2**32} is out of the range"]),
+    "a task's seed out of NumPy's range": Kind(["task=probing/sentence_length", "task.seed=-3"],
+                                               ["task.seed=-3 is out of the range"]),
+    "a bootstrap seed out of NumPy's range": Kind(
+        ["significance", "a", "b", "{results}", "--seed", "-1"],
+        ["argument --seed: '-1' is no integer from 0 to 4294967295"], run=False),
     "a label longer than a file name": Kind(['label="' + "é" * 130 + '"'], [
         "label: its part 'éééé", "is 260 bytes, longer than a file system's names take (255 "
         "bytes); use a shorter label"]),
