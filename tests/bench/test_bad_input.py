@@ -280,6 +280,10 @@ KINDS = {
     "a label outside the task's labels in an eval split": Kind([], [
         "validation.parquet column label row 0 holds label -1"], record="input",
         setup=lambda env: _unlabelled_validation(env)),
+    "a tag outside a tagging task's labels": Kind(["task=ner/ncbi_disease"], [
+        "train.parquet column ner_tags row 2 word 4 holds tag 9, outside task ner/ncbi_disease's "
+        "labels (ids 0 to 2: O, B-Disease, I-Disease)"], record="input",
+        setup=lambda env: _ncbi_with_tag(env, 9)),
     "a pair task's max_length below its special tokens": Kind(["task.max_length=4"], [
         "task glue/rte: task.max_length=4 leaves no room for text: this tokenizer adds 3 special "
         "tokens to a pair of texts ([CLS] [SEP] [SEP]), so it must be at least 5"],
@@ -352,6 +356,25 @@ def _label_seven(path: Path, table: pa.Table) -> None:
     index = table.schema.get_field_index("label")
     pq.write_table(table.set_column(index, "label", pa.array(labels, table.schema.field(
         "label").type)), path)
+
+
+def _ncbi_with_tag(env: Path, tag: int) -> list[str]:
+    """NCBI-disease's first 32 training and 16 validation sentences, word 4 of training row 2
+    tagged ``tag``."""
+    real = next((p for p in MIRROR_CANDIDATES if (p / "ncbi_disease").is_dir()), None)
+    if real is None:
+        (pytest.fail if in_ci() else pytest.skip)("the real data mirror is needed")
+    where = env / "mirror/ncbi_disease/ncbi_disease"
+    where.mkdir(parents=True)
+    for split, rows in (("train", 32), ("validation", 16)):
+        table = pq.read_table(real / f"ncbi_disease/ncbi_disease/{split}.parquet").slice(0, rows)
+        if split == "train":
+            tags = table.column("ner_tags").to_pylist()
+            tags[2][4] = tag
+            table = table.set_column(table.schema.get_field_index("ner_tags"), "ner_tags",
+                                     pa.array(tags, table.schema.field("ner_tags").type))
+        pq.write_table(table, where / f"{split}.parquet")
+    return []
 
 
 def _unlabelled_validation(env: Path) -> list[str]:
