@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:  # Ctrl-C: a run's record says so (bench.run.Interrupted)
-        print(f"error: {err or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
+        print(f"error: {str(err) or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
         return 130
 
 

@@ -42,6 +42,7 @@ from bench.records import (
     evaluated_nothing,
     pretraining_cost,
     pretraining_costs,
+    read_record,
     software_versions,
     task_keys_of,
     undefined_metric_notes,
@@ -345,8 +346,9 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
                 record = execute(cfg, run_dir, overrides, variant, config, current)
     except BaseException as err:
         if interrupted(err):  # the whole command stops: one line (bench.cli), status 130
-            raise Interrupted(f"{run_dir}: {record_error(err)} (its record says failure_kind: "
-                              "interrupted)") from None
+            said = (read_record(run_dir) or {}).get("failure_kind") == "interrupted"
+            raise Interrupted(f"{run_dir}: {record_error(err)}" + (
+                " (its record says failure_kind: interrupted)" if said else "")) from None
         if not isinstance(err, Exception):
             raise
         bad_input = isinstance(err, PlmbenchError)
