@@ -157,3 +157,14 @@ def test_a_corrupt_last_checkpoint_is_one_line_naming_it_and_resume_never_starts
     assert fresh.rc == 0, fresh.err
     record = only_record(env)
     assert record["status"] == "ok" and record["resumed_from"] is None
+
+
+def test_ctrl_c_before_any_run_starts_is_one_line_and_status_130(monkeypatch):
+    from bench import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    result = plmbench("run", "seed=0")
+    assert result.rc == 130 and result.err_lines == ["error: interrupted by Ctrl-C (SIGINT)"]
