@@ -63,11 +63,11 @@ def quoted(override: str) -> str | None:
     return shlex.quote(f"{key}={inner}")
 
 
-def parse_overrides(overrides: Sequence[str]) -> list[Override]:
+def parse_overrides(overrides: Sequence[str], fix: str | None = None) -> list[Override]:
     """``overrides`` parsed by Hydra's override grammar; one that does not parse is one
     PlmbenchError line naming it and the quoting that makes it parse (a shell user's
     ``results_dir="my results/ü"`` reaches Hydra unquoted, and its grammar takes no non-ASCII
-    character, quote or parenthesis outside quotes)."""
+    character, quote or parenthesis outside quotes), or, where no quoting does, ``fix``."""
     from hydra.errors import OverrideParseException
 
     parser = OverridesParser.create()
@@ -77,20 +77,21 @@ def parse_overrides(overrides: Sequence[str]) -> list[Override]:
             parsed += parser.parse_overrides([override])
         except OverrideParseException as err:
             reason = " ".join(str(err).split("\n")[0].split())
-            fix = quoted(override)
-            how = (f"type it as {fix} (the value in Hydra's double quotes, the whole override "
-                   "in the shell's single quotes)" if fix else
-                   "see https://hydra.cc/docs/advanced/override_grammar/basic")
+            typed = quoted(override)
+            how = (f"type it as {typed} (the value in Hydra's double quotes, the whole override "
+                   "in the shell's single quotes)" if typed else
+                   fix or "see https://hydra.cc/docs/advanced/override_grammar/basic")
             raise PlmbenchError(f"{override!r} is no override Hydra can parse ({reason}); "
                                 f"{how}") from None
     return parsed
 
 
-def check_given_once(overrides: Sequence[str]) -> None:
+def check_given_once(overrides: Sequence[str], fix: str | None = None) -> None:
     """A command line sets each key once: of ``seed=1 seed=2`` (or ``+x=1 +x=2``, ``~x x=1``)
-    Hydra would keep the last silently, and the run directory would name both."""
+    Hydra would keep the last silently, and the run directory would name both. (``fix``: what
+    to do about an override that does not parse, ``parse_overrides``.)"""
     seen: dict[str, str] = {}
-    for override in parse_overrides(overrides):
+    for override in parse_overrides(overrides, fix):
         key = override.key_or_group + (f"@{override.package}" if override.package else "")
         if key in seen:
             raise PlmbenchError(f"{key} is given twice ({seen[key]} and {override.input_line}); "
@@ -166,7 +167,7 @@ def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = (),
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    parse_overrides(overrides)  # a value Hydra's grammar refuses: one line with its quoting
+    parse_overrides(overrides, fix)  # a value Hydra's grammar refuses: one line, its quoting
     previous = GlobalHydra.instance().hydra
     GlobalHydra.instance().clear()
     try:

@@ -116,9 +116,9 @@ def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
     from bench.compose import check_given_once, compose_config
 
-    check_given_once(overrides)
-    return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "
-                          "model=<preset> overrides").model
+    fix = "pass plmbench perf's options (plmbench perf --help) and model=<preset> overrides"
+    check_given_once(overrides, fix)
+    return compose_config(overrides, fix).model
 
 
 def arch_and_config(model_cfg):
