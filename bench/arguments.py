@@ -21,14 +21,15 @@ class OneLineParser(argparse.ArgumentParser):
         raise PlmbenchError(f"{self.prog}: {message}; see {self.prog} --help")
 
 
-def count(minimum: int):
-    """An argparse type: an integer of at least ``minimum``."""
+def count(minimum: int, maximum: int | None = None):
+    """An argparse type: an integer of at least ``minimum`` (and at most ``maximum``)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} is no integer >= {minimum}")
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+            raise argparse.ArgumentTypeError(f"{text!r} is no integer {bound}")
         return value
     return parse

@@ -14,7 +14,6 @@ function of the table alone, so the same records give the same bytes.
 from __future__ import annotations
 
 import html
-import json
 import re
 
 from bench.board_plots import Item, forest, heatmap, scatter
@@ -30,6 +29,7 @@ from bench.board_text import (
     table_json,
 )
 from bench.leaderboard import Row, Table
+from datamodules import strict_json
 from lit_models.core import svg
 
 STYLE = """
@@ -234,4 +234,4 @@ def render_html(table: Table) -> str:
 
 
 def _json_text(table: Table) -> str:
-    return json.dumps(table_json(table), sort_keys=True, separators=(",", ":"))
+    return strict_json.dumps(table_json(table), sort_keys=True, separators=(",", ":"))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from bench.board_points import point_text
 from bench.board_score import BEST, SCORE, TIED
 from bench.leaderboard import MISSING, Row, Table
 from bench.selection import selection_lines
+from datamodules import strict_json
 
 BASELINE_MARK = " †"
 REFERENCE_MARK = "‡"
@@ -356,4 +356,4 @@ def table_json(table: Table) -> dict:
 
 def render_json(table: Table) -> str:
     """``table_json`` as sorted, indented JSON text."""
-    return json.dumps(table_json(table), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return strict_json.dumps(table_json(table), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -7,7 +7,9 @@ ends with the metrics of an uninterrupted one.
 
 Checkpoints live in ``<run dir>/checkpoints/<config hash>/``: never in ``<run dir>/model/`` (what
 ``init_from=ckpt:<run dir>`` reads), and never resumed by another configuration. A non-finite
-training loss stops the run (``FiniteLoss``) before a checkpoint could save it.
+training loss stops the run (``FiniteLoss``) before a checkpoint could save it. A ``last.ckpt``
+that does not read (truncated by a kill while it was saved) stops the run in one line naming it
+and ``resume=never``, which discards it (``check_resumable``).
 """
 
 from __future__ import annotations
@@ -52,10 +54,28 @@ def resume_from(mode: str, directory: Path) -> Path | None:
         raise PlmbenchError(f"resume={mode!r} is unknown: use auto or never")
     last = directory / LAST
     if mode == "auto" and last.is_file():
+        check_resumable(last)
         return last
     if directory.exists():  # resume=never: start over, with no stale last.ckpt left behind
         shutil.rmtree(directory)
     return None
+
+
+def check_resumable(checkpoint: Path) -> None:
+    """``checkpoint`` reads as a Lightning checkpoint (a run killed while it saved, or a damaged
+    disk, leaves a truncated file, which every resumption would fail on with torch's reader
+    error); else one line naming it and the way out. Its tensors are memory-mapped, not read."""
+    try:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
+        missing = [f"it lacks {key}" for key in ("global_step", "state_dict") if key not in state]
+    except Exception as err:  # noqa: BLE001 - torch's reader raises several kinds
+        reason = " ".join(str(err).split("\n")[0].split())[:200]
+        missing = [f"{type(err).__name__}: {reason}"]
+    if missing:
+        raise PlmbenchError(
+            f"cannot resume from {checkpoint} ({'; '.join(missing)}): the run that wrote it was "
+            "killed while saving, or the file is damaged; run the same command with resume=never "
+            f"to discard it and start the run over, or remove the file (rm '{checkpoint}')")
 
 
 def rows_before(metrics_file: Path, checkpoint: Path) -> list[dict[str, str]]:

@@ -22,7 +22,8 @@
                                            write the mirror from the hub (needs internet); a
                                            file-published dataset (goodreads_spoilers) from its file
 
-Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
+Bad input ends with one line ``error: ...`` naming the fix, and exit status 2; Ctrl-C with one
+line naming the run it stopped (its record says ``failure_kind: interrupted``), and 130.
 """
 
 import argparse
@@ -300,7 +301,8 @@ def parser() -> argparse.ArgumentParser:
                      help="best-on-dev: per model and task, the grid point best on dev")
     sig.add_argument("--resamples", type=count(1), default=1000,
                      help="paired bootstrap replicates (default: 1000)")
-    sig.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    sig.add_argument("--seed", type=count(0, 2**32 - 1), default=0,
+                     help="the bootstrap's random seed (0 to 2**32 - 1, as NumPy takes)")
     sig.add_argument("--aso-iterations", type=count(0), default=1000,
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
@@ -361,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:  # Ctrl-C: a run's record says so (bench.run.Interrupted)
+        print(f"error: {str(err) or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ from __future__ import annotations
 import importlib
 import itertools
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from datamodules.errors import PlmbenchError
@@ -45,8 +47,61 @@ def checkpoint_package(name: str) -> str:
 OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
 
 
+def quoted(override: str) -> str | None:
+    """``override`` (``key=value`` as the shell passed it) with its value in Hydra's quotes,
+    itself quoted for a shell: what a value with spaces, non-ASCII characters or Hydra's own
+    symbols is typed as (``'results_dir="my results/ü"'``); None where even that does not parse.
+    """
+    key, eq, value = override.partition("=")
+    if not eq:
+        return None
+    inner = f'"{value}"' if '"' not in value else "'" + value.replace("'", "\\'") + "'"
+    try:
+        OverridesParser.create().parse_overrides([f"{key}={inner}"])
+    except Exception:  # noqa: BLE001 - Hydra's grammar refuses it quoted too
+        return None
+    return shlex.quote(f"{key}={inner}")
+
+
+def parse_overrides(overrides: Sequence[str], fix: str | None = None) -> list[Override]:
+    """``overrides`` parsed by Hydra's override grammar; one that does not parse is one
+    PlmbenchError line naming it and the quoting that makes it parse (a shell user's
+    ``results_dir="my results/ü"`` reaches Hydra unquoted, and its grammar takes no non-ASCII
+    character, quote or parenthesis outside quotes), or, where no quoting does, ``fix``."""
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    parsed = []
+    for override in overrides:
+        try:
+            parsed += parser.parse_overrides([override])
+        except OverrideParseException as err:
+            reason = " ".join(str(err).split("\n")[0].split())
+            typed = quoted(override)
+            how = (f"type it as {typed} (the value in Hydra's double quotes, the whole override "
+                   "in the shell's single quotes)" if typed else
+                   fix or "see https://hydra.cc/docs/advanced/override_grammar/basic")
+            raise PlmbenchError(f"{override!r} is no override Hydra can parse ({reason}); "
+                                f"{how}") from None
+    return parsed
+
+
+def check_given_once(overrides: Sequence[str], fix: str | None = None) -> None:
+    """A command line sets each key once: of ``seed=1 seed=2`` (or ``+x=1 +x=2``, ``~x x=1``)
+    Hydra would keep the last silently, and the run directory would name both. (``fix``: what
+    to do about an override that does not parse, ``parse_overrides``.)"""
+    seen: dict[str, str] = {}
+    for override in parse_overrides(overrides, fix):
+        key = override.key_or_group + (f"@{override.package}" if override.package else "")
+        if key in seen:
+            raise PlmbenchError(f"{key} is given twice ({seen[key]} and {override.input_line}); "
+                                "give each key once (a sweep is one override: key=a,b)")
+        seen[key] = override.input_line
+
+
 def split_command(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(Hydra's flags with their values, the overrides) of ``plmbench run ARGS``."""
+    """(Hydra's flags with their values, the overrides) of ``plmbench run ARGS``; the overrides
+    parse and set each key once (``check_given_once``)."""
     flags, overrides = [], []
     args = list(args)
     while args:
@@ -57,6 +112,7 @@ def split_command(args: Sequence[str]) -> tuple[list[str], list[str]]:
                 flags.append(args.pop(0))
         else:
             overrides.append(arg)
+    check_given_once(overrides)
     return flags, overrides
 
 
@@ -87,7 +143,7 @@ def points(overrides: Sequence[str]) -> list[list[str]]:
     """The runs of ``overrides``: one, or every point of a sweep (comma-separated values), in
     the order Hydra's basic sweeper runs them (the product of the values, in override order)."""
     choices = []
-    for override in OverridesParser.create().parse_overrides(list(overrides)):
+    for override in parse_overrides(overrides):
         key = override.get_key_element()
         if override.is_sweep_override():
             choices.append([f"{key}={value}" for value in override.sweep_string_iterator()])
@@ -111,6 +167,7 @@ def compose_config(overrides: Sequence[str], fix: str, dirs: Sequence[str] = (),
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    parse_overrides(overrides, fix)  # a value Hydra's grammar refuses: one line, its quoting
     previous = GlobalHydra.instance().hydra
     GlobalHydra.instance().clear()
     try:

@@ -18,7 +18,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   to train on and to evaluate (``task.max_eval_samples=0`` would record an "ok" run that
   evaluated nothing), step and epoch budgets;
 - paths: the label and the task name, which name the run's directory, stay inside
-  ``results_dir`` (no ``..``, no absolute path); ``init_from`` names a directory that exists.
+  ``results_dir`` (no ``..``, no absolute path); no part of them or of ``results_dir`` is
+  longer than a file system's names (255 bytes); ``init_from`` names a directory that exists;
+- seeds: within the range NumPy's RNG takes (0 .. 2**32 - 1).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ TRAINER_EXTRAS = ("compile", "dataloader")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
 #: word-vector family's word sets, named by the user: ``intrinsic.similarity.<set>``)
 TASK_OPAQUE = ("family", "columns", "intrinsic")
+#: the largest seed NumPy's legacy RNG (``np.random.seed``) accepts
+MAX_SEED = 2**32 - 1
+#: the longest file or directory name most file systems take (bytes; ext4, XFS, APFS, NTFS)
+NAME_MAX = 255
+#: bytes of a split's name kept for the suffixes of its prediction files (``.null_odds.json``)
+SPLIT_ROOM = 32
 
 
 def _load(path) -> dict:
@@ -213,9 +221,38 @@ def check_objective(objective: Mapping | None) -> None:
                "objective.")
 
 
-def check_path_part(value: object, key: str) -> None:
+def check_seeds(config: Mapping, prefix: str = "") -> None:
+    """Every ``seed`` of the config (the run's, and a task's draws: ``task.seed``,
+    ``task.corpus.seed``) is a whole number the RNGs accept: NumPy's (and so Lightning's
+    ``seed_everything``) take 0 .. 2**32 - 1. A null ``seed`` below the top level is none."""
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            check_seeds(value, f"{prefix}{key}.")
+        elif key == "seed" and (value is not None or not prefix):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise PlmbenchError(f"{prefix}seed={value!r}: a seed is a whole number")
+            if not 0 <= value <= MAX_SEED:
+                raise PlmbenchError(f"{prefix}seed={value} is out of the range NumPy's RNG "
+                                    f"accepts: use a seed from 0 to {MAX_SEED} (2**32 - 1)")
+
+
+def check_name_lengths(path: object, key: str, room: int = 0) -> None:
+    """Every part of ``path`` fits a file system's name (``NAME_MAX`` bytes, ``room`` of them
+    kept for what a run adds: a split's ``.null_odds.json``)."""
+    for part in str(path).split("/"):
+        size = len(part.encode("utf-8", "surrogateescape"))
+        if size + room > NAME_MAX:
+            shown = part if len(part) <= 40 else f"{part[:40]}..."
+            kept = f", {room} of them kept for file suffixes" if room else ""
+            raise PlmbenchError(f"{key}: its part {shown!r} is {size} bytes, longer than a file "
+                                f"system's names take ({NAME_MAX} bytes{kept}); use a shorter "
+                                f"{key}")
+
+
+def check_path_part(value: object, key: str, room: int = 0) -> None:
     """``value`` names directories under ``results_dir`` (``glue/rte``, ``bert-tiny/tapt``):
-    relative, with no empty, ``.`` or ``..`` part, so the run stays inside its results dir."""
+    relative, with no empty, ``.`` or ``..`` part, so the run stays inside its results dir, and
+    no part longer than a file system's name (``check_name_lengths``)."""
     text = str(value)
     parts = text.split("/")
     if not text or text.startswith(("/", "~")) or "\0" in text or any(
@@ -223,6 +260,7 @@ def check_path_part(value: object, key: str) -> None:
         raise PlmbenchError(f"{key}={text!r} would place the run outside results_dir (or in an "
                             f"unnamed directory); use a name of plain parts such as "
                             f"{key}=my-run or {key}=group/my-run")
+    check_name_lengths(text, key, room)
 
 
 def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
@@ -243,15 +281,15 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     check_optim(config["optim"])
     check_task(config["task"])
     check_objective(config.get("objective"))
-    if not isinstance(config.get("seed"), int) or isinstance(config.get("seed"), bool):
-        raise PlmbenchError(f"seed={config.get('seed')!r}: a seed is a whole number")
+    check_seeds({key: value for key, value in config.items() if key != "hydra"})
+    check_name_lengths(config.get("results_dir"), "results_dir")
     check_path_part(config["label"], "label")
     check_path_part(config["task"].get("name"), "task.name")
     splits = config["task"].get("splits") or {}
     evals = splits.get("eval") or []
     for split in [splits.get("train"), *([evals] if isinstance(evals, str) else evals)]:
         if split is not None:  # eval splits name prediction files: <run dir>/predictions/<split>
-            check_path_part(split, "task.splits")
+            check_path_part(split, "task.splits", room=SPLIT_ROOM)
     check_start(config)
 
 

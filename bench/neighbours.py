@@ -17,14 +17,13 @@ neighbours mix them, mostly sports).
   word, split into words as the biLM reads them (cased).
 """
 
-import json
 from pathlib import Path
 
 import torch
 
 from bench.arguments import OneLineParser
 from bench.compose import compose_config
-from datamodules import pretrain
+from datamodules import pretrain, strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 from datamodules.words import split_words
@@ -132,6 +131,6 @@ def main(argv: list[str]) -> int:
         report["contextual"] = contextual_neighbours(args.elmo, args.word, args.context,
                                                      args.queries, corpus, args.k, args.layer)
     if args.json:
-        atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.json, strict_json.dumps(report, indent=2) + "\n")
     print(render(report))
     return 0

@@ -27,7 +27,6 @@ against transformers' ``generate`` (``bench/perf_generation.py``).
 
 import argparse
 import contextlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from bench.perf_workloads import (
     Workload,
     special_ids,
 )
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_arch
@@ -114,10 +114,11 @@ def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: boo
 
 def model_config(overrides: list[str]):
     """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
-    from bench.compose import compose_config
+    from bench.compose import check_given_once, compose_config
 
-    return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "
-                          "model=<preset> overrides").model
+    fix = "pass plmbench perf's options (plmbench perf --help) and model=<preset> overrides"
+    check_given_once(overrides, fix)
+    return compose_config(overrides, fix).model
 
 
 def arch_and_config(model_cfg):
@@ -278,6 +279,6 @@ def main(argv: list[str]) -> int:
                                         else "32-true")
     report = measure(args, overrides)
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        args.json.write_text(strict_json.dumps(report, indent=2) + "\n")
     print(render(report))
     return 0

@@ -24,7 +24,6 @@ graph's depth; IVF-PQ: training as measured, adding per passage); exact search t
 """
 
 import argparse
-import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -35,6 +34,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from bench.run import CONF_DIR
+from datamodules import strict_json
 from datamodules.sources import load_split
 from lit_models.core.retrievers import load_bi_encoder
 from retrieval.index import IndexSettings, empty_index, index_bytes, set_search_params, train
@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> None:
                   args.replicate, args.train_size, args.jitter)
     print(markdown(results, args.k))
     if args.json:
-        args.json.write_text(json.dumps([asdict(m) | m.extrapolated() for m in results], indent=1))
+        measured = [asdict(m) | m.extrapolated() for m in results]
+        args.json.write_text(strict_json.dumps(measured, indent=1))
 
 
 if __name__ == "__main__":

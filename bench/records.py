@@ -24,9 +24,11 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 from datamodules.init_from import InitFrom
+from datamodules.strict_json import nonfinite
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
@@ -46,6 +48,8 @@ PATH_KEYS = frozenset({"task", "model", "label", "seed", "experiment"})
 UNSAFE = re.compile(r"[^\w.:@%+\-]")
 #: the longest variant directory name; a longer one is cut and ends in a hash of the whole
 MAX_VARIANT = 96
+#: ... and the most bytes it may take (a file system's name holds 255; \w takes non-ASCII letters)
+MAX_VARIANT_BYTES = 255
 # An absolute path, optionally behind a scheme such as "hf:" or "ckpt:" (init_from values).
 _ABSOLUTE_PATH = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*:)?/")
 
@@ -215,12 +219,21 @@ def check_writable(directory: Path) -> None:
         ) from None
 
 
+def undefined_metric_notes(metrics: Mapping) -> list[str]:
+    """A note per metric that is undefined on its evaluation set (NaN or infinite: AUROC over
+    examples of one class, the correlation of a constant), which the record holds as null."""
+    return [f"metrics.{path} is undefined on this evaluation set (it computed NaN or an "
+            "infinity: e.g. AUROC over examples of one class, a correlation of constant "
+            "predictions or labels); the record holds null" for path in nonfinite(metrics)]
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write_text``, flushed to
     disk) and return that path: a reader sees the old record or the new one, and a failed write
     leaves the previous record untouched. A full disk or an unwritable directory is one
-    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file."""
-    text = json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
+    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file. The
+    JSON is strict: a number that is not finite is null (``datamodules.strict_json``)."""
+    text = strict_json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
     return atomic_write_text(Path(run_dir) / RECORD_NAME, text,
                              fix="free disk space or choose a writable results_dir=DIR")
 
@@ -391,8 +404,8 @@ def run_variant(overrides: Sequence[str]) -> str:
     run and a sweep's job (which Hydra writes back as ``0.0003``, with ``\\:`` escapes) of one
     configuration share a directory. Characters a Hydra override value cannot hold unquoted
     ("/", "=", ",", brackets ...) become "_", so a run directory can be passed back as
-    ``init_from=ckpt:<run dir>``; a name over ``MAX_VARIANT`` characters is cut and ends in a
-    hash of the whole, so it stays unique."""
+    ``init_from=ckpt:<run dir>``; a name over ``MAX_VARIANT`` characters (or
+    ``MAX_VARIANT_BYTES`` bytes) is cut and ends in a hash of the whole, so it stays unique."""
     kept = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group
@@ -404,9 +417,12 @@ def run_variant(overrides: Sequence[str]) -> str:
             text = "~"
         kept.append(UNSAFE.sub("_", f"{key}:{text}"))
     name = "+".join(sorted(kept))
-    if len(name) > MAX_VARIANT:
+    if len(name) > MAX_VARIANT or len(name.encode()) > MAX_VARIANT_BYTES:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-        name = f"{name[: MAX_VARIANT - 9]}@{digest}"
+        name = name[: MAX_VARIANT - 9]
+        while len(name.encode()) > MAX_VARIANT_BYTES - 9:  # non-ASCII letters: 2-4 bytes each
+            name = name[:-1]
+        name = f"{name}@{digest}"
     return name
 
 

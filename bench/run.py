@@ -42,8 +42,10 @@ from bench.records import (
     evaluated_nothing,
     pretraining_cost,
     pretraining_costs,
+    read_record,
     software_versions,
     task_keys_of,
+    undefined_metric_notes,
     write_record,
 )
 from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
@@ -199,19 +201,40 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     }
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) ended a run, whose record says ``failure_kind: interrupted``; the command
+    stops there (a sweep's later points do not start) with this one line."""
+
+
+def interrupted(err: BaseException) -> bool:
+    """Whether ``err`` is SIGINT's: a KeyboardInterrupt, or what was raised while handling one
+    (Lightning's Trainer answers it with "attempting graceful shutdown" and ``sys.exit(1)``)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def failure_kind(err: BaseException) -> str:
     """Whose failure it is, as a failed record keeps it: a ``PlmbenchError``'s own kind (input,
     or configuration for a diverging loss), ``environment`` (the machine: a full disk, memory),
-    ``interrupted``, or ``crash`` (anything else). A re-run skips only ``configuration``."""
+    ``interrupted`` (Ctrl-C, SIGINT), or ``crash`` (anything else). A re-run skips only
+    ``configuration``; an interrupted run resumes from its last checkpoint."""
     if isinstance(err, PlmbenchError):
         return err.kind
     if isinstance(err, OSError | MemoryError | torch.cuda.OutOfMemoryError):
         return "environment"
-    return "interrupted" if isinstance(err, KeyboardInterrupt) else "crash"
+    return "interrupted" if interrupted(err) else "crash"
 
 
 def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
+    if not isinstance(err, PlmbenchError) and interrupted(err):
+        return ("interrupted by Ctrl-C (SIGINT); run the same command again to resume it from "
+                "its last checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
 
@@ -272,6 +295,9 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         outcome = train_and_evaluate(cfg, run_dir, record["config_hash"])
         config["model"] = {**config["model"], **outcome.pop("net_config")}
         record.update(outcome)
+        for note in undefined_metric_notes(outcome["metrics"]):  # null in the record, and why
+            log.warning(note)
+            record["notes"] = [*record["notes"], note]
         check_evaluated(cfg, outcome)
         record.update(status="ok", error=None)
     except BaseException as err:
@@ -318,7 +344,13 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
             search = [arg for d in dirs for arg in ("--config-dir", d)]
             with run_log(run_dir), own_processes([__file__, *search, *overrides]):
                 record = execute(cfg, run_dir, overrides, variant, config, current)
-    except Exception as err:
+    except BaseException as err:
+        if interrupted(err):  # the whole command stops: one line (bench.cli), status 130
+            said = (read_record(run_dir) or {}).get("failure_kind") == "interrupted"
+            raise Interrupted(f"{run_dir}: {record_error(err)}" + (
+                " (its record says failure_kind: interrupted)" if said else "")) from None
+        if not isinstance(err, Exception):
+            raise
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:
             log.error("run %s failed: %s (traceback in %s)", run_dir, record_error(err),

@@ -38,6 +38,7 @@ from omegaconf import DictConfig, ListConfig
 
 from bench.compose import CONF_DIR, compose_config, composed_hash
 from bench.records import PATH_KEYS, is_volatile, read_record, run_variant
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 
 log = logging.getLogger("plmbench")
@@ -152,7 +153,7 @@ def _take(lock: Path) -> dict | None:
             lock.unlink(missing_ok=True)
             continue
         with os.fdopen(fd, "w") as handle:
-            json.dump(_owner(), handle)
+            handle.write(strict_json.dumps(_owner()))
         return None
     return {"pid": "?", "host": "?"}  # another process took it over between our two tries
 

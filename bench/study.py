@@ -40,7 +40,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from bench import run
-from bench.compose import compose_config, points
+from bench.compose import check_given_once, compose_config, points
 from bench.records import check_writable, read_record
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -123,7 +123,7 @@ def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
 def run_study(overrides: list[str], select: Iterable[str] | None = None) -> DictConfig:
     """Run every entry of the study the overrides compose (only those ``select`` names and the
     entries they start from, when given), in order; the composed config."""
-
+    check_given_once(overrides)  # the command line's; an entry may set what its experiment set
     cfg = composed(overrides)
     entries = study_runs(cfg)
     if select is not None:

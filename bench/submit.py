@@ -26,7 +26,6 @@ missing.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 import zipfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from bench.board_config import get_board
 from bench.leaderboard import _record_columns, lookup
 from bench.records import read_records
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
 from datamodules.init_from import InitFrom
@@ -247,7 +247,7 @@ def submit_glue(results_dir: str | Path, label: str | None = None, out: str | Pa
         for name, text in files.items():
             zf.writestr(name, text)
     sources = {name: source for name, (_, source) in chosen.items()}
-    atomic_write_text(out.with_name(out.name + ".sources.json"), json.dumps(
+    atomic_write_text(out.with_name(out.name + ".sources.json"), strict_json.dumps(
         {"model": label, "missing": missing,
          "files": {name: vars(source) for name, source in sources.items()}}, indent=2) + "\n")
     return out, sources, missing

@@ -53,7 +53,7 @@ class AttentionTextDataModule(PlmDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.eval_data:
             return
-        encoder = self.tokenizer.truncating(self.task["max_length"])
+        encoder = self.tokenizer.truncating(self.task["max_length"], setting="task.max_length")
         text = [{"input_ids": e.ids, "token_type_ids": e.type_ids, "index": i}
                 for i, e in enumerate(encoder.encode_batch(self.pairs))]
         self.eval_data = [text]

@@ -13,6 +13,7 @@ under a fingerprint of (tokenizer, task, split, max length, sample cap).
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping
 from functools import partial
 
@@ -22,7 +23,7 @@ from omegaconf import DictConfig
 from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
-from datamodules.sources import load_split
+from datamodules.sources import load_split, split_source
 from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
 REQUIRED_KEYS = (
@@ -104,8 +105,11 @@ class GlueDataModule(PlmDataModule):
         collate = partial(pad_collate, pad_id=tokenizer.special.pad)
         super().__init__(self.checked(task), collate, seed)
         self.tokenizer = tokenizer
-        # pairs lose tokens from the longer side first (BERT's _truncate_seq_pair)
-        self.encoder = tokenizer.truncating(self.task["max_length"])
+        # pairs lose tokens from the longer side first (BERT's _truncate_seq_pair); a task that
+        # names no text_fields encodes pairs (multiple choice: context, choice)
+        segments = len(self.task.get("text_fields") or ()) or 2
+        self.encoder = tokenizer.truncating(self.task["max_length"], segments,
+                                            f"task {self.task['name']}: task.max_length")
 
     @classmethod
     def checked(cls, task: Mapping | DictConfig) -> dict:
@@ -154,15 +158,21 @@ class GlueDataModule(PlmDataModule):
             return
         train_split = self.task["splits"].get("train")
         if train_split:
-            self.train_data = self._prepare(train_split, self.task.get("max_train_samples"))
+            self.train_data = self._prepare(train_split, self.task.get("max_train_samples"),
+                                            labelled=True)
         cap = self.task.get("max_eval_samples")
-        self.eval_data = [self._prepare(split, cap) for split in self.eval_split_names]
+        # a task without a training split predicts its eval splits, unlabelled (GLUE AX)
+        self.eval_data = [self._prepare(split, cap, labelled=bool(train_split))
+                          for split in self.eval_split_names]
         self.predict_data = [self._prepare(split, None) for split in self.predict_split_names]
 
-    def _prepare(self, split: str, cap: int | None) -> datasets.Dataset:
-        """Load ``split``, keep its first ``cap`` rows, tokenize (cached by fingerprint)."""
+    def _prepare(self, split: str, cap: int | None, labelled: bool = False) -> datasets.Dataset:
+        """Load ``split``, keep its first ``cap`` rows, check the labels of a ``labelled`` split
+        (one a run trains on or scores), tokenize (cached by fingerprint)."""
         task = self.task
         raw = self.rows(task, split, cap)
+        if labelled:
+            self.check_labels(split, self.label_column(task, raw))
         # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
                raw._fingerprint]
@@ -177,6 +187,27 @@ class GlueDataModule(PlmDataModule):
         )
         # each example's row in the split: GLUE's idx, what the predictions files are keyed by
         return encoded.add_column("index", list(range(len(encoded))))
+
+    def check_labels(self, split: str, labels: list) -> None:
+        """Every label of ``split`` is one of the task's: a class id below ``num_labels`` (the
+        loss would index past its classes, or train on -1, an unlabelled test row's mark), or a
+        finite score for a regression; the first that is not names the file, column and row."""
+        task, count = self.task, self.task["num_labels"]
+        for row, label in enumerate(labels):
+            number = isinstance(label, int | float) and not isinstance(label, bool)
+            if count == 1:
+                fits = number and math.isfinite(label)
+            else:
+                fits = number and float(label).is_integer() and 0 <= label < count
+            if not fits:
+                names = task.get("label_names")
+                allowed = ("a finite score" if count == 1 else f"ids 0 to {count - 1}"
+                           + (f" ({', '.join(map(str, names))})" if names else ""))
+                where = split_source(task["dataset"], task["config"], split, task.get("hub_id"))
+                raise PlmbenchError(
+                    f"{where} column {task.get('label_field', 'label')} row {row} holds label "
+                    f"{label!r}, outside task {task['name']}'s labels ({allowed}); fix the row, "
+                    "or the task's num_labels and label_names")
 
     @property
     def features(self) -> datasets.Features:

@@ -23,12 +23,12 @@ glue`` collects the test-split files into the GLUE server's zip. Generation task
 """
 
 import csv
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from datamodules import strict_json
 from datamodules.files import atomic_write
 
 PREDICTIONS_DIR = "predictions"
@@ -79,5 +79,5 @@ def write_jsonl(run_dir: Path, split: str, rows: Sequence[dict]) -> Path:
     path = run_dir / PREDICTIONS_DIR / f"{split}.jsonl"
     with atomic_write(path) as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(strict_json.dumps(row, ensure_ascii=False) + "\n")
     return path

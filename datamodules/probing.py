@@ -116,7 +116,7 @@ class ProbingDataModule(PlmDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.encoded:
             return
-        encoder = self.tokenizer.words_encoder(self.task["max_length"])
+        encoder = self.tokenizer.words_encoder(self.task["max_length"], "task.max_length")
         for split, items in self.items.items():
             rows = encode_words(encoder, [item.words for item in items])
             self.encoded[split] = [{**row, "index": i} for i, row in enumerate(rows)]

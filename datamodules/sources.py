@@ -124,6 +124,26 @@ def _check_columns(source: str, has: Sequence[str], columns: Sequence[str]) -> N
         )
 
 
+def _check_nulls(source: str, data: datasets.Dataset, columns: Sequence[str]) -> None:
+    """No needed column holds a null (a text the tokenizer would fail on, a missing label): the
+    first one names the file, column and row."""
+    for column in columns:
+        values = data.data.column(column)
+        if values.null_count:
+            row = pc.index(pc.is_null(values), True).as_py()
+            raise PlmbenchError(f"{source} column {column} row {row} is null ({values.null_count} "
+                                "null rows in all): the task reads every row of it; fill them in "
+                                "or drop those rows from the file")
+
+
+def split_source(dataset: str, config: str, split: str, hub_id: str | None = None) -> str:
+    """Where ``load_split`` reads a split from, for messages: the mirror's file, else the hub."""
+    if "/" in split:
+        config, split = split.split("/", 1)
+    path = mirror_path(dataset, config, split)
+    return str(path) if path.is_file() else f"hub {hub_id or dataset}/{config}/{split}"
+
+
 def _binary_as_text(path: Path, columns: Sequence[str], schema: pa.Schema) -> list[str]:
     """The needed columns the file stores as bytes rather than text (``binary``): each must be
     UTF-8, and is read as text; the first row that is not names the file, column and row."""
@@ -163,6 +183,7 @@ def _read_mirror(path: Path, columns: Sequence[str]) -> datasets.Dataset:
         raise _unreadable(path, error) from error
     for column in binary:
         data = data.cast_column(column, datasets.Value("string"))
+    _check_nulls(str(path), data, columns)
     return data
 
 
@@ -200,6 +221,7 @@ def load_split(
                 f"{_first_line(error)}; check the task's hub_id, config and split names"
             ) from error
         _check_columns(f"hub {hub}/{config}/{split}", data.column_names, columns)
+        _check_nulls(f"hub {hub}/{config}/{split}", data, columns)
         return data
     present = sorted(p.stem for p in path.parent.glob("*.parquet"))
     command = f"plmbench data mirror {dataset} {config}" + (f" --hub-id {hub}" if hub != dataset

@@ -84,8 +84,10 @@ class SummarizationDataModule(PlmDataModule):
                  decoder_start_token_id: int | None, seed: int = 0) -> None:
         super().__init__(task_config(task, self.required_keys),
                          partial(collate, pad_id=tokenizer.special.pad), seed)
-        self.source_encoder = tokenizer.truncating(self.task["source_max_length"])
-        self.target_encoder = tokenizer.truncating(self.task["target_max_length"])
+        self.source_encoder = tokenizer.truncating(self.task["source_max_length"],
+                                                  setting="task.source_max_length")
+        self.target_encoder = tokenizer.truncating(self.task["target_max_length"],
+                                                  setting="task.target_max_length")
         self.decoder_start_token_id = decoder_start_token_id
         self.bos = tokenizer.special.cls
         self.texts: dict[str, dict[str, list[str]]] = {}

@@ -17,13 +17,14 @@ from functools import partial
 
 import datasets
 import numpy as np
+import pyarrow.compute as pc
 from omegaconf import DictConfig
 from tokenizers import Tokenizer
 
 from datamodules.base import PlmDataModule, task_config
 from datamodules.collate import IGNORE_INDEX, pad_collate
 from datamodules.errors import PlmbenchError
-from datamodules.sources import load_split
+from datamodules.sources import load_split, split_source
 from datamodules.tokenization import TextTokenizer, tokenizer_fingerprint
 
 #: the word each first sub-token starts (-1 elsewhere): evaluation maps predictions to words by it
@@ -85,7 +86,7 @@ class TaggingDataModule(PlmDataModule):
         collate = partial(pad_collate, pad_id=tokenizer.special.pad, pad_values=PAD_VALUES)
         super().__init__(_task_dict(task), collate, seed)
         self.tokenizer = tokenizer
-        self.encoder = tokenizer.words_encoder(self.task["max_length"])
+        self.encoder = tokenizer.words_encoder(self.task["max_length"], "task.max_length")
         self.eval_sentences: list[datasets.Dataset] = []
 
     @property
@@ -104,8 +105,28 @@ class TaggingDataModule(PlmDataModule):
             self.eval_sentences.append(raw)
             self.eval_data.append(self._prepare(raw, split))
 
+    def check_tags(self, raw: datasets.Dataset, split: str) -> None:
+        """Every tag of ``split`` is an id of the task's ``label_names`` (the loss would index
+        past its classes); the first that is not names the file, column, row and word."""
+        task, count = self.task, self.num_labels
+        tags = raw.with_format("arrow")[task["tags_field"]].combine_chunks()
+        flat = pc.list_flatten(tags)
+        bad = pc.or_kleene(pc.is_null(flat), pc.or_(pc.less(flat, 0),
+                                                    pc.greater_equal(flat, count)))
+        at = pc.index(bad, True).as_py()
+        if at < 0:
+            return
+        row = pc.list_parent_indices(tags)[at].as_py()
+        word = at - (tags.offsets[row].as_py() - tags.offsets[0].as_py())
+        where = split_source(task["dataset"], task["config"], split, task.get("hub_id"))
+        raise PlmbenchError(
+            f"{where} column {task['tags_field']} row {row} word {word} holds tag "
+            f"{flat[at].as_py()!r}, outside task {task['name']}'s labels (ids 0 to {count - 1}: "
+            f"{', '.join(task['label_names'])}); fix the row, or the task's label_names")
+
     def _prepare(self, raw: datasets.Dataset, split: str) -> datasets.Dataset:
         task = self.task
+        self.check_tags(raw, split)
         key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"],
                raw._fingerprint]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]

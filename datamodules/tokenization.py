@@ -37,7 +37,7 @@ from tokenizers import (
 )
 from tokenizers.models import BPE, Unigram, WordPiece
 
-from datamodules import spm_files, vocab_files
+from datamodules import spm_files, strict_json, vocab_files
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
 
@@ -159,18 +159,38 @@ class TextTokenizer:
 
         return lowers(_json(self.backend)["normalizer"])
 
-    def truncating(self, max_length: int) -> Tokenizer:
-        """A copy that truncates the longer segment first to ``max_length`` tokens; no padding."""
+    def check_room(self, max_length: int, segments: int = 1,
+                   setting: str = "max_length") -> None:
+        """``max_length`` holds the special tokens this tokenizer adds to ``segments`` texts (1 or
+        2: a pair) and a token of each text; else one line naming ``setting`` and its minimum.
+        (Below the special tokens the ``tokenizers`` library does not truncate at all; at them,
+        it keeps no text, and a run would train on special tokens alone.)"""
+        processor = self.backend.post_processor
+        added = processor.num_special_tokens_to_add(segments == 2) if processor else 0
+        least = added + segments
+        if max_length < least:
+            texts = "a pair of texts" if segments == 2 else "a text"
+            empty = self.backend.encode("", "" if segments == 2 else None).tokens
+            raise PlmbenchError(f"{setting}={max_length} leaves no room for text: this tokenizer "
+                                f"adds {added} special tokens to {texts} ({' '.join(empty)}), so "
+                                f"it must be at least {least} (a token of each text); raise it")
+
+    def truncating(self, max_length: int, segments: int = 1,
+                   setting: str = "max_length") -> Tokenizer:
+        """A copy that truncates the longer segment first to ``max_length`` tokens, which must
+        leave room for text in ``segments`` texts (``check_room``); no padding."""
+        self.check_room(max_length, segments, setting)
         copy = Tokenizer.from_str(self.backend.to_str())
         copy.enable_truncation(max_length, strategy="longest_first")
         return copy
 
-    def words_encoder(self, max_length: int) -> Tokenizer:
+    def words_encoder(self, max_length: int, setting: str = "max_length") -> Tokenizer:
         """``truncating(max_length)`` for sentences given as words
         (``encode_batch(sentences, is_pretokenized=True)``), as transformers' token-classification
         recipe encodes them (``is_split_into_words=True``): each word on its own, a byte-level
         BPE's words each after a space (the recipe's ``add_prefix_space=True``), as they read
         inside a text; metaspace vocabularies mark every word already."""
+        self.check_room(max_length, 1, setting)
         config = _json(self.backend)
         for step in _pre_tokenizer_steps(config["pre_tokenizer"]):
             if step["type"] == "ByteLevel":
@@ -510,8 +530,8 @@ def save_tokenizer(tok: TextTokenizer, directory: Path, max_length: int | None =
                    "padding_side": spec.padding_side}
     tokens = vocab_files.special_tokens_map(tok.roles, tok.family)
     for name, content in ((vocab_files.CONFIG_FILE, config), (vocab_files.MAP_FILE, tokens)):
-        (directory / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n",
-                                      encoding="utf-8")
+        text = strict_json.dumps(content, indent=2, ensure_ascii=False)
+        (directory / name).write_text(text + "\n", encoding="utf-8")
     if tok.family != "unigram":  # SentencePiece's binary model file is not ours to write
         tok.backend.model.save(str(directory))
 

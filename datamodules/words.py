@@ -22,6 +22,7 @@ import numpy as np
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
 from tokenizers.models import WordLevel
 
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 from datamodules.tokenization import cached_directory
@@ -140,7 +141,7 @@ class WordVocabulary:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         atomic_write_text(directory / TOKENIZER_FILE, self.backend.to_str())
-        atomic_write_text(directory / COUNTS_FILE, json.dumps(
+        atomic_write_text(directory / COUNTS_FILE, strict_json.dumps(
             {"lowercase": self.lowercase, "counts": self.counts.tolist()}) + "\n")
 
     @classmethod

@@ -29,6 +29,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
 
@@ -153,7 +154,7 @@ class DenseIndex:
                     "bytes": partial.stat().st_size, "sha256": file_digest(partial),
                     "encoder": self.encoder_fingerprint, "corpus": self.corpus_fingerprint,
                     "build_seconds": self.build_seconds}
-        atomic_write_text(_meta_path(path), json.dumps(meta, indent=1))
+        atomic_write_text(_meta_path(path), strict_json.dumps(meta, indent=1))
         return path
 
     @classmethod

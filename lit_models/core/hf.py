@@ -28,6 +28,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
 from datamodules.tokenization import load_tokenizer, save_tokenizer
@@ -379,7 +380,7 @@ def to_hf(
         save_file(weights, tmp / "model.safetensors", metadata={"format": "pt"})
         if beside:
             save_file(beside, tmp / BESIDE_FILE, metadata={"format": "pt"})
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        (tmp / "config.json").write_text(strict_json.dumps(config, indent=2) + "\n")
         save_tokenizer(tokenizer, tmp, net.config.max_length, arch.tokenizer)
         if directory.exists():  # replace a previous export: move it aside, then swap
             old = tmp.with_name(tmp.name + ".old")

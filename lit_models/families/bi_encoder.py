@@ -14,7 +14,6 @@ and MRR, ``lit_models.metrics.retrieval``).
 layout), which an open-QA task reads as ``task.dense.encoder=ckpt:<run dir>``.
 """
 
-import json
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from datamodules import strict_json
 from datamodules.dpr import BiEncoderDataModule
 from datamodules.init_from import EXPORT_DIR
 from datamodules.squad import vocabulary_corpus
@@ -140,4 +140,4 @@ def save_bi_encoder(encoder: BiEncoder, directory: Path) -> None:
     question, passage = encoder.models()
     to_hf(question, directory / QUESTION_ENCODER)
     to_hf(passage, directory / PASSAGE_ENCODER)
-    (directory / SETTINGS_FILE).write_text(json.dumps(encoder.settings()))
+    (directory / SETTINGS_FILE).write_text(strict_json.dumps(encoder.settings()))

@@ -22,6 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torchmetrics import SumMetric
 
+from datamodules import strict_json
 from datamodules.bilm import BiLMDataModule, split_sentences
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
@@ -89,7 +90,7 @@ def save_elmo(net: ElmoLanguageModel, vocab: WordVocabulary, directory: Path) ->
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / WEIGHTS_FILE) as partial:
         save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(partial))
-    atomic_write_text(directory / CONFIG_FILE, json.dumps(
+    atomic_write_text(directory / CONFIG_FILE, strict_json.dumps(
         {"arch": "elmo", **asdict(net.config)}, indent=2) + "\n")
     vocab.save(directory)
 

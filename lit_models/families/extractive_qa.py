@@ -13,14 +13,13 @@ head. An encoder with global attention (Longformer, Beltagy et al. 2020, §3.1 a
 ``Capabilities.global_attention``) gets it on the question tokens.
 """
 
-import json
 from collections.abc import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from datamodules import squad
+from datamodules import squad, strict_json
 from datamodules.collate import encoder_inputs
 from datamodules.files import atomic_write_text
 from datamodules.init_from import EXPORT_DIR, InitFrom
@@ -119,10 +118,10 @@ class LitExtractiveQA(PlmModule):
         """The official scripts' inputs: ``<split>.json`` and, v2.0, ``<split>.null_odds.json``."""
         directory = self.run_dir / PREDICTIONS_DIR
         path = atomic_write_text(directory / f"{split}.json",
-                                 json.dumps(answers, ensure_ascii=False))
+                                 strict_json.dumps(answers, ensure_ascii=False))
         self.predictions[split] = str(path.relative_to(self.run_dir))
         if odds is not None:
-            atomic_write_text(directory / f"{split}.null_odds.json", json.dumps(odds))
+            atomic_write_text(directory / f"{split}.null_odds.json", strict_json.dumps(odds))
 
 
 class ExtractiveQA(TaskFamily):

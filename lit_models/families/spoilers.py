@@ -21,6 +21,7 @@ import torch
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 from datamodules.spoilers import SpoilerDataModule
@@ -93,5 +94,5 @@ class SpoilerDetection(Classification):
             computed.update(torch.tensor(rows["label"]),
                             **label_predictions(torch.tensor(spoiler), 2))
             metrics[split] = computed.compute()
-        atomic_write_text(cached, json.dumps(metrics))
+        atomic_write_text(cached, strict_json.dumps(metrics))
         return metrics

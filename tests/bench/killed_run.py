@@ -1,6 +1,8 @@
-"""``python -m tests.bench.killed_run STEP ARGS...``: ``plmbench ARGS`` that kills itself with
-SIGKILL right after optimizer step STEP, as a crash or a preempted cluster job ends a run: no
-handler runs, no record is written, only the checkpoints already on disk remain."""
+"""``python -m tests.bench.killed_run STEP[:SIGNAL] ARGS...``: ``plmbench ARGS`` that sends itself
+SIGNAL (default KILL) right after optimizer step STEP. SIGKILL is how a crash or a preempted
+cluster job ends a run: no handler runs, no record is written, only the checkpoints already on
+disk remain. SIGINT is Ctrl-C: Lightning's Trainer shuts down "gracefully" and the run's record
+must say it was interrupted."""
 
 import os
 import signal
@@ -10,15 +12,16 @@ from bench import checkpoints, cli
 
 
 def main() -> int:
-    step, args = int(sys.argv[1]), sys.argv[2:]
+    at, _, name = sys.argv[1].partition(":")
+    step, sent, args = int(at), signal.Signals[f"SIG{name or 'KILL'}"], sys.argv[2:]
     checked = checkpoints.FiniteLoss.on_train_batch_end
 
-    def then_die(self, trainer, *rest):
+    def then_signal(self, trainer, *rest):
         checked(self, trainer, *rest)
         if trainer.global_step == step:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), sent)
 
-    checkpoints.FiniteLoss.on_train_batch_end = then_die
+    checkpoints.FiniteLoss.on_train_batch_end = then_signal
     return cli.main(args)
 
 

@@ -12,6 +12,7 @@ points at once.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
@@ -235,6 +236,58 @@ KINDS = {
                                          setup=lambda env: break_train(
                                              env, lambda p, t: pq.write_table(
                                                  t.drop_columns(["sentence1"]), p))),
+    "an override key given twice": Kind(["run", *TINY, "results_dir={results}", "seed=1", "seed=2"],
+                                        ["seed is given twice (seed=1 and seed=2)",
+                                         "give each key once"], run=False),
+    "a task key given twice": Kind(
+        ["run", *TINY, "results_dir={results}", "task.max_length=8", "task.max_length=16"],
+        ["task.max_length is given twice (task.max_length=8 and task.max_length=16)"], run=False),
+    "a key added twice": Kind(["run", *TINY, "results_dir={results}", "+x=", "+x=1"],
+                              ["x is given twice (+x= and +x=1)"], run=False),
+    "a key deleted and set": Kind(["run", *TINY, "results_dir={results}", "~label", "label=a"],
+                                  ["label is given twice (~label and label=a)"], run=False),
+    "a study's key given twice": Kind(["study", "experiment=domain_tiny", "seed=1", "seed=2"],
+                                      ["seed is given twice (seed=1 and seed=2)"], run=False),
+    "a seed below NumPy's range": Kind(["seed=-1"], [
+        "seed=-1 is out of the range NumPy's RNG accepts: use a seed from 0 to 4294967295"]),
+    "a seed above NumPy's range": Kind([f"seed={2**32}"], [f"seed={2**32} is out of the range"]),
+    "a task's seed out of NumPy's range": Kind(["task=probing/sentence_length", "task.seed=-3"],
+                                               ["task.seed=-3 is out of the range"]),
+    "a bootstrap seed out of NumPy's range": Kind(
+        ["significance", "a", "b", "{results}", "--seed", "-1"],
+        ["argument --seed: '-1' is no integer from 0 to 4294967295"], run=False),
+    "a label longer than a file name": Kind(['label="' + "é" * 130 + '"'], [
+        "label: its part 'éééé", "is 260 bytes, longer than a file system's names take (255 "
+        "bytes); use a shorter label"]),
+    "a results_dir part longer than a file name": Kind(["results_dir={results}/" + "r" * 256], [
+        "results_dir: its part", "is 256 bytes"]),
+    "a split name longer than a file name with its suffix": Kind(
+        ["task.splits.eval=[" + "v" * 230 + "]"], ["task.splits: its part", "32 of them kept"]),
+    "a non-ASCII path as a shell passes it": Kind(["results_dir={results}/ü"], [
+        "is no override Hydra can parse", "type it as 'results_dir=\"", "/ü\"' (the value in "
+        "Hydra's double quotes, the whole override in the shell's single quotes)"]),
+    "a quote in a path as a shell passes it": Kind(["results_dir={results}/it's"], [
+        "type it as 'results_dir=\"", "/it'\"'\"'s\"'"]),
+    "a parenthesis in a label": Kind(["label=run(2)"], [
+        "'label=run(2)' is no override Hydra can parse", "type it as 'label=\"run(2)\"'"]),
+    "a null in a text column": Kind([], [
+        "train.parquet column sentence1 row 5 is null (2 null rows in all)", "fill them in"],
+        record="input", setup=lambda env: break_train(env, _null_texts)),
+    "a label outside the task's labels": Kind([], [
+        "train.parquet column label row 3 holds label 7, outside task glue/rte's labels (ids 0 "
+        "to 1 (entailment, not_entailment))", "fix the row"], record="input",
+        setup=lambda env: break_train(env, _label_seven)),
+    "a label outside the task's labels in an eval split": Kind([], [
+        "validation.parquet column label row 0 holds label -1"], record="input",
+        setup=lambda env: _unlabelled_validation(env)),
+    "a tag outside a tagging task's labels": Kind(["task=ner/ncbi_disease"], [
+        "train.parquet column ner_tags row 2 word 4 holds tag 9, outside task ner/ncbi_disease's "
+        "labels (ids 0 to 2: O, B-Disease, I-Disease)"], record="input",
+        setup=lambda env: _ncbi_with_tag(env, 9)),
+    "a pair task's max_length below its special tokens": Kind(["task.max_length=4"], [
+        "task glue/rte: task.max_length=4 leaves no room for text: this tokenizer adds 3 special "
+        "tokens to a pair of texts ([CLS] [SEP] [SEP]), so it must be at least 5"],
+        record="input"),
     "unknown board": Kind(["leaderboard", "{results}", "--board", "glu"], [
         "unknown board 'glu'; did you mean glue?"], run=False),
     "leaderboard of a directory that is not there": Kind(["leaderboard", "{results}/nope"], [
@@ -288,6 +341,50 @@ def _truncated_record(env: Path) -> list[str]:
 def _warned(env: Path, result: Result) -> None:
     """The record it could not read is named, not left out in silence."""
     assert f"warning: {env}/results/glue/rte/bert-tiny/seed0/record.json: not used" in result.err
+
+
+def _null_texts(path: Path, table: pa.Table) -> None:
+    texts = table.column("sentence1").to_pylist()
+    texts[5] = texts[9] = None
+    index = table.schema.get_field_index("sentence1")
+    pq.write_table(table.set_column(index, "sentence1", pa.array(texts, pa.string())), path)
+
+
+def _label_seven(path: Path, table: pa.Table) -> None:
+    labels = table.column("label").to_pylist()
+    labels[3] = 7
+    index = table.schema.get_field_index("label")
+    pq.write_table(table.set_column(index, "label", pa.array(labels, table.schema.field(
+        "label").type)), path)
+
+
+def _ncbi_with_tag(env: Path, tag: int) -> list[str]:
+    """NCBI-disease's first 32 training and 16 validation sentences, word 4 of training row 2
+    tagged ``tag``."""
+    real = next((p for p in MIRROR_CANDIDATES if (p / "ncbi_disease").is_dir()), None)
+    if real is None:
+        (pytest.fail if in_ci() else pytest.skip)("the real data mirror is needed")
+    where = env / "mirror/ncbi_disease/ncbi_disease"
+    where.mkdir(parents=True)
+    for split, rows in (("train", 32), ("validation", 16)):
+        table = pq.read_table(real / f"ncbi_disease/ncbi_disease/{split}.parquet").slice(0, rows)
+        if split == "train":
+            tags = table.column("ner_tags").to_pylist()
+            tags[2][4] = tag
+            table = table.set_column(table.schema.get_field_index("ner_tags"), "ner_tags",
+                                     pa.array(tags, table.schema.field("ner_tags").type))
+        pq.write_table(table, where / f"{split}.parquet")
+    return []
+
+
+def _unlabelled_validation(env: Path) -> list[str]:
+    """validation labelled -1, as GLUE's test splits are: fine to predict, not to score."""
+    path = env / "mirror/glue/rte/validation.parquet"
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("label")
+    pq.write_table(table.set_column(index, "label", pa.array([-1] * len(table), table.schema.field(
+        "label").type)), path)
+    return []
 
 
 def _afile(env: Path) -> list[str]:
@@ -500,3 +597,62 @@ def test_the_claims_report_names_the_records_it_could_not_use():
         render_markdown([], "claims", unused)
     assert ('<ul id="unused"><li><code>r/glue/rte/x/seed0/record.json</code>: is not valid JSON'
             in render_html([], "claims", unused))
+
+
+# ------------------------------------------------------------------ paths as a shell user types
+
+
+def test_a_results_dir_with_spaces_and_non_ascii_characters_holds_the_run(env):
+    """``results_dir="my results"`` reaches plmbench as ``results_dir=my results`` and runs
+    there; non-ASCII needs Hydra's quotes too (``'results_dir="ü dir/ß"'``), and runs there."""
+    spaced = env / "my results"
+    assert plmbench(*run_args(TINY, [f"results_dir={spaced}"])).rc == 0
+    quoted = env / "ü dir" / "ß"
+    result = plmbench(*run_args(TINY, [f'results_dir="{quoted}"']))
+    assert result.rc == 0, result.err
+    for where in (spaced, quoted):
+        (path,) = records_under(where)
+        record = read(path.parent)
+        assert record["status"] == "ok" and record["run_dir"].startswith(f"{where}/glue/rte/")
+
+
+# ---------------------------------------------------------- a metric undefined on its eval set
+
+
+def strict_loads(text: str):
+    """JSON as strict parsers read it: NaN, Infinity and -Infinity are refused."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_metric_undefined_on_the_eval_set_is_null_with_a_note_and_the_run_ok(env):
+    """RTE scored by AUROC on a dev set of one class (every pair entailed): AUROC is undefined
+    (scikit-learn refuses it). The record is strict JSON with null there and a note saying why;
+    the run is ok (its accuracy and loss are defined), and the board's JSON is strict too."""
+    from sklearn.metrics import roc_auc_score
+
+    results = env / "results"
+    path = env / "mirror/glue/rte/validation.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(table.schema.get_field_index("label"), "label", pa.array(
+        [0] * len(table), table.schema.field("label").type)), path)
+    with pytest.warns(UserWarning, match="Only one class"):  # the oracle: undefined, NaN
+        assert math.isnan(roc_auc_score([0] * 16, [i / 16 for i in range(16)]))
+    result = plmbench(*run_args(TINY, ["task.metrics=[accuracy,auroc]",
+                                       f"results_dir={results}"]))
+    assert result.rc == 0, result.err
+    (path,) = records_under(results)
+    record = strict_loads(path.read_text())
+    assert record["status"] == "ok"
+    validation = record["metrics"]["validation"]
+    undefined = sorted(key for key, value in validation.items() if value is None)
+    assert undefined == ["auroc"] and math.isfinite(validation["accuracy"])
+    notes = [n for n in record["notes"] if "is undefined on this evaluation set" in n]
+    assert sorted(n.split()[0] for n in notes) == [f"metrics.validation.{k}" for k in undefined]
+    assert all(note in (path.parent / "run.log").read_text() for note in notes)
+    board = plmbench("leaderboard", str(results), "--format", "json")
+    assert board.rc == 0, board.err
+    strict_loads(board.out)
+

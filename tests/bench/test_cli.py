@@ -432,7 +432,7 @@ def assert_one_error_line(result: Result, *fragments: str) -> str:
 
 def test_unknown_model_preset_is_one_line_naming_the_nearest_and_the_presets(mirror, tmp_path):
     results = tmp_path / "results"
-    result = plmbench("run", *TINY, "model=bert-huge", f"results_dir={results}")
+    result = plmbench("run", *TINY[1:], "model=bert-huge", f"results_dir={results}")
     assert result.rc == 2
     line = assert_one_error_line(result, "model=bert-huge: there is no conf/model/bert-huge.yaml",
                                  "did you mean model=bert-large?")

@@ -141,7 +141,7 @@ def test_a_method_whose_weights_transformers_cannot_hold_refuses_save_model(tmp_
 
 
 def test_a_bilstm_model_is_no_pretrained_net_to_freeze(tmp_path_factory):
-    result, _ = plmbench_on_mirror(tmp_path_factory, "glue", "run", *TINY, "model=bilstm-tiny",
+    result, _ = plmbench_on_mirror(tmp_path_factory, "glue", "run", *TINY[1:], "model=bilstm-tiny",
                                    "task=glue/rte", "finetune=frozen")
     assert result.rc == 2
     assert "model.inputs.encoder=hf:<dir>" in result.err_lines[-1]

@@ -246,3 +246,13 @@ def test_config_hash_tells_apart_checkpoints_inside_the_results_dir_that_end_ali
     chemprot, sci_cite = (starting_from("/scratch/a/results", t) for t in ("chemprot", "sci_cite"))
     assert config_hash(chemprot) != config_hash(sci_cite)
     assert config_hash(starting_from("/home/b/elsewhere", "chemprot")) == config_hash(chemprot)
+
+
+def test_a_variant_of_non_ascii_values_fits_a_file_name():
+    """96 characters of CJK text are 288 bytes, past the 255 a file system's name takes: the
+    variant is cut by bytes too, and stays unique by its hash."""
+    names = [run_variant([f'task.prompt="{"東京" * 45}{end}"']) for end in "ab"]
+    assert names[0] != names[1]
+    for name in names:
+        assert len(name.encode()) <= 255 and re.fullmatch(r"task\.prompt:東京+.*@[0-9a-f]{8}", name)
+    assert run_variant(['task.prompt="東京"']) == "task.prompt:東京"  # a short one is whole

@@ -97,7 +97,7 @@ def test_a_string_eval_split_is_one_split(env):
 
 
 def test_the_record_holds_the_checkpoints_sizes_not_the_presets(env, minilm_path):
-    result = plmbench("run", *TINY, "model=bert-base", f"init_from=hf:{minilm_path}",
+    result = plmbench("run", *TINY[1:], "model=bert-base", f"init_from=hf:{minilm_path}",
                       "task=glue/rte", f"results_dir={env}")
     assert result.rc == 0, result.err
     (path,) = records_under(env)
@@ -109,7 +109,7 @@ def test_the_record_holds_the_checkpoints_sizes_not_the_presets(env, minilm_path
 
 
 def test_a_checkpoint_of_another_architecture_is_refused_in_one_line(env, minilm_path):
-    result = plmbench("run", *TINY, "model=roberta-tiny", f"init_from=hf:{minilm_path}",
+    result = plmbench("run", *TINY[1:], "model=roberta-tiny", f"init_from=hf:{minilm_path}",
                       "task=glue/rte", f"results_dir={env}")
     assert result.rc == 2
     (line,) = result.err_lines

@@ -319,3 +319,27 @@ def test_load_byte_level_bpe_from_vocab_and_merges(tmp_path) -> None:
     assert [e.ids for e in legacy.backend.encode_batch(batch)] == [
         e.ids for e in tokenizer.backend.encode_batch(batch)
     ]
+
+
+@pytest.mark.parametrize("spec", [VOCAB_TXT, VOCAB_JSON, T5], ids=["bert", "roberta", "t5"])
+def test_a_max_length_with_no_room_for_text_is_refused_with_its_minimum(spec, tmp_path) -> None:
+    """The minimum is the special tokens transformers adds (``num_special_tokens_to_add``, the
+    oracle) plus a token per text; at it every text keeps a token, below it the ``tokenizers``
+    library would not truncate at all (or keep no text), so it is refused in one line."""
+    tokenizer = train_tokenizer(spec, CORPUS, vocab_size=120 if spec is VOCAB_TXT else 300,
+                                lowercase=False, min_frequency=1)
+    save_tokenizer(tokenizer, tmp_path)
+    auto = require("transformers").AutoTokenizer.from_pretrained(tmp_path)
+    for segments, texts in ((1, ("quick fox jumps",)), (2, ("quick fox jumps", "lazy dog"))):
+        least = auto.num_special_tokens_to_add(pair=segments == 2) + segments
+        encoder = tokenizer.truncating(least, segments, "task.max_length")
+        encoding = encoder.encode(*texts)
+        assert len(encoding.ids) == least and set(encoding.type_ids) <= {0, 1}
+        kept = [tokenizer.backend.encode(text, add_special_tokens=False).ids[0] for text in texts]
+        assert all(token in encoding.ids for token in kept)  # a token of each text
+        with pytest.raises(PlmbenchError, match=rf"task.max_length={least - 1} leaves no room "
+                           rf"for text: this tokenizer adds {least - segments} special tokens "
+                           rf".* it must be at least {least} \(a token of each text\)"):
+            tokenizer.truncating(least - 1, segments, "task.max_length")
+    with pytest.raises(PlmbenchError, match="at least"):  # words, one text each
+        tokenizer.words_encoder(auto.num_special_tokens_to_add(pair=False), "task.max_length")
