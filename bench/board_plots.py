@@ -217,7 +217,7 @@ def _place(label: str, u: float, v: float, taken: list, frame) -> tuple | None:
 
 
 def heatmap(rows: Sequence[str], tasks: Sequence[str], values: dict[tuple[str, str], float],
-            higher_is_better: dict[str, bool]) -> str:
+            higher_is_better: dict[str, bool], name: str = "heatmap") -> str:
     """An HTML table of ``values`` (row, task), each cell shaded from the task's worst (white)
     to its best (blue)."""
     if not rows or not tasks:
@@ -240,5 +240,5 @@ def heatmap(rows: Sequence[str], tasks: Sequence[str], values: dict[tuple[str, s
                          f'hsl(215 60% {light:.0f}%); color: {"#fff" if light < 62 else "#222"}">'
                          f"{value:.1f}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return (f'<table class="heatmap" id="heatmap"><thead><tr><th></th>{header}</tr></thead>'
+    return (f'<table class="heatmap" id="{esc(name)}"><thead><tr><th></th>{header}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")

@@ -34,9 +34,11 @@ MARKS = {BEST: " ★", TIED: " ≈"}
 def heading(table: Table) -> str:
     """The table's title and what scores it: "GLUE (score: BERT's Table 1 average)"."""
     board = table.board
+    section = f", {table.section}" if table.section else ""
     if board.aggregate == "none":
-        return board.title
-    return f"{board.title} (score: {board.aggregate_description or board.score_label})"
+        return board.title + section
+    return (f"{board.title} (score: {board.aggregate_description or board.score_label})"
+            f"{section}")
 
 
 def score_text(row: Row, table: Table) -> str:
@@ -247,6 +249,7 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
         "",
         footnote(table),
         "",
+        *(f"Note: {note}\n" for note in table.notes),
         *_references_markdown(table),
         *_selected_markdown(table),
         *_failures_markdown(table),
@@ -330,6 +333,8 @@ def table_json(table: Table) -> dict:
                   "reference": board.reference or None,
                   "stat": table.stat, "level": 0.95},
         "n_records": table.n_records,
+        "section": table.section or None,
+        "notes": table.notes,
         "text_columns": table.text_columns,
         "columns": [{"label": c.label, "task": c.task, "value": c.value, "scale": c.scale,
                      "higher_is_better": c.higher_is_better, "score": c.score,

@@ -171,6 +171,10 @@ class Table:
     #: published rows shown apart (``bench/references.py``), when asked for
     references: list = field(default_factory=list)
     unused: list[Unused] = field(default_factory=list)  # records it could not use, and why
+    #: which of a board's evaluation sets this table is ("" for a board of one: the usual case)
+    #: and what a reader must know about its rows (bench/board_sections.py)
+    section: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
