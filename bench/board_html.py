@@ -18,6 +18,7 @@ import json
 import re
 
 from bench.board_plots import Item, forest, heatmap, scatter
+from bench.board_points import point_text
 from bench.board_score import task_scores
 from bench.board_text import (
     REFERENCE_MARK,
@@ -76,7 +77,10 @@ def _sort_values(row: Row, table: Table) -> list[str]:
 
 
 def _tooltip(row: Row, table: Table, index: int) -> str:
+    """A cell's title: the model's settings that its short name abbreviates, a cell's spread."""
     offset = len(header_cells(table)) - len(table.columns)
+    if index == 0 and row.point:
+        return f' title="{_esc(point_text(row.point))}"'
     if index < offset:
         return ""
     column = table.columns[index - offset]

@@ -11,7 +11,9 @@ score no interval.
 
 Marks: on every column (and the score) the best row's value is ``BEST``; a row whose value
 Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIED``. Rows with
-one seed, and baseline rows, are not tested.
+one seed, and baseline rows, are not tested. A column of a value that does not vary with the
+seed (parameters, FLOPs) or of a config setting (``config.task.max_length``, beams) has no best
+row and no marks.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) ->
     """Fill every row's ``marks`` (module docstring): per column, and for the score."""
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     for column in columns:
-        if not column.varies:
+        if not column.varies or column.is_setting:  # nothing to be best at
             continue
         estimates = {i: rows[i].cells[column.label].estimate for i in ranked
                      if column.label in rows[i].cells}

@@ -51,9 +51,11 @@ class Line:
 
 
 def find_row(table: Table, label: str) -> Row:
-    """The row labelled ``label``, or the one row whose label is ``label`` followed by its text
-    columns' values ("rag-token (rag_token, dense, Flat)")."""
-    row = next((r for r in table.rows if r.label == label), None)
+    """The row labelled ``label`` (its short name, or its full name: ``Row.full_name``), or the
+    one row whose label is ``label`` followed by its text columns' values ("rag-token
+    (rag_token, dense, Flat)")."""
+    row = next((r for r in table.rows if r.label == label), None) or next(
+        (r for r in table.rows if r.full_name == label), None)
     texted = [r for r in table.rows if r.label.startswith(f"{label} (")]
     if row is None and len(texted) == 1:
         row = texted[0]

@@ -7,6 +7,7 @@ to stay inside its plot."""
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -156,3 +157,55 @@ def test_reference_rows_are_a_table_of_their_own_and_marked_points(page, tmp_pat
     # every reference row with an RTE accuracy is a diamond on the RTE forest plot
     diamonds = page.locator("svg.forest polygon.reference")
     assert diamonds.count() == sum("RTE (acc)" in r.values for r in table.references)
+
+
+def wide_records() -> list[dict]:
+    """Eighteen models with names of the widest glyphs (W, M, m, =), close in size, compute and
+    score: labels whose width a per-character average underestimates, crowded together."""
+    rte = TASKS["glue/rte"]
+    records = []
+    for i in range(18):
+        name = f"WMW-{i:02d} mm=MM" if i % 2 else f"Mwm{i:02d} lr=1e-4"
+        for seed in (0, 1):
+            records.append(record(name, "glue/rte", seed,
+                                  {"validation": {"accuracy": 0.6 + 0.003 * i + 0.01 * seed}},
+                                  protocol=f"{i:016d}", task_cfg=rte, init_from="scratch",
+                                  throughput={"train_flops": 1e15 * (1 + 0.02 * (i % 6))},
+                                  encoder_parameters=4_000_000 + 40_000 * (i % 4)))
+    return records
+
+
+def test_scatter_labels_never_overlap_and_far_ones_have_leader_lines(page, tmp_path):
+    table = build_table(wide_records(), "glue")
+    path = tmp_path / "board.html"
+    path.write_text(render_html(table), encoding="utf-8")
+    page.goto(path.as_uri())
+    far = 0
+    for plot in ("parameters", "compute"):
+        svg = f"svg[data-plot={plot}]"
+        frame = boxes(page, svg)[0]
+        labels = boxes(page, f"{svg} text.point-label")
+        dots = boxes(page, f"{svg} circle")
+        assert len(dots) == len(table.rows) and len(labels) > len(table.rows) // 2
+        for i, label in enumerate(labels):
+            assert inside(label, frame), label["text"]
+            assert not any(overlapping(label, other) for other in labels[i + 1:]), label["text"]
+            assert not any(overlapping(label, dot) for dot in dots), label["text"]
+        legend = page.locator(f"{svg} + ol.legend li").all_inner_texts()
+        named = [t["text"] for t in labels if not t["text"].isdigit()]
+        assert sorted(named + [n.split(" (unlabelled")[0] for n in legend]) == sorted(
+            row.label for row in table.rows)
+        # a label drawn away from its point is joined to it by a leader line from the point
+        anchors = page.eval_on_selector_all(
+            f"{svg} text.point-label", "els => els.map(e => [+e.dataset.x, +e.dataset.y])")
+        leaders = {(round(float(line.get_attribute("x1")), 1),
+                    round(float(line.get_attribute("y1")), 1))
+                   for line in page.locator(f"{svg} line.leader").all()}
+        for label, (u, v) in zip(labels, anchors, strict=True):
+            x, y = u + frame["x"], v + frame["y"]  # the point, in page coordinates
+            gap = math.hypot(max(label["x"] - x, 0, x - label["r"]),
+                             max(label["y"] - y, 0, y - label["b"]))
+            if gap > 14:
+                far += 1
+                assert (round(u, 1), round(v, 1)) in leaders, label["text"]
+    assert far > 0  # the case is crowded enough to need them
