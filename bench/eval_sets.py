@@ -9,11 +9,12 @@ what it was scored on, in two parts, and together they name its evaluation set p
 - ``config``: the keys of its task config that choose the eval examples (``EVAL_KEYS``: the
   dataset, its config and hub id, the eval splits, the caps);
 - ``gold``: per eval split, a digest of the gold side of its predictions file: the (index, gold
-  label) pairs of a GLUE-style TSV, each JSONL row without its predicted fields, the question
-  ids of a SQuAD JSON. Not the record's ``data`` fingerprints: they hash the tokenized splits,
-  so two models with different tokenizers on the same examples have different ones. A record
-  with no predictions file of its eval splits (older records, unscored splits) has ``gold``
-  None, which agrees with any digest of the same ``config``.
+  label) pairs of a GLUE-style TSV, the example and gold fields of each JSONL row
+  (``GOLD_FIELDS``: ids, tokens, references; never what the run predicted or retrieved), the
+  question ids of a SQuAD JSON. Not the record's ``data`` fingerprints: they hash the
+  tokenized splits, so two models with different tokenizers on the same examples have
+  different ones. A record with no predictions file of its eval splits (older records,
+  unscored splits) has ``gold`` None, which agrees with any digest of the same ``config``.
 
 ``sections`` splits a board's records into groups whose rows agree on every task's
 evaluation set: each group is a board of its own (``bench/board_sections.py``), with the
@@ -33,8 +34,9 @@ from pathlib import Path
 #: the task config keys that choose which examples a run is scored on
 EVAL_KEYS = ("dataset", "config", "hub_id", "max_eval_samples", "eval_documents",
              "eval_examples", "questions")
-#: JSONL fields that are a run's output, not its gold side
-PREDICTED_FIELDS = frozenset({"prediction", "predicted", "score", "scores", "generated"})
+#: JSONL fields of the example and its gold side (not what the run predicted or retrieved)
+GOLD_FIELDS = ("id", "idx", "index", "tokens", "gold", "label", "reference", "references",
+               "question", "source")
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,12 @@ def _file_gold(path: Path) -> str | None:
                 return label_pairs_digest((int(row["index"]), row["label"]) for row in rows)
         if path.suffix == ".json":  # SQuAD: {question id: answer}
             return digest(sorted(json.loads(path.read_text(encoding="utf-8"))))
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return digest(json.dumps({k: v for k, v in json.loads(line).items()
-                                  if k not in PREDICTED_FIELDS}, sort_keys=True)
-                      for line in lines if line)
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line]
+        gold = [{k: row[k] for k in GOLD_FIELDS if k in row} for row in rows]
+        if not any(gold):
+            return None  # nothing of the examples' own: named by its config alone
+        return digest(json.dumps(row, sort_keys=True) for row in gold)
     except (OSError, ValueError, KeyError, AttributeError):
         return None  # unreadable: named by its config alone
 

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from bench.board_sections import build_tables, render_tables
 from bench.compose import compose_config
+from bench.eval_sets import eval_set
 from bench.records import read_records, write_record
 from tests.bench.invoke import plmbench
 from tests.bench.test_leaderboard import record
@@ -136,3 +137,22 @@ def test_the_same_config_on_other_gold_labels_is_another_evaluation_set(tmp_path
     assert build_tables(list(reversed(records)), "glue")[0].rows[0].label == tables[0].rows[0].label
     one = build_tables([r for r in records if r["label"] != "b"], "glue")
     assert len(one) == 1 and one[0].section == "" and one[0].notes == []
+
+
+def test_a_jsonl_digest_reads_the_examples_never_what_a_run_predicted_or_retrieved(tmp_path):
+    def run(name: str, rows: list[dict]) -> dict:
+        (tmp_path / name / "predictions").mkdir(parents=True)
+        (tmp_path / name / "predictions/validation.jsonl").write_text(
+            "".join(json.dumps(row) + "\n" for row in rows))
+        return {"run_dir": str(tmp_path / name),
+                "predictions": {"validation": "predictions/validation.jsonl"},
+                "config": {"task": {"name": "open_qa/nq", "splits": {"eval": ["validation"]}}}}
+
+    def rows(references: list[str], prediction: str, passages: list[str]) -> list[dict]:
+        return [{"id": f"q{i}", "references": [ref], "prediction": prediction,
+                 "passages": passages} for i, ref in enumerate(references)]
+
+    a = eval_set(run("a", rows(["Paris", "1969"], "Paris", ["p1", "p2"])))
+    b = eval_set(run("b", rows(["Paris", "1969"], "Rome", ["p9"])))
+    c = eval_set(run("c", rows(["Paris", "1970"], "Paris", ["p1", "p2"])))
+    assert a.gold is not None and a == b and a != c and not a.agrees(c)
