@@ -90,3 +90,18 @@ def test_significance_takes_the_short_and_the_full_name(tmp_path):
         assert f"B = {b} against A = {a}" in done.out
     wrong = plmbench("significance", "minilm-l6 lr=9", first.label, str(tmp_path))
     assert wrong.rc == 2 and first.label in wrong.err
+
+
+def test_a_long_label_is_cut_on_the_forest_plot_and_whole_in_its_tooltip():
+    label = "my-model-" + "-".join(f"setting{i}=value{i}" for i in range(20))  # ~300 chars
+    records = [record(name, "glue/rte", seed, {"validation": {"accuracy": 0.6 + seed / 50}},
+                      task_cfg=RTE, protocol=name[:1] * 16)
+               for name in (label, "other") for seed in (0, 1)]
+    for made in records:
+        made["label"] = made["model"]
+    page = render_html(build_tables(records, "glue")[0])
+    widths = [int(w) for w in re.findall(r'class="plot forest" data-plot="[^"]+" width="(\d+)"',
+                                         page)]
+    assert len(label) > 250 and widths and max(widths) < 900
+    assert f"<title>{label}</title>" in page  # the whole name, on hover
+    assert re.search(rf'<text class="label"[^>]*>{re.escape(label[:40])}[^<]*…</text>', page)
