@@ -44,8 +44,8 @@ svg { border: 1px solid #ddd; background: #fff; }
 .note { color: #555; max-width: 60em; } table.heatmap td { min-width: 3.5em; }
 """
 SORT_SCRIPT = """
-document.querySelectorAll("table.board th").forEach((th, i) => th.addEventListener("click", () => {
-  const body = th.closest("table").querySelector("tbody");
+document.querySelectorAll("table.board th").forEach(th => th.addEventListener("click", () => {
+  const body = th.closest("table").querySelector("tbody"), i = th.cellIndex;
   const up = th.dataset.order !== "asc";
   th.dataset.order = up ? "asc" : "desc";
   const key = r => r.children[i].dataset.value;

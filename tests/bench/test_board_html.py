@@ -15,6 +15,7 @@ import pytest
 
 from bench.board_html import render_html
 from bench.board_plots import pareto
+from bench.board_sections import build_tables
 from bench.board_text import cell_text
 from bench.leaderboard import build_table
 from bench.references import load_references
@@ -209,3 +210,27 @@ def test_scatter_labels_never_overlap_and_far_ones_have_leader_lines(page, tmp_p
                 far += 1
                 assert (round(u, 1), round(v, 1)) in leaders, label["text"]
     assert far > 0  # the case is crowded enough to need them
+
+
+def test_two_evaluation_sets_are_two_tables_on_one_page(page, tmp_path):
+    rte = TASKS["glue/rte"]
+    records = [record(model, "glue/rte", seed, {"validation": {"accuracy": acc + seed / 100}},
+                      protocol=model[:1] * 16,
+                      task_cfg={**rte, "max_eval_samples": cap, "splits": {"eval": ["validation"]}})
+               for model, acc, cap in (("a", 0.6, 16), ("b", 0.7, 16), ("c", 0.5, 128),
+                                       ("d", 0.8, 128))
+               for seed in (0, 1)]
+    tables = build_tables(records, "glue")
+    path = tmp_path / "board.html"
+    path.write_text(render_html(tables), encoding="utf-8")
+    page.goto(path.as_uri())
+    assert page.locator("table.board").count() == 2
+    ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
+    assert len(ids) == len(set(ids))  # no element id twice
+    second = page.locator("table.board").nth(1)
+    models = second.locator("tbody tr td:first-child").all_inner_texts()
+    assert sorted(models) == sorted(row.label for row in tables[1].rows)
+    second.locator("thead th").nth(0).click()  # sorts its own table, by name
+    assert second.locator("tbody tr td:first-child").all_inner_texts() == sorted(models)
+    assert page.locator("p.board-note").count() == 2
+    assert page.locator("svg[data-plot^=forest]").count() == 2
