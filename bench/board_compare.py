@@ -18,8 +18,19 @@ from bench.bootstrap import RESAMPLES
 from bench.leaderboard import MISSING, Row, Table
 from bench.significance import compare, render
 from bench.stats import Estimate, difference
+from datamodules.errors import PlmbenchError
 
 NOT_SIGNIFICANT = " ~"
+
+
+def one_table(tables: list[Table], where: str) -> Table:
+    """The one table of a side; a side whose runs were scored on several evaluation sets
+    (``bench/board_sections.py``) has no single table to compare cell by cell."""
+    if len(tables) == 1:
+        return tables[0]
+    raise PlmbenchError(f"{where} holds runs of board {tables[0].board.name!r} scored on "
+                        f"{len(tables)} different evaluation sets; compare directories whose "
+                        "runs share one (move the others aside)")
 
 
 def _cell(table: Table, row: Row | None, column_label: str):

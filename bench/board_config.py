@@ -285,17 +285,32 @@ class Column:
     adds: bool = False  # a board column shown beside its tasks' own columns, not instead of them
     is_text: bool = False  # ``text: column``: a text shown in a column of its own (a recipe)
     varies: bool = True  # ``varies: false``: the same for every seed (parameters, FLOPs)
+    #: where a record has no ``value``, the paths read instead, in order (``value`` given as a
+    #: list: a model's parameters without its heads, else with them where the family keeps
+    #: them, as a T5's text-to-text GLUE run does)
+    fallback: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.value, *self.fallback)
+
+    @property
+    def is_setting(self) -> bool:
+        """Whether the column shows a config setting (``config.task.max_length``): a choice
+        made before the run, with no best value, so it is never marked best."""
+        return self.value.startswith("config.")
 
     def show(self, x: float) -> str:
         return format(x * self.scale, self.format)
 
     def text(self, cell: Cell, stat: str = "mean") -> str:
-        """The cell as a board shows it: the value alone where it does not vary with the seed;
+        """The cell as a board shows it: the value alone where it does not vary with the seed
+        (or is a config setting);
         the median and range (``stat`` median); else the mean ± the half-width of its 95%
         t-interval over seeds (one seed: no interval). A value that does not vary with the seed
         but differs between the tasks a column spans (a task head's size) shows its range."""
         low, high = cell.values[0], cell.values[-1]
-        if not self.varies:
+        if not self.varies or self.is_setting:
             ends = dict.fromkeys((self.show(low), self.show(high)))  # equal as shown: one
             return "–".join(ends)
         if stat == "median":
@@ -346,15 +361,19 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
                  "varies"} | extra
         check_keys(spec, known, at)
         label, value = spec.get("label"), spec.get("value")
-        if not isinstance(label, str) or not label or not isinstance(value, str) or not value:
-            raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record)")
+        paths = list(value) if isinstance(value, list | tuple) else [value]
+        if not isinstance(label, str) or not label or not paths or not all(
+                isinstance(path, str) and path for path in paths):
+            raise PlmbenchError(f"{at} needs a label and a value (a dotted path into the record, "
+                                "or a list of them: the first the record has)")
         if label in labels:
             raise PlmbenchError(f"{at}: label {label!r} appears twice")
         labels.add(label)
         columns.append(Column(
             task=task_of(spec),
             label=label,
-            value=value,
+            value=paths[0],
+            fallback=tuple(paths[1:]),
             scale=_check_scale(spec.get("scale", board.scale), at),
             higher_is_better=_check_bool(
                 spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at

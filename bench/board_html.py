@@ -17,6 +17,7 @@ import html
 import re
 
 from bench.board_plots import Item, forest, heatmap, scatter
+from bench.board_points import point_text
 from bench.board_score import task_scores
 from bench.board_text import (
     REFERENCE_MARK,
@@ -35,15 +36,16 @@ from lit_models.core import svg
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; } th, td { padding: .3em .7em; border-bottom: 1px solid #ddd; }
-#board th { cursor: pointer; background: #f4f4f4; user-select: none; } td.num { text-align: right; }
+table.board th { cursor: pointer; background: #f4f4f4; user-select: none; }
+td.num { text-align: right; }
 tr.baseline td { font-style: italic; color: #666; }
 .plots { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
 svg { border: 1px solid #ddd; background: #fff; }
 .note { color: #555; max-width: 60em; } table.heatmap td { min-width: 3.5em; }
 """
 SORT_SCRIPT = """
-document.querySelectorAll("#board th").forEach((th, i) => th.addEventListener("click", () => {
-  const body = document.querySelector("#board tbody");
+document.querySelectorAll("table.board th").forEach(th => th.addEventListener("click", () => {
+  const body = th.closest("table").querySelector("tbody"), i = th.cellIndex;
   const up = th.dataset.order !== "asc";
   th.dataset.order = up ? "asc" : "desc";
   const key = r => r.children[i].dataset.value;
@@ -75,7 +77,10 @@ def _sort_values(row: Row, table: Table) -> list[str]:
 
 
 def _tooltip(row: Row, table: Table, index: int) -> str:
+    """A cell's title: the model's settings that its short name abbreviates, a cell's spread."""
     offset = len(header_cells(table)) - len(table.columns)
+    if index == 0 and row.point:
+        return f' title="{_esc(point_text(row.point))}"'
     if index < offset:
         return ""
     column = table.columns[index - offset]
@@ -89,7 +94,7 @@ def _tooltip(row: Row, table: Table, index: int) -> str:
             f'{column.show(cell.median)}{ci}"')
 
 
-def _board_table(table: Table) -> str:
+def _board_table(table: Table, suffix: str = "") -> str:
     ths = "".join(f"<th>{_esc(h)}</th>" for h in header_cells(table))
     body = []
     for row in table.rows:
@@ -99,11 +104,11 @@ def _board_table(table: Table) -> str:
                                                        _sort_values(row, table), strict=True))]
         kind = "baseline" if row.baseline else "model"
         body.append(f'<tr class="{kind}">{"".join(cells)}</tr>')
-    return (f'<table id="board"><thead><tr>{ths}</tr></thead>'
+    return (f'<table id="board{suffix}" class="board"><thead><tr>{ths}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
-def _references_table(table: Table) -> str:
+def _references_table(table: Table, suffix: str = "") -> str:
     if not table.references:
         return ""
     header = "".join(f"<th>{_esc(h)}</th>" for h in ["Model", "published score", *table.labels,
@@ -114,12 +119,13 @@ def _references_table(table: Table) -> str:
             *reference_cells(r, table), r.source]) + "</tr>"
         for r in table.references)
     return ("<h2>Published dev results (not measured here, not ranked)</h2>"
-            f'<table id="references"><thead><tr>{header}</tr></thead><tbody>{body}</tbody>'
+            f'<table id="references{suffix}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody>'
             "</table><p class=\"note\">x? : the source gives one figure for the task without "
             "saying which metric.</p>")
 
 
-def _forests(table: Table) -> tuple[str, dict[tuple[str, str], float], dict[str, bool]]:
+def _forests(table: Table, suffix: str = ""
+             ) -> tuple[str, dict[tuple[str, str], float], dict[str, bool]]:
     """The forest plots, and the (row, task) -> score map and directions the heatmap shows."""
     board, figures = table.board, []
     values: dict[tuple[str, str], float] = {}
@@ -151,11 +157,11 @@ def _forests(table: Table) -> tuple[str, dict[tuple[str, str], float], dict[str,
                 items[group].append(Item(f"{reference.label} {REFERENCE_MARK}",
                                          sum(figures_) / len(figures_), kind="reference"))
     for i, (group, group_items) in enumerate(items.items()):
-        figures.append(forest(group, f"forest-{i}", group_items, directions[group]))
+        figures.append(forest(group, f"forest{suffix}-{i}", group_items, directions[group]))
     return "".join(figures), values, directions
 
 
-def curves(table: Table) -> str:
+def curves(table: Table, suffix: str = "") -> str:
     """Per task, its columns labelled "<board.curves><number>" as one curve per row over the
     number (a probing run's accuracy by layer); "" on boards without ``curves``."""
     prefix = table.board.curves
@@ -173,14 +179,30 @@ def curves(table: Table) -> str:
                                           row.label)
                                          for x, label, scale in columns if label in row.cells],
                              line=True) for row in table.rows if not row.baseline]
-        figures.append(svg.plot(f"{task}: by {prefix.strip()}", f"curves-{index}",
+        figures.append(svg.plot(f"{task}: by {prefix.strip()}", f"curves{suffix}-{index}",
                                 [s for s in series if s.points], prefix.strip(), task,
                                 label_points=False))
     return "".join(figures)
 
 
-def render_html(table: Table) -> str:
-    """The whole page: title, sortable table, footnote, reference rows, failures, plots."""
+def render_html(tables: Table | list[Table]) -> str:
+    """The whole page: per table (one per evaluation set, ``bench/board_sections.py``) its title,
+    sortable table, footnote and notes, reference rows, failures and plots."""
+    tables = [tables] if isinstance(tables, Table) else tables
+    board = tables[0].board
+    sections = "".join(_section(table, f"-{i + 1}" if i else "") for i, table in enumerate(tables))
+    data = tables[0] if len(tables) == 1 else tables
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(board.title)} leaderboard</title><style>{STYLE}</style></head><body>",
+        sections,
+        f'<script type="application/json" id="data">{_esc(_json_text(data))}</script>',
+        f"<script>{SORT_SCRIPT}</script></body></html>", "",
+    ])
+
+
+def _section(table: Table, suffix: str) -> str:
+    """One table of the page and its plots; ``suffix`` keeps its element ids apart."""
     board = table.board
     scored = board.aggregate != "none"
     failures = "".join(f"<li>{_esc(f.task)} {_esc(f.label)} seed {_esc(f.seed)}: {_esc(f.error)} "
@@ -202,36 +224,35 @@ def render_html(table: Table) -> str:
     compute = [(r.compute, s, r.label) for r in trained
                if r.compute and (s := score_of(r)) is not None]
     size = table.board.size.replace("_", " ")  # the parameters, or those trained
-    forests, values, directions = _forests(table)
+    forests, values, directions = _forests(table, suffix)
     grid = heatmap([row_label(r) for r in table.rows], list(dict.fromkeys(g for _, g in values)),
-                   values, directions)
+                   values, directions, f"heatmap{suffix}")
     empty = "" if table.rows else "<p>No finished runs on this board yet.</p>"
+    notes = "".join(f'<p class="note board-note">{_esc(note)}</p>' for note in table.notes)
     return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(board.title)} leaderboard</title><style>{STYLE}</style></head><body>",
         f"<h1>{_esc(heading(table))}: board {_esc(board.name)}</h1>", empty,
-        _board_table(table),
-        f'<p class="note">{_esc(footnote(table)) if table.rows else ""}</p>',
-        _references_table(table),
+        _board_table(table, suffix),
+        f'<p class="note">{_esc(footnote(table)) if table.rows else ""}</p>', notes,
+        _references_table(table, suffix),
         (f'<h2>Failed runs ({len(table.failures)}), not in the table</h2>'
-         f'<ul id="failures">{failures}</ul>') if table.failures else "",
+         f'<ul id="failures{suffix}">{failures}</ul>') if table.failures else "",
         (f'<h2>By {_esc(board.curves.strip())}</h2><div class="plots">{lines}</div>'
-         if (lines := curves(table)) else ""),
-        (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused">{unused}</ul>'
+         if (lines := curves(table, suffix)) else ""),
+        (f'<h2>Records not used ({len(table.unused)})</h2><ul id="unused{suffix}">{unused}</ul>'
          if table.unused else ""),
         "<h2>Per task: scores with their 95% intervals</h2>",
         f'<div class="plots">{forests}</div>',
         f"<h2>Rows x tasks</h2>{grid}" if grid else "",
         '<h2>Score against cost</h2><div class="plots">',
-        scatter(f"score against {size} (Pareto frontier dashed)", "parameters", params,
+        scatter(f"score against {size} (Pareto frontier dashed)", f"parameters{suffix}", params,
                 size, y_label, up),
-        scatter("score against pretraining compute (Pareto frontier dashed)", "compute", compute,
-                "training FLOPs", y_label, up),
+        scatter("score against pretraining compute (Pareto frontier dashed)",
+                f"compute{suffix}", compute, "training FLOPs", y_label, up),
         "</div>",
-        f'<script type="application/json" id="data">{_esc(_json_text(table))}</script>',
-        f"<script>{SORT_SCRIPT}</script></body></html>", "",
     ])
 
 
-def _json_text(table: Table) -> str:
-    return strict_json.dumps(table_json(table), sort_keys=True, separators=(",", ":"))
+def _json_text(data: Table | list[Table]) -> str:
+    value = table_json(data) if isinstance(data, Table) else {
+        "sections": [table_json(t) for t in data]}
+    return strict_json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -2,17 +2,21 @@
 
 - ``forest``: per task, the rows as points on one axis with their 95% intervals as whiskers,
   sorted best first, one row per line (labels in a left margin sized to the longest, so none
-  overlaps or runs off); baseline rows drawn as grey squares, published reference rows as open
-  diamonds, measured rows as filled dots.
+  overlaps or runs off; a label over ``MAX_LABEL`` characters is cut, whole in its tooltip, so
+  the plot keeps a readable width); baseline rows drawn as grey squares, published reference
+  rows as open diamonds, measured rows as filled dots.
 - ``scatter``: the score against a cost (parameters, pretraining FLOPs; log scale), the Pareto
   frontier drawn (the rows no other row beats on both: a higher score at a lower cost), every
   point labelled where its label fits without touching another label, a point or the frame,
-  else numbered and named in a legend under the plot.
+  else numbered and named in a legend under the plot; a label (or number) placed away from
+  its point is joined to it by a leader line, and a point with no free place even for its
+  number is named in the legend alone (its tooltip names it on the plot).
 - ``heatmap``: rows x tasks as an HTML table, each cell coloured by its place between the task's
   worst and best row.
 
-Text widths are estimated (``CHAR_WIDTH`` per character, generous for the system sans-serif),
-and the browser test measures the drawn labels (tests/bench/test_board_html.py).
+Text widths are upper bounds (``char_width``: per character class, at least DejaVu Sans's
+advance, the widest of the common sans-serif faces), so a label drawn in any of them fits the
+box it was placed in; the browser test measures the drawn labels (tests/bench/test_board_html.py).
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 FONT = 11  # px, every label
-CHAR_WIDTH = 0.65 * FONT  # an upper estimate of a character's width at FONT px
+CHAR_WIDTH = 0.66 * FONT  # the most a lower-case letter, digit or punctuation mark takes
+#: characters wider than ``CHAR_WIDTH``, by their upper bound in ems (DejaVu Sans: W 0.99,
+#: m 0.97, = and + 0.84, M 0.86, O 0.79); any other capital 0.8, any non-ASCII character 1
+WIDE = {**dict.fromkeys("mwMW@%&=+~<>…", 1.0), **dict.fromkeys("#", 0.84)}
+MAX_LABEL = 48  # characters of a forest plot's label; a longer one is cut (whole in its tooltip)
 LINE = 18  # px between forest rows
 PAD = 12
 KINDS = ("model", "baseline", "reference")
@@ -33,8 +41,22 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def char_width(char: str) -> float:
+    """An upper bound of one character's width at ``FONT`` px."""
+    if char in WIDE:
+        return WIDE[char] * FONT
+    if not char.isascii():
+        return FONT
+    return 0.8 * FONT if char.isupper() else CHAR_WIDTH
+
+
 def text_width(text: str) -> float:
-    return len(text) * CHAR_WIDTH
+    return sum(char_width(char) for char in text)
+
+
+def cut(label: str) -> str:
+    """``label``, cut to ``MAX_LABEL`` characters (ending in "…") where longer."""
+    return label if len(label) <= MAX_LABEL else label[:MAX_LABEL - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -81,7 +103,7 @@ def forest(title: str, name: str, items: Sequence[Item], higher_is_better: bool 
         return f'{head}<p class="note" data-plot="{esc(name)}">no values</p></figure>'
     sign = -1 if higher_is_better else 1
     items = sorted(items, key=lambda it: (sign * it.value, it.label))
-    left = PAD + max(text_width(it.label) for it in items) + 10
+    left = PAD + max(text_width(cut(it.label)) for it in items) + 10
     plot = max(200.0, width - left - PAD)
     bounds = [v for it in items for v in (it.value, it.low, it.high) if v is not None]
     low, high = min(bounds), max(bounds)
@@ -105,8 +127,9 @@ def forest(title: str, name: str, items: Sequence[Item], higher_is_better: bool 
                      f'font-size="{FONT}" text-anchor="middle">{tick:.4g}</text>')
     for i, item in enumerate(items):
         y = top + LINE * i + LINE / 2
-        parts.append(f'<text class="label" x="{left - 10:.1f}" y="{y + FONT / 3:.1f}" '
-                     f'font-size="{FONT}" text-anchor="end">{esc(item.label)}</text>')
+        parts.append(f'<g><title>{esc(item.label)}</title><text class="label" '
+                     f'x="{left - 10:.1f}" y="{y + FONT / 3:.1f}" font-size="{FONT}" '
+                     f'text-anchor="end">{esc(cut(item.label))}</text></g>')
         if item.low is not None and item.high is not None:
             parts.append(f'<line class="interval" x1="{x(item.low):.1f}" y1="{y:.1f}" '
                          f'x2="{x(item.high):.1f}" y2="{y:.1f}" stroke="#3465a4" '
@@ -189,22 +212,51 @@ def scatter(title: str, name: str, points: Sequence[tuple[float, float, str]], x
         placed = _place(label, u, v, taken, frame)
         if placed is None:  # no room: a number here, the name in the legend
             legend.append(label)
-            placed = _place(str(len(legend)), u, v, taken, frame) or (u + 6, v - 6 - FONT,
-                                                                      u + 6 + CHAR_WIDTH * 2, v - 6)
             label = str(len(legend))
+            placed = _place(label, u, v, taken, frame, NUMBER_DISTANCES)
+            if placed is None:  # not even for the number: the legend alone names it
+                legend[-1] += f" (unlabelled point at {x:.4g}, {y:.4g})"
+                continue
         taken.append(placed)
-        parts.append(f'<text class="point-label" x="{placed[0]:.1f}" y="{placed[3] - 2:.1f}" '
-                     f'font-size="{FONT}">{esc(label)}</text>')
+        parts.append(_leader(u, v, placed))
+        # the text hugs the side of its box that faces the point (its box is an upper bound)
+        anchor, tx = (("end", placed[2]) if placed[2] <= u else ("start", placed[0])
+                      if placed[0] >= u else ("middle", (placed[0] + placed[2]) / 2))
+        parts.append(f'<text class="point-label" x="{tx:.1f}" y="{placed[3] - 3:.1f}" '
+                     f'font-size="{FONT}" text-anchor="{anchor}" data-x="{u:.1f}" '
+                     f'data-y="{v:.1f}">{esc(label)}</text>')
     names = "".join(f"<li>{esc(name_)}</li>" for name_ in legend)
     key = f'<ol class="legend">{names}</ol>' if legend else ""
     return head + "".join(parts) + "</svg>" + key + "</figure>"
 
 
-def _place(label: str, u: float, v: float, taken: list, frame) -> tuple | None:
+#: how far from its point (px) a label may be placed, nearest first; a number, further
+DISTANCES = (7, 16, 28)
+NUMBER_DISTANCES = (7, 16, 28, 44, 64, 90)
+#: a label whose box is further than this from its point (px) gets a leader line
+LEADER = 9
+
+
+def _gap(u: float, v: float, box: tuple) -> tuple[float, float]:
+    """The point of ``box`` nearest to (u, v)."""
+    return min(max(u, box[0]), box[2]), min(max(v, box[1]), box[3])
+
+
+def _leader(u: float, v: float, box: tuple) -> str:
+    """A thin line from the point to its label's box where the label sits away from it."""
+    gx, gy = _gap(u, v, box)
+    if math.hypot(gx - u, gy - v) <= LEADER:
+        return ""
+    return (f'<line class="leader" x1="{u:.1f}" y1="{v:.1f}" x2="{gx:.1f}" y2="{gy:.1f}" '
+            'stroke="#999" stroke-width="0.8"/>')
+
+
+def _place(label: str, u: float, v: float, taken: list, frame,
+           distances: Sequence[float] = DISTANCES) -> tuple | None:
     """A free box for ``label`` near the point (u, v): right, left, above, below, then further
     out; None when every candidate touches a taken box or leaves the frame."""
-    w, h = text_width(label), FONT + 3
-    for distance in (7, 16, 28):
+    w, h = text_width(label), FONT + 4
+    for distance in distances:
         for dx, dy in ((distance, -h / 2), (-distance - w, -h / 2), (-w / 2, -distance - h),
                        (-w / 2, distance), (distance, -distance - h), (distance, distance),
                        (-distance - w, -distance - h), (-distance - w, distance)):
@@ -217,7 +269,7 @@ def _place(label: str, u: float, v: float, taken: list, frame) -> tuple | None:
 
 
 def heatmap(rows: Sequence[str], tasks: Sequence[str], values: dict[tuple[str, str], float],
-            higher_is_better: dict[str, bool]) -> str:
+            higher_is_better: dict[str, bool], name: str = "heatmap") -> str:
     """An HTML table of ``values`` (row, task), each cell shaded from the task's worst (white)
     to its best (blue)."""
     if not rows or not tasks:
@@ -240,5 +292,5 @@ def heatmap(rows: Sequence[str], tasks: Sequence[str], values: dict[tuple[str, s
                          f'hsl(215 60% {light:.0f}%); color: {"#fff" if light < 62 else "#222"}">'
                          f"{value:.1f}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return (f'<table class="heatmap" id="heatmap"><thead><tr><th></th>{header}</tr></thead>'
+    return (f'<table class="heatmap" id="{esc(name)}"><thead><tr><th></th>{header}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")

@@ -14,7 +14,8 @@ Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIE
 one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
 (``bench/baselines.py``) by more than its interval (its value, with one seed) has not learned the
 task and gets no mark: a column where no row beats the baseline has no best row, so noise is
-never starred.
+never starred. A column of a value that does not vary with the seed (parameters, FLOPs) or of a
+config setting (``config.task.max_length``, beams) has no best row and no marks.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) ->
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     baselines = [row for row in rows if row.baseline]
     for column in columns:
-        if not column.varies:
+        if not column.varies or column.is_setting:  # nothing to be best at
             continue
         up = column.higher_is_better
         floor = _floor([row.cells[column.label].mean for row in baselines

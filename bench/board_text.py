@@ -34,9 +34,11 @@ MARKS = {BEST: " ★", TIED: " ≈"}
 def heading(table: Table) -> str:
     """The table's title and what scores it: "GLUE (score: BERT's Table 1 average)"."""
     board = table.board
+    section = f", {table.section}" if table.section else ""
     if board.aggregate == "none":
-        return board.title
-    return f"{board.title} (score: {board.aggregate_description or board.score_label})"
+        return board.title + section
+    return (f"{board.title} (score: {board.aggregate_description or board.score_label})"
+            f"{section}")
 
 
 def score_text(row: Row, table: Table) -> str:
@@ -112,7 +114,7 @@ def footnote(table: Table) -> str:
               "mean over seeds ± the half-width of its 95% t-interval (n seeds; one seed: no "
               "interval)")
     parts = [f"Cells: {spread}, {_scale_text(table.columns)}."]
-    fixed = [c.label for c in table.columns if not c.varies]
+    fixed = [c.label for c in table.columns if not c.varies or c.is_setting]
     if fixed:
         parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone (its range "
                      "where the tasks a column spans differ).")
@@ -168,6 +170,14 @@ def _selected_text(row: Row) -> str:
     """A row's selected points in one CSV cell: "glue/rte: optim.lr=3e-05; glue/sst2: ..."."""
     return "; ".join(f"{task}: {point_text(chosen['point']) or 'the only point'}"
                      for task, chosen in sorted(row.selected.items()))
+
+
+def _settings_markdown(table: Table) -> list[str]:
+    """The settings each row's short name abbreviates: all that differ from the other rows of
+    its model, one row a line."""
+    lines = [f"- {row.label}: {point_text(row.point)}" for row in table.rows if row.point]
+    return ["### Row settings (what differs between rows of one model)", "", *lines,
+            ""] if lines else []
 
 
 def _unused_markdown(table: Table) -> list[str]:
@@ -248,6 +258,8 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
         "",
         footnote(table),
         "",
+        *(f"Note: {note}\n" for note in table.notes),
+        *_settings_markdown(table),
         *_references_markdown(table),
         *_selected_markdown(table),
         *_failures_markdown(table),
@@ -276,8 +288,10 @@ def render_csv(table: Table) -> str:
     writer = csv.writer(out, lineterminator="\n")
     shares = ["share", "parameter_share"] if board.reference else []
     selected = ["selected"] if any(row.selected for row in table.rows) else []
+    points = ["settings"] if any(row.point for row in table.rows) else []
     writer.writerow(
-        ["model", "protocol_hash", *selected, *table.text_columns, *score_header, *shares]
+        ["model", *points, "protocol_hash", *selected, *table.text_columns, *score_header,
+         *shares]
         + [f"{label} {stat}" for label in table.labels for stat in stats] + ["marks"]
     )
 
@@ -285,7 +299,8 @@ def render_csv(table: Table) -> str:
         return "" if x is None else repr(float(x))
 
     for row in table.rows:
-        fields = [row_label(row), row.protocol_hash, *([_selected_text(row)] if selected else []),
+        fields = [row_label(row), *([point_text(row.point)] if points else []),
+                  row.protocol_hash, *([_selected_text(row)] if selected else []),
                   *(row.texts.get(t, "") for t in table.text_columns)]
         if score_header:
             interval = row.score_interval() or (None, None)
@@ -331,11 +346,14 @@ def table_json(table: Table) -> dict:
                   "reference": board.reference or None,
                   "stat": table.stat, "level": 0.95},
         "n_records": table.n_records,
+        "section": table.section or None,
+        "notes": table.notes,
         "text_columns": table.text_columns,
         "columns": [{"label": c.label, "task": c.task, "value": c.value, "scale": c.scale,
                      "higher_is_better": c.higher_is_better, "score": c.score,
                      "format": c.format, "varies": c.varies} for c in table.columns],
-        "rows": [{"label": row.label, "protocol_hash": row.protocol_hash, "score": row.score,
+        "rows": [{"label": row.label, "full_name": row.full_name, "settings": row.point,
+                  "protocol_hash": row.protocol_hash, "score": row.score,
                   "score_ci": (list(i) if (i := row.score_interval()) else None),
                   "score_mark": row.marks.get(SCORE),
                   "n_scored": row.n_scored, "baseline": row.baseline,

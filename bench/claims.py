@@ -51,10 +51,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from bench.board_config import get_board
+from bench.board_sections import build_tables
 from bench.corrections import DEFAULT, NAMES, adjust
-from bench.leaderboard import Row, build_table
+from bench.leaderboard import Row
 from bench.records import Unused, read_record, read_records
-from bench.significance import Line, compare, find_row, mde_text, render
+from bench.significance import Line, compare, find_rows, mde_text, render
 from bench.stats import ALPHA, POWER
 from bench.study import composed, run_study
 from bench.trivial import Learned, learned
@@ -205,9 +206,9 @@ def evaluate(claim_id: str, spec: Mapping, records: list[Mapping], resamples: in
     if spec.get("kind") == "parameters":
         return _parameters(claim_id, spec)
     board = get_board(spec["board"]).with_aggregate(spec.get("aggregate"))
-    table = build_table(records, board)
     try:
-        rows = (find_row(table, spec["a"]["label"]), find_row(table, spec["b"]["label"]))
+        table, *rows = find_rows(build_tables(records, board), spec["a"]["label"],
+                                 spec["b"]["label"])
     except PlmbenchError as err:
         return Result(claim_id, dict(spec), "not run", detail=str(err))
     lines = compare(*rows, table.columns, board, resamples, aso_iterations=aso_iterations,

@@ -112,10 +112,11 @@ def cmd_run(args: list[str]) -> int:
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
 
 
-def board_table(results_dir: str, board, args: argparse.Namespace):
-    """The board's table of the records under ``results_dir``, as the options ask."""
+def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
+    """The board's tables of the records under ``results_dir``, as the options ask: one per
+    evaluation set its runs were scored on (``bench/board_sections.py``), usually one."""
     from bench.baselines import baseline_records
-    from bench.leaderboard import build_table
+    from bench.board_sections import build_tables
     from bench.records import read_records
     from bench.references import load_references
     from bench.selection import best_on_dev, selection_lines
@@ -125,32 +126,34 @@ def board_table(results_dir: str, board, args: argparse.Namespace):
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):
         records += baseline_records(records, board.name)
-    table = build_table(records, board, getattr(args, "stat", "mean"), unused)
-    for line in selection_lines(table):  # which grid point each row and task stands for
-        print(f"best-on-dev: {line}", file=sys.stderr)
-    for record in table.unused:  # CSV has no place for them; the other formats list them too
-        print(f"warning: {record.source}: not used on board {board.name}: {record.why}",
-              file=sys.stderr)
+    tables = build_tables(records, board, getattr(args, "stat", "mean"), unused)
+    for table in tables:
+        for line in selection_lines(table):  # which grid point each row and task stands for
+            print(f"best-on-dev: {line}", file=sys.stderr)
+        for record in table.unused:  # CSV has no place for them; the other formats list them
+            print(f"warning: {record.source}: not used on board {board.name}: {record.why}",
+                  file=sys.stderr)
     if getattr(args, "references", False):
         if not board.references:
             raise PlmbenchError(f"board {board.name!r} names no published references "
                                 "(references: in its YAML); leave out --references")
-        table.references = load_references(board.references)
-    return table
+        for table in tables:
+            table.references = load_references(board.references)
+    return tables
 
 
 def cmd_significance(args: argparse.Namespace) -> int:
     """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
     from bench.board_config import get_board
-    from bench.significance import compare, find_row, render
+    from bench.significance import compare, find_rows, render
     from bench.trivial import baseline_notes
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if board.aggregate == "none":
         raise PlmbenchError(f"board {board.name!r} has no score to compare rows by; use a "
                             "board with an aggregate (glue, squad, tagging, ...)")
-    table = board_table(args.results_dir, board, args)
-    rows = [find_row(table, label) for label in (args.row_a, args.row_b)]
+    tables = board_tables(args.results_dir, board, args)
+    table, *rows = find_rows(tables, args.row_a, args.row_b)
     lines = compare(*rows, table.columns, board, args.resamples, args.seed, args.aso_iterations,
                     args.correction)
     text = render(lines, args.row_a, args.row_b, f"{board.title}, {board.score_label}",
@@ -170,22 +173,20 @@ def _emit(text: str, out: str | None) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.board_compare import render_comparison
+    from bench.board_compare import one_table, render_comparison
     from bench.board_config import get_board
-    from bench.board_html import render_html
-    from bench.board_text import render_csv, render_json, render_markdown
+    from bench.board_sections import render_tables
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
-        a, b = (board_table(where, board, args) for where in args.compare)
+        a, b = (one_table(board_tables(where, board, args), where) for where in args.compare)
         text = render_comparison(a, b, *args.compare, resamples=args.resamples,
                                  aso_iterations=args.aso_iterations)
     else:
-        table = board_table(args.results_dir, board, args)
-        renderers = {"md": lambda: render_markdown(table, args.results_dir),
-                     "csv": lambda: render_csv(table), "json": lambda: render_json(table),
-                     "html": lambda: render_html(table)}
-        text = renderers[args.format]()
+        tables = board_tables(args.results_dir, board, args)
+        for note in (n for t in tables for n in t.notes) if args.format == "csv" else ():
+            print(f"note: {note}", file=sys.stderr)  # CSV has no place for them
+        text = render_tables(tables, args.format, args.results_dir)
     return _emit(text, args.out)
 
 

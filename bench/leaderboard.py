@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from bench.board_config import Board, Column, get_board, task_columns
-from bench.board_points import row_names, settings
+from bench.board_points import full_name, row_names, row_points, settings
 from bench.board_score import mark_rows, score
 from bench.records import Unused
 from bench.stats import Estimate
@@ -65,6 +65,12 @@ def lookup_text(record: Mapping, path: str) -> str | None:
     """The record's value at a dotted ``path`` as text; None when absent or not a scalar."""
     value = _at(record, path)
     return None if value is None or isinstance(value, Mapping | list) else str(value)
+
+
+def first_at(record: Mapping, column: Column) -> object:
+    """The record's value at the first of the column's paths it has (``Column.paths``)."""
+    return next((value for path in column.paths if (value := _at(record, path)) is not None),
+                None)
 
 
 def lookup(record: Mapping, path: str) -> float | None:
@@ -135,6 +141,15 @@ class Row:
     selected: dict[str, dict] = field(default_factory=dict)
     record_label: str = ""  # the records' label (``label`` may add the point's values)
     settings: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
+    #: the settings that differ from the other rows of its label, all of them: what its short
+    #: name (``label``) abbreviates (bench/board_points.py)
+    point: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        """The row's name with every differing setting (what boards showed before short names,
+        still accepted by ``plmbench significance``)."""
+        return full_name(self.record_label, self.point)
 
     def key(self, board: Board) -> tuple[str, str]:
         """What identifies the row whatever other records a table holds: its records' label and,
@@ -171,6 +186,10 @@ class Table:
     #: published rows shown apart (``bench/references.py``), when asked for
     references: list = field(default_factory=list)
     unused: list[Unused] = field(default_factory=list)  # records it could not use, and why
+    #: which of a board's evaluation sets this table is ("" for a board of one: the usual case)
+    #: and what a reader must know about its rows (bench/board_sections.py)
+    section: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -316,8 +335,9 @@ def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tu
     columns = [c for c in _record_columns(record, board) if not c.in_label]
     found = []
     for column in (c for c in columns if not c.is_text):
-        value = lookup(record, column.value)
-        if value is None and (raw := _at(record, column.value)) is not None:
+        raw = first_at(record, column)
+        value = lookup({"value": raw}, "value")
+        if value is None and raw is not None:
             raise PlmbenchError(f"{column.value} is {raw!r}, not a finite number")
         if value is not None:
             found.append((column, value))
@@ -406,6 +426,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
     names = row_names(list(values), settings_of)
+    points = row_points(list(values), settings_of)
     rows = []
     for key, by_column in values.items():
         label, protocol = key
@@ -424,7 +445,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
                        for text, found in texts[key].items()}
         rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
                         texts=shown_texts, record_label=label,
-                        settings=settings_of.get(key, {}),
+                        settings=settings_of.get(key, {}), point=points[key],
                         **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
                   stat, list(text_labels), unused=sorted(unused, key=lambda u: (u.source, u.why)))

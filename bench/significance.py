@@ -78,9 +78,11 @@ class Line:
 
 
 def find_row(table: Table, label: str) -> Row:
-    """The row labelled ``label``, or the one row whose label is ``label`` followed by its text
-    columns' values ("rag-token (rag_token, dense, Flat)")."""
-    row = next((r for r in table.rows if r.label == label), None)
+    """The row labelled ``label`` (its short name, or its full name: ``Row.full_name``), or the
+    one row whose label is ``label`` followed by its text columns' values ("rag-token
+    (rag_token, dense, Flat)")."""
+    row = next((r for r in table.rows if r.label == label), None) or next(
+        (r for r in table.rows if r.full_name == label), None)
     texted = [r for r in table.rows if r.label.startswith(f"{label} (")]
     if row is None and len(texted) == 1:
         row = texted[0]
@@ -89,6 +91,40 @@ def find_row(table: Table, label: str) -> Row:
                 "it has no rows: no run of its tasks finished there (check RESULTS_DIR, --board)")
         raise PlmbenchError(f"no row {label!r} on board {table.board.name!r}; {rows}")
     return row
+
+
+def find_rows(tables: Sequence[Table], label_a: str, label_b: str) -> tuple[Table, Row, Row]:
+    """(the table, row A, row B) of the one table (evaluation set, ``bench/board_sections.py``)
+    that has both rows; rows scored on different examples are never compared."""
+    found = []
+    for table in tables:
+        try:
+            found.append((table, find_row(table, label_a), find_row(table, label_b)))
+        except PlmbenchError:
+            continue
+    if found:
+        return found[0]
+    if len(tables) == 1:
+        for label in (label_a, label_b):
+            find_row(tables[0], label)  # the line naming the missing row
+    where = {label: [t.section for t in tables if _has_row(t, label)]
+             for label in (label_a, label_b)}
+    if all(where.values()):
+        raise PlmbenchError(
+            f"rows {label_a!r} ({', '.join(where[label_a])}) and {label_b!r} "
+            f"({', '.join(where[label_b])}) were scored on different examples: no test can "
+            "compare them; run both on the same evaluation set")
+    missing = next(label for label, at in where.items() if not at)
+    rows = "; ".join(f"{t.section}: {', '.join(r.label for r in t.rows)}" for t in tables)
+    raise PlmbenchError(f"no row {missing!r} on board {tables[0].board.name!r}; its rows: {rows}")
+
+
+def _has_row(table: Table, label: str) -> bool:
+    try:
+        find_row(table, label)
+    except PlmbenchError:
+        return False
+    return True
 
 
 def _seed_records(row: Row, task: str) -> list[Mapping]:

@@ -158,14 +158,13 @@ def render_board(results_dir: Path, board_name: str) -> str:
     """The board's Markdown over the study's records, baseline rows included."""
     from bench.baselines import baseline_records
     from bench.board_config import get_board
-    from bench.board_text import render_markdown
-    from bench.leaderboard import build_table
+    from bench.board_sections import build_tables, render_tables
     from bench.records import read_records
 
     board = get_board(board_name)
     records, unused = read_records(results_dir)
-    table = build_table(records + baseline_records(records, board.name), board, unused=unused)
-    return render_markdown(table, str(results_dir))
+    tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
+    return render_tables(tables, "md", str(results_dir))
 
 
 def cmd_study(overrides: list[str]) -> int:

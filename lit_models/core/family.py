@@ -107,6 +107,12 @@ class TaskFamily:
         metrics = self.baseline(task)
         return {} if metrics is None else {None: metrics}
 
+    def eval_labels(self, task: Mapping) -> dict[str, list] | None:
+        """The gold labels of each eval split, capped as the task caps them, as the data reads
+        now: what ``baseline`` scores, which a board checks against the labels the runs'
+        prediction files hold; None where the family has no such labels."""
+        return None
+
 
 class ByKind(TaskFamily):
     """One family per architecture kind, as a task YAML names them (``family: {_target_:
@@ -131,6 +137,10 @@ class ByKind(TaskFamily):
     def baselines(self, task: Mapping) -> dict[str | None, dict[str, dict[str, float]]]:
         """The first family's with any."""
         return next((b for f in self.families.values() if (b := f.baselines(task))), {})
+
+    def eval_labels(self, task: Mapping) -> dict[str, list] | None:
+        """The first family's with any."""
+        return next((b for f in self.families.values() if (b := f.eval_labels(task))), None)
 
 
 #: a target task's settings an analysis or compression task overrides where it sets them

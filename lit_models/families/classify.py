@@ -265,13 +265,18 @@ class Classification(TaskFamily):
                                                     "max_train_samples"))
         majority = train.bincount().argmax()
         metrics = {}
-        for split in task["splits"]["eval"]:
-            labels = torch.tensor(self.datamodule.labels(task, split, "max_eval_samples"))
+        for split, labels in self.eval_labels(task).items():
+            labels = torch.tensor(labels)
             computed = label_metrics(task["metrics"], task["num_labels"])
             computed.update(labels, **label_predictions(hard_probabilities(
                 majority.expand(len(labels)), task["num_labels"]), task["num_labels"]))
             metrics[split] = computed.compute()
         return metrics
+
+    def eval_labels(self, task):
+        """The label ids (scores) of each eval split, capped by ``max_eval_samples``."""
+        return {split: self.datamodule.labels(task, split, "max_eval_samples")
+                for split in task["splits"]["eval"]}
 
     def export(self, module, model: Model, run_dir: Path, cfg) -> None:
         if cfg["save_model"]:

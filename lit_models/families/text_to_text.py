@@ -180,6 +180,9 @@ class TextToText(Seq2Seq):
     def baseline(self, task):
         return Classification().baseline(task)
 
+    def eval_labels(self, task):
+        return Classification().eval_labels(task)
+
 
 #: what a mixture's members take from the mixture's own config when it sets them
 SHARED_KEYS = ("max_length", "max_train_samples", "max_eval_samples", "batch_size",
@@ -231,4 +234,7 @@ class Mixture(TextToText):
         return Seq2Seq.evaluation_outputs(self, module, run_dir, cfg)
 
     def baseline(self, task):
+        return None
+
+    def eval_labels(self, task):
         return None

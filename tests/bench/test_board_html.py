@@ -2,11 +2,14 @@
 system's /usr/bin/chromium; nothing is downloaded): the page opens with no network, the table
 reads back as rendered, clicking a header sorts by that column, and the plots are drawn: a
 forest plot per task with the rows' intervals, the rows x tasks heatmap, and the score against
-cost with its Pareto frontier, every label measured in the browser to touch no other label and
-to stay inside its plot."""
+cost with its Pareto frontier, every label measured in the browser to touch no other label or
+point and to stay inside its plot (names of the widest glyphs too), a label away from its point
+joined to it by a leader line; a board of two evaluation sets is two sortable tables on one
+page."""
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 
 from bench.board_html import render_html
 from bench.board_plots import pareto
+from bench.board_sections import build_tables
 from bench.board_text import cell_text
 from bench.leaderboard import build_table
 from bench.references import load_references
@@ -156,3 +160,79 @@ def test_reference_rows_are_a_table_of_their_own_and_marked_points(page, tmp_pat
     # every reference row with an RTE accuracy is a diamond on the RTE forest plot
     diamonds = page.locator("svg.forest polygon.reference")
     assert diamonds.count() == sum("RTE (acc)" in r.values for r in table.references)
+
+
+def wide_records() -> list[dict]:
+    """Eighteen models with names of the widest glyphs (W, M, m, =), close in size, compute and
+    score: labels whose width a per-character average underestimates, crowded together."""
+    rte = TASKS["glue/rte"]
+    records = []
+    for i in range(18):
+        name = f"WMW-{i:02d} mm=MM" if i % 2 else f"Mwm{i:02d} lr=1e-4"
+        for seed in (0, 1):
+            records.append(record(name, "glue/rte", seed,
+                                  {"validation": {"accuracy": 0.6 + 0.003 * i + 0.01 * seed}},
+                                  protocol=f"{i:016d}", task_cfg=rte, init_from="scratch",
+                                  throughput={"train_flops": 1e15 * (1 + 0.02 * (i % 6))},
+                                  encoder_parameters=4_000_000 + 40_000 * (i % 4)))
+    return records
+
+
+def test_scatter_labels_never_overlap_and_far_ones_have_leader_lines(page, tmp_path):
+    table = build_table(wide_records(), "glue")
+    path = tmp_path / "board.html"
+    path.write_text(render_html(table), encoding="utf-8")
+    page.goto(path.as_uri())
+    far = 0
+    for plot in ("parameters", "compute"):
+        svg = f"svg[data-plot={plot}]"
+        frame = boxes(page, svg)[0]
+        labels = boxes(page, f"{svg} text.point-label")
+        dots = boxes(page, f"{svg} circle")
+        assert len(dots) == len(table.rows) and len(labels) > len(table.rows) // 2
+        for i, label in enumerate(labels):
+            assert inside(label, frame), label["text"]
+            assert not any(overlapping(label, other) for other in labels[i + 1:]), label["text"]
+            assert not any(overlapping(label, dot) for dot in dots), label["text"]
+        legend = page.locator(f"{svg} + ol.legend li").all_inner_texts()
+        named = [t["text"] for t in labels if not t["text"].isdigit()]
+        assert sorted(named + [n.split(" (unlabelled")[0] for n in legend]) == sorted(
+            row.label for row in table.rows)
+        # a label drawn away from its point is joined to it by a leader line from the point
+        anchors = page.eval_on_selector_all(
+            f"{svg} text.point-label", "els => els.map(e => [+e.dataset.x, +e.dataset.y])")
+        leaders = {(round(float(line.get_attribute("x1")), 1),
+                    round(float(line.get_attribute("y1")), 1))
+                   for line in page.locator(f"{svg} line.leader").all()}
+        for label, (u, v) in zip(labels, anchors, strict=True):
+            x, y = u + frame["x"], v + frame["y"]  # the point, in page coordinates
+            gap = math.hypot(max(label["x"] - x, 0, x - label["r"]),
+                             max(label["y"] - y, 0, y - label["b"]))
+            if gap > 14:
+                far += 1
+                assert (round(u, 1), round(v, 1)) in leaders, label["text"]
+    assert far > 0  # the case is crowded enough to need them
+
+
+def test_two_evaluation_sets_are_two_tables_on_one_page(page, tmp_path):
+    rte = TASKS["glue/rte"]
+    records = [record(model, "glue/rte", seed, {"validation": {"accuracy": acc + seed / 100}},
+                      protocol=model[:1] * 16,
+                      task_cfg={**rte, "max_eval_samples": cap, "splits": {"eval": ["validation"]}})
+               for model, acc, cap in (("a", 0.6, 16), ("b", 0.7, 16), ("c", 0.5, 128),
+                                       ("d", 0.8, 128))
+               for seed in (0, 1)]
+    tables = build_tables(records, "glue")
+    path = tmp_path / "board.html"
+    path.write_text(render_html(tables), encoding="utf-8")
+    page.goto(path.as_uri())
+    assert page.locator("table.board").count() == 2
+    ids = page.eval_on_selector_all("[id]", "els => els.map(e => e.id)")
+    assert len(ids) == len(set(ids))  # no element id twice
+    second = page.locator("table.board").nth(1)
+    models = second.locator("tbody tr td:first-child").all_inner_texts()
+    assert sorted(models) == sorted(row.label for row in tables[1].rows)
+    second.locator("thead th").nth(0).click()  # sorts its own table, by name
+    assert second.locator("tbody tr td:first-child").all_inner_texts() == sorted(models)
+    assert page.locator("p.board-note").count() == 2
+    assert page.locator("svg[data-plot^=forest]").count() == 2

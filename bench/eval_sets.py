@@ -1,0 +1,189 @@
+"""Which examples a run was scored on: a board ranks only runs scored on the same examples.
+
+A score is a function of the model and of the examples it is read on: a run capped at 16 dev
+examples and one read on 128 (``task.max_eval_samples``), or two runs made before and after the
+data mirror changed, are not comparable, however alike their columns look. Every record says
+what it was scored on, in two parts, and together they name its evaluation set per task
+(``eval_set``):
+
+- ``config``: the keys of its task config that choose the eval examples (``EVAL_KEYS``: the
+  dataset, its config and hub id, the eval splits, the caps);
+- ``gold``: per eval split, a digest of the gold side of its predictions file: the (index, gold
+  label) pairs of a GLUE-style TSV, the example and gold fields of each JSONL row
+  (``GOLD_FIELDS``: ids, tokens, references; never what the run predicted or retrieved), the
+  question ids of a SQuAD JSON. Not the record's ``data`` fingerprints: they hash the
+  tokenized splits, so two models with different tokenizers on the same examples have
+  different ones. A record with no predictions file of its eval splits (older records,
+  unscored splits) has ``gold`` None, which agrees with any digest of the same ``config``.
+
+``sections`` splits a board's records into groups whose rows agree on every task's
+evaluation set: each group is a board of its own (``bench/board_sections.py``), with the
+baseline computed on its own examples, and no row is ranked against a row of another.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: the task config keys that choose which examples a run is scored on
+EVAL_KEYS = ("dataset", "config", "hub_id", "max_eval_samples", "eval_documents",
+             "eval_examples", "questions")
+#: JSONL fields of the example and its gold side (not what the run predicted or retrieved)
+GOLD_FIELDS = ("id", "idx", "index", "tokens", "gold", "label", "reference", "references",
+               "question", "source")
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """One task's evaluation set: its config part (JSON) and its gold digest (None: unknown)."""
+
+    config: str
+    gold: str | None = None
+
+    def agrees(self, other: EvalSet) -> bool:
+        """The same examples as far as both records can tell."""
+        return self.config == other.config and (
+            self.gold is None or other.gold is None or self.gold == other.gold)
+
+    def merged(self, other: EvalSet) -> EvalSet:
+        return EvalSet(self.config, self.gold or other.gold)
+
+    def describe(self) -> str:
+        """"validation, max_eval_samples=16", for a note on the board."""
+        config = json.loads(self.config)
+        splits = ", ".join(config.pop("splits", None) or []) or "its eval splits"
+        caps = [f"{key}={value}" for key, value in config.items()
+                if value is not None and key not in ("dataset", "config", "hub_id")]
+        source = "/".join(str(config[k]) for k in ("dataset", "config") if config.get(k))
+        data = [f"data {source}"] if source else []
+        gold = [f"gold labels {self.gold[:8]}"] if self.gold else []
+        return "; ".join([splits, *(caps or ["every example"]), *data, *gold])
+
+
+def digest(lines: Iterable[str]) -> str:
+    sha = hashlib.sha256()
+    for line in lines:
+        sha.update(line.encode("utf-8"))
+        sha.update(b"\n")
+    return sha.hexdigest()[:16]
+
+
+def label_pairs_digest(pairs: Iterable[tuple[int, str]]) -> str:
+    """The digest of (index, gold label text) pairs, as a GLUE-style TSV holds them."""
+    return digest(f"{index}\t{label}" for index, label in sorted(pairs))
+
+
+def _file_gold(path: Path) -> str | None:
+    """The digest of the gold side of one predictions file; None where it has none."""
+    try:
+        if path.suffix == ".tsv":
+            with path.open(newline="", encoding="utf-8") as handle:
+                rows = csv.DictReader(handle, delimiter="\t")
+                if "label" not in (rows.fieldnames or ()):
+                    return None  # an unlabelled split's submission file
+                return label_pairs_digest((int(row["index"]), row["label"]) for row in rows)
+        if path.suffix == ".json":  # SQuAD: {question id: answer}
+            return digest(sorted(json.loads(path.read_text(encoding="utf-8"))))
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line]
+        gold = [{k: row[k] for k in GOLD_FIELDS if k in row} for row in rows]
+        if not any(gold):
+            return None  # nothing of the examples' own: named by its config alone
+        return digest(json.dumps(row, sort_keys=True) for row in gold)
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None  # unreadable: named by its config alone
+
+
+def run_dir_of(record: Mapping) -> Path | None:
+    """Where a record's files are: beside its record.json, else its recorded run directory."""
+    if record.get("_path"):
+        return Path(record["_path"]).parent
+    return Path(record["run_dir"]) if record.get("run_dir") else None
+
+
+def eval_set(record: Mapping) -> EvalSet:
+    """The evaluation set of a record (module docstring). A baseline record carries its gold
+    digest (``bench/baselines.py``: from the data it was computed on)."""
+    config = record.get("config")
+    task = config.get("task") if isinstance(config, Mapping) else None
+    task = task if isinstance(task, Mapping) else {}
+    splits = (task.get("splits") or {}).get("eval") if isinstance(task.get("splits"),
+                                                                  Mapping) else None
+    splits = [splits] if isinstance(splits, str) else list(splits or [])
+    chosen = {key: task.get(key) for key in EVAL_KEYS if task.get(key) is not None}
+    key = json.dumps({**chosen, "splits": splits}, sort_keys=True, default=str)
+    if isinstance(record.get("gold"), Mapping):
+        return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(record["gold"].items())))
+    files = record.get("predictions")
+    where = run_dir_of(record)
+    if not isinstance(files, Mapping) or where is None:
+        return EvalSet(key)
+    golds = {split: _file_gold(where / str(files[split])) for split in splits if split in files}
+    if not splits or set(golds) != set(splits) or None in golds.values():
+        return EvalSet(key)  # not every eval split's gold side known: by its config alone
+    return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(golds.items())))
+
+
+@dataclass
+class Section:
+    """Records whose rows agree on each task's evaluation set (``evals``)."""
+
+    evals: dict[str, EvalSet]
+    records: list[Mapping]
+
+    def agrees(self, evals: Mapping[str, EvalSet]) -> bool:
+        return all(self.evals[task].agrees(e) for task, e in evals.items() if task in self.evals)
+
+    def merge(self, evals: Mapping[str, EvalSet]) -> None:
+        for task, e in evals.items():
+            self.evals[task] = self.evals[task].merged(e) if task in self.evals else e
+
+
+def sections(records: list[Mapping], row_of, is_run) -> list[Section]:
+    """The runs' records (``is_run``: ok, on the board, no baseline) split into sections; a row
+    (``row_of(record)``) whose runs of one task were scored on several sets is one row per set.
+    Sections are formed greedily, the rows with the most tasks first (then by row), each joining
+    the first section it agrees with, so the same records give the same sections. Other
+    records (baselines, failures) are not placed here (``place``)."""
+    units: dict[tuple, dict[str, EvalSet]] = defaultdict(dict)
+    keys: dict[int, tuple] = {}
+    per_task: dict[tuple, list[EvalSet]] = defaultdict(list)
+    runs = [(i, r) for i, r in enumerate(records) if is_run(r)]
+    evals = {i: eval_set(r) for i, r in runs}
+    for i, r in runs:
+        found = per_task[row_of(r), r["task"]]
+        if not any(e == evals[i] for e in found):
+            found.append(evals[i])
+    for found in per_task.values():
+        found.sort(key=lambda e: (e.config, e.gold or ""))
+    for i, r in runs:
+        row = row_of(r)
+        unit = (row, per_task[row, r["task"]].index(evals[i]))
+        units[unit][r["task"]] = evals[i]
+        keys[i] = unit
+    found_sections: list[Section] = []
+    where: dict[tuple, Section] = {}
+    for unit in sorted(units, key=lambda u: (-len(units[u]), repr(u))):
+        section = next((s for s in found_sections if s.agrees(units[unit])), None)
+        if section is None:
+            section = Section({}, [])
+            found_sections.append(section)
+        section.merge(units[unit])
+        where[unit] = section
+    for i, r in runs:
+        where[keys[i]].records.append(r)
+    return found_sections
+
+
+def place(record: Mapping, found: list[Section]) -> list[Section]:
+    """The sections a baseline or failed record belongs to: those whose set of its task agrees
+    with its own (a failure, whose predictions were never written, by its config alone)."""
+    own = eval_set(record)
+    return [s for s in found if record.get("task") in s.evals
+            and s.evals[record["task"]].agrees(own)]
