@@ -103,3 +103,47 @@ def test_padding_changes_no_layer_and_the_backward_lm_reads_right_to_left():
         other = net(changed)
         assert torch.equal(other.forward[:, 0], alone.forward[:, 0])
         assert not torch.allclose(other.backward[:, 0], alone.backward[:, 0])
+
+
+def indexed_lstm(lstm: ProjectedLSTM, x: torch.Tensor) -> torch.Tensor:
+    """The layer as it was computed before: the input projection read as ``inputs[:, t]``."""
+    inputs = lstm.input_linearity(x)
+    h, c = x.new_zeros(x.shape[0], lstm.proj_size), x.new_zeros(x.shape[0], lstm.cell_size)
+    outputs = []
+    for t in range(x.shape[1]):
+        i, f, g, o = (inputs[:, t] + lstm.state_linearity(h)).chunk(4, dim=-1)
+        c = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)).clamp(-lstm.cell_clip,
+                                                                           lstm.cell_clip)
+        h = lstm.state_projection(torch.sigmoid(o) * torch.tanh(c)).clamp(-lstm.proj_clip,
+                                                                          lstm.proj_clip)
+        outputs.append(h)
+    return torch.stack(outputs, dim=1)
+
+
+def graph_nodes(tensor: torch.Tensor) -> list[str]:
+    seen, todo = set(), [tensor.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo += [next_node for next_node, _ in node.next_functions]
+    return [type(node).__name__ for node in seen]
+
+
+def test_the_lstm_reads_each_step_once_with_the_same_outputs_and_gradients():
+    torch.manual_seed(0)
+    lstm = ProjectedLSTM(6, 10, 4, cell_clip=3.0, proj_clip=3.0)
+    x = torch.randn(3, 9, 6, requires_grad=True)
+    weights = torch.randn(3, 9, 4)
+    results = []
+    for run in (lstm, lambda x: indexed_lstm(lstm, x)):
+        out = run(x)
+        grads = torch.autograd.grad((out * weights).sum(), [x, *lstm.parameters()])
+        results.append((out, grads))
+    (ours, our_grads), (old, old_grads) = results
+    assert (ours - old).abs().max() <= 1e-6
+    for a, b in zip(our_grads, old_grads, strict=True):
+        assert (a - b).abs().max() <= 1e-6
+    # one unbind of the projected inputs, no per-step select whose backward fills [B, T, 4H]
+    names = graph_nodes(lstm(x))
+    assert names.count("UnbindBackward0") == 1 and "SelectBackward0" not in names
