@@ -107,7 +107,7 @@ class ElmoEncoder(nn.Module):
         if mask is None:
             mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
-        tokens = self.token_encoder(char_ids) * mask[..., None]
+        tokens = self.token_encoder(char_ids, mask)  # zero at padding
         forward = self._direction(tokens, self.forward_layers)
         backward = [reverse_padded(h, lengths) for h in
                     self._direction(reverse_padded(tokens, lengths), self.backward_layers)]
