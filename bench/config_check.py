@@ -42,7 +42,7 @@ from datamodules.keys import check_keys
 #: config groups of the root config (conf/config.yaml's defaults) and the study block
 GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune")
 #: run-config keys that are not Lightning Trainer arguments (bench/run.py pops them)
-TRAINER_EXTRAS = ("compile", "dataloader")
+TRAINER_EXTRAS = ("compile", "dataloader", "threads")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
 #: word-vector family's word sets, named by the user: ``intrinsic.similarity.<set>``)
 TASK_OPAQUE = ("family", "columns", "intrinsic")
