@@ -133,6 +133,14 @@ def trainer_hints() -> dict[str, object]:
     return typing.get_type_hints(L.Trainer.__init__)
 
 
+def check_threads(threads: object) -> None:
+    """``trainer.threads``: a number of torch threads >= 1, or null (torch's default)."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise PlmbenchError(f"trainer.threads={threads!r}: give a number of threads >= 1, or null "
+                            "for torch's default")
+
+
 def check_trainer(trainer: Mapping) -> None:
     from datamodules.base import LoaderOptions
 
@@ -142,6 +150,7 @@ def check_trainer(trainer: Mapping) -> None:
                "trainer.dataloader.")
     check_types({k: v for k, v in trainer.items() if k not in TRAINER_EXTRAS}, trainer_hints(),
                 "trainer.")
+    check_threads(trainer.get("threads"))
     for key in ("max_steps", "max_epochs"):
         value = trainer.get(key)
         if isinstance(value, int) and value < -1:

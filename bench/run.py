@@ -33,7 +33,7 @@ from bench.checkpoints import (
     rows_before,
 )
 from bench.compose import CONF_DIR, normalize, resolve_target
-from bench.config_check import check_config
+from bench.config_check import check_config, check_threads
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
 from bench.records import (
@@ -123,10 +123,7 @@ def steps_decide(trainer_args: dict) -> None:
 def set_threads(threads: int | None) -> None:
     """``trainer.threads``: torch's intra-op threads for the run (null: torch's default, one per
     core, whatever an earlier run of the process set)."""
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                or threads < 1):
-        raise PlmbenchError(f"trainer.threads={threads!r}: give a number of threads >= 1, or null "
-                            "for torch's default")
+    check_threads(threads)
     torch.set_num_threads(threads or DEFAULT_THREADS)
     log.info("torch threads: %d", torch.get_num_threads())
 
