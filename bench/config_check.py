@@ -7,7 +7,8 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
 
 - keys: the top level and ``checkpoint`` against ``conf/config.yaml``; ``model`` against its
   architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
-  ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile`` and ``dataloader``);
+  ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile``, ``dataloader`` and
+  ``threads``);
   ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
   in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
   nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
