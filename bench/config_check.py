@@ -7,7 +7,8 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
 
 - keys: the top level and ``checkpoint`` against ``conf/config.yaml``; ``model`` against its
   architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
-  ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile`` and ``dataloader``);
+  ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile``, ``dataloader`` and
+  ``threads``);
   ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
   in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
   nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
@@ -44,7 +45,7 @@ from datamodules.keys import check_keys
 #: config groups of the root config (conf/config.yaml's defaults) and the study block
 GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune")
 #: run-config keys that are not Lightning Trainer arguments (bench/run.py pops them)
-TRAINER_EXTRAS = ("compile", "dataloader")
+TRAINER_EXTRAS = ("compile", "dataloader", "threads")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
 #: word-vector family's word sets, named by the user: ``intrinsic.similarity.<set>``)
 TASK_OPAQUE = ("family", "columns", "intrinsic")
@@ -141,6 +142,14 @@ def trainer_hints() -> dict[str, object]:
     return typing.get_type_hints(L.Trainer.__init__)
 
 
+def check_threads(threads: object) -> None:
+    """``trainer.threads``: a number of torch threads >= 1, or null (torch's default)."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise PlmbenchError(f"trainer.threads={threads!r}: give a number of threads >= 1, or null "
+                            "for torch's default")
+
+
 def check_trainer(trainer: Mapping) -> None:
     from datamodules.base import LoaderOptions
 
@@ -150,6 +159,7 @@ def check_trainer(trainer: Mapping) -> None:
                "trainer.dataloader.")
     check_types({k: v for k, v in trainer.items() if k not in TRAINER_EXTRAS}, trainer_hints(),
                 "trainer.")
+    check_threads(trainer.get("threads"))
     for key in ("max_steps", "max_epochs"):
         value = trainer.get(key)
         if isinstance(value, int) and value < -1:

@@ -19,6 +19,10 @@ non-pad tokens/s, with
         [--batch-size 32] [--seq-len 128] [--precision 32-true|bf16-mixed] [--threads N]
         [--repeats 7] [--warmup 3] [--device cuda] [--json FILE]
 
+Models that are no Transformer have steps of their own: ELMo's biLM against the same biLM on
+``torch.nn.LSTM`` (``perf_workloads.py``), the GLUE baselines' BiLSTM on its own
+(``perf_bilstm.py``: its LSTM FLOPs counted by hand).
+
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
 next to full attention (``bench/perf_length.py``: Longformer's linear cost); ``--generate`` the
 generation throughput of a decoder or encoder-decoder, with and without the key/value cache,
@@ -34,6 +38,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from bench.arguments import OneLineParser
+from bench.perf_bilstm import BILSTM_WORKLOADS
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import (
     ATTENTION,
@@ -141,7 +146,7 @@ def measure_workload(workload: Workload, device: torch.device, args) -> dict:
                        if not name.startswith("transformers ") or name.split()[-1] in attention}
     for name, impl in implementations.items():
         flops = (step_flops(impl.net, impl.run, workload.train, device, args.precision)
-                 if impl.counted else results["plmbench"]["flops"])
+                 + impl.uncounted_flops if impl.counted else results["plmbench"]["flops"])
         activations = saved_activation_bytes(impl.run) if workload.train else None
         steps[name] = runner(impl.net, impl.run, workload.train, device, args.precision)
         results[name] = {"flops": flops, "activation_mib": activations and activations / 2**20,
@@ -174,8 +179,9 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         raise PlmbenchError(f"--steps {sorted(unknown)}: use some of {list(STEPS)}")
-    if model_cfg.arch in BASELINE_WORKLOADS:  # a model that is no Transformer: its own steps
-        name, builders = model_cfg.arch, BASELINE_WORKLOADS[model_cfg.arch]
+    baselines = {**BASELINE_WORKLOADS, **BILSTM_WORKLOADS}
+    if model_cfg.arch in baselines:  # a model that is no Transformer: its own steps
+        name, builders = model_cfg.arch, baselines[model_cfg.arch]
 
         def build(step: str) -> Workload | None:
             return builders[step](model_cfg, args.batch_size, args.seq_len, device) if (

@@ -66,6 +66,7 @@ class Implementation:
     net: nn.Module
     run: Callable[[], Tensor]  # the step's loss (training) or last hidden state (inference)
     counted: bool = True  # False: its FLOPs are ours (a kernel torch's counter cannot count)
+    uncounted_flops: int = 0  # FLOPs of kernels torch's counter cannot count, counted by hand
 
 
 @dataclass

@@ -39,6 +39,7 @@ VOLATILE_KEYS = frozenset({
     "seed", "results_dir", "run_name", "label", "logger", "hydra", "skip_completed",
     "only_failed", "resume", "checkpoint",  # resuming ends where an uninterrupted run ends
     "trainer.dataloader", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
+    "trainer.threads", "model.inputs.feature_cache_mb",  # how fast, not what: results unchanged
     "task.columns",  # how the leaderboard shows the task, not what the run computes
 })
 #: overrides a run's directory names already (task, label, seed), or that pick a named bundle:

@@ -33,7 +33,7 @@ from bench.checkpoints import (
     rows_before,
 )
 from bench.compose import CONF_DIR, normalize, resolve_target
-from bench.config_check import check_config
+from bench.config_check import check_config, check_threads
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
 from bench.records import (
@@ -108,6 +108,10 @@ def finetune_method(cfg: DictConfig) -> FinetuneMethod:
                         "pick finetune=full|frozen|adapters|ulmfit and its keys")
 
 
+#: torch's intra-op threads before any run set them
+DEFAULT_THREADS = torch.get_num_threads()
+
+
 def steps_decide(trainer_args: dict) -> None:
     """``trainer.max_steps`` > 0 overrides ``trainer.max_epochs`` (conf/trainer): Lightning stops
     at whichever limit comes first, so the epochs are left unbounded, and the log says so."""
@@ -118,10 +122,19 @@ def steps_decide(trainer_args: dict) -> None:
         trainer_args["max_epochs"] = -1
 
 
+def set_threads(threads: int | None) -> None:
+    """``trainer.threads``: torch's intra-op threads for the run (null: torch's default, one per
+    core, whatever an earlier run of the process set)."""
+    check_threads(threads)
+    torch.set_num_threads(threads or DEFAULT_THREADS)
+    log.info("torch threads: %d", torch.get_num_threads())
+
+
 def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
     """Build the task family's modules, fit (from the last checkpoint of this configuration with
     ``resume=auto``) and validate at the end, or, without a training split, predict; write the
     family's exports; what the record needs from the run."""
+    set_threads(cfg.trainer.get("threads"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
     family = task_family(cfg.task).for_arch(arch, cfg.task)
@@ -138,6 +151,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     trainer_args = OmegaConf.to_container(cfg.trainer, resolve=True)
     steps_decide(trainer_args)
     dm.configure_loaders(**trainer_args.pop("dataloader", {}))
+    trainer_args.pop("threads", None)
     compile_backend = trainer_args.pop("compile", False)
     if compile_backend:  # true: inductor; or a torch.compile backend's name
         compiled = module.compile_encoders("inductor" if compile_backend is True

@@ -16,6 +16,9 @@ last four), combined by ``combine``:
 - ``last``: one layer as it is (``layers`` must name one);
 - ``sum``: their sum; ``concat``: their concatenation (width x len(layers));
 - ``mix``: gamma * sum_j softmax(w)_j h_j, w and gamma learned (a ``ScalarMix``).
+
+With a ``FeatureCache`` (``feature_cache.py``) the chosen states of each sentence are computed
+once and read back afterwards (inputs given with a ``mask``, padding last).
 """
 
 from collections.abc import Mapping, Sequence
@@ -24,6 +27,7 @@ import torch
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from lit_models.core.feature_cache import FeatureCache
 from lit_models.nets.scalar_mix import ScalarMix
 
 COMBINE = ("last", "sum", "concat", "mix")
@@ -54,7 +58,7 @@ class LayerFeatures(nn.Module):
     """A frozen encoder's states of chosen ``layers``, combined: inputs -> [B, T, output_dim]."""
 
     def __init__(self, encoder: nn.Module, num_states: int, width: int, layers: Sequence[int],
-                 combine: str) -> None:
+                 combine: str, cache: FeatureCache | None = None) -> None:
         super().__init__()
         if combine not in COMBINE:
             raise PlmbenchError(f"feature combination {combine!r}: use one of {list(COMBINE)}")
@@ -66,16 +70,23 @@ class LayerFeatures(nn.Module):
         self.combine = combine
         self.mix = ScalarMix(len(self.layers)) if combine == "mix" else None
         self.output_dim = width * (len(self.layers) if combine == "concat" else 1)
+        self.cache = cache
 
     def train(self, mode: bool = True) -> "LayerFeatures":
         super().train(mode)
         self.encoder.eval()  # frozen features: no dropout in the encoder, ever
         return self
 
+    def chosen_states(self, inputs: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return hidden_states(self.encoder, inputs)[self.layers]
+
     def forward(self, inputs: Mapping[str, torch.Tensor],
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         with torch.no_grad():
-            states = hidden_states(self.encoder, inputs)[self.layers]
+            if self.cache is None or mask is None:
+                states = self.chosen_states(inputs)
+            else:
+                states = self.cache.states(self.encoder, inputs, mask, self.chosen_states)
         if self.combine == "mix":
             return self.mix(states, mask)
         if self.combine == "concat":

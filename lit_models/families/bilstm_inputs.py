@@ -14,6 +14,10 @@ aligns them). A BiLSTM preset's ``inputs`` names them:
   ``encoder_layers`` combined by ``encoder_combine`` (last | sum | concat | mix; BERT's Table 7),
   each word read at its first sub-word.
 
+ELMo's and an encoder's states are frozen: each sentence's are computed once and kept
+(``lit_models/core/feature_cache.py``), at most ``feature_cache_mb`` MiB per input (0: computed in
+every step, as before).
+
 The vocabulary of word vectors is the task's training words, the ``max_vocab`` most frequent
 (GLUE baselines: 30,000), lowercased with ``lowercase``.
 """
@@ -29,6 +33,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from datamodules.word_inputs import WordInputs
 from datamodules.words import SPECIALS, WordVocabulary
+from lit_models.core.feature_cache import FeatureCache
 from lit_models.core.features import LayerFeatures, hidden_states
 from lit_models.core.hf import from_hf
 from lit_models.core.word_vectors import BINARY_VECTORS_FILE, VECTORS_FILE
@@ -94,11 +99,12 @@ class WordVectorsInput(nn.Module):
 class ElmoInput(nn.Module):
     """ELMo's scalar-mixed layers of each word (the biLM reads <S> and </S> around it)."""
 
-    def __init__(self, encoder: nn.Module, dropout: float) -> None:
+    def __init__(self, encoder: nn.Module, dropout: float, cache: FeatureCache | None = None
+                 ) -> None:
         super().__init__()
         config = encoder.config
         self.features = LayerFeatures(encoder, config.num_layers + 1, config.output_dim,
-                                      range(config.num_layers + 1), "mix")
+                                      range(config.num_layers + 1), "mix", cache)
         self.dropout = nn.Dropout(dropout)
         self.output_dim = self.features.output_dim
 
@@ -113,11 +119,12 @@ class EncoderInput(nn.Module):
     """A frozen encoder's combined layers at each word's first sub-word."""
 
     def __init__(self, encoder: nn.Module, pad_id: int, layers: Sequence[int],
-                 combine: str) -> None:
+                 combine: str, cache: FeatureCache | None = None) -> None:
         super().__init__()
         with torch.no_grad():  # how many states, how wide: one probe forward
             probe = hidden_states(encoder.eval(), {"input_ids": torch.tensor([[pad_id]])})
-        self.features = LayerFeatures(encoder, probe.shape[0], probe.shape[-1], layers, combine)
+        self.features = LayerFeatures(encoder, probe.shape[0], probe.shape[-1], layers, combine,
+                                      cache)
         self.output_dim = self.features.output_dim
 
     def forward(self, batch: Mapping[str, torch.Tensor], suffix: str) -> torch.Tensor:
@@ -134,6 +141,11 @@ def build_inputs(inputs: Mapping, training_words: list[list[str]], max_words: in
     as, a line saying what they are) from a preset's ``inputs``."""
     layers, sources, notes = [], [], []
     vocab = subwords = None
+    cache_bytes = int(inputs.get("feature_cache_mb", 0) * 2**20)
+
+    def cache() -> FeatureCache | None:
+        return FeatureCache(cache_bytes) if cache_bytes > 0 else None
+
     spec = inputs.get("vectors")
     if spec is not None:
         vocab = WordVocabulary.count(training_words, inputs["max_vocab"], 1, inputs["lowercase"])
@@ -150,14 +162,14 @@ def build_inputs(inputs: Mapping, training_words: list[list[str]], max_words: in
             notes.append(f"{path}: vectors for {found} of {len(vocab) - len(SPECIALS)} words")
     if inputs.get("elmo") is not None:
         elmo, _ = load_elmo(inputs["elmo"])
-        layers.append(ElmoInput(elmo.encoder, inputs["elmo_dropout"]))
+        layers.append(ElmoInput(elmo.encoder, inputs["elmo_dropout"], cache()))
         sources.append(inputs["elmo"])
         notes.append(f"ELMo from {inputs['elmo']}")
     if inputs.get("encoder") is not None:
         where = InitFrom.parse(inputs["encoder"], "inputs.encoder", pretrained=True)
         _, encoder, subwords = from_hf(where.directory("inputs.encoder"))
         layers.append(EncoderInput(encoder, subwords.special.pad, inputs["encoder_layers"],
-                                   inputs["encoder_combine"]))
+                                   inputs["encoder_combine"], cache()))
         sources.append(inputs["encoder"])
         notes.append(f"frozen {type(encoder).__name__} layers {list(inputs['encoder_layers'])} "
                      f"({inputs['encoder_combine']})")

@@ -15,8 +15,20 @@ per token, the token layer [x_k; x_k] and each LSTM layer [h_fwd; h_bwd], each 2
 mixed by a task's ``ScalarMix`` (``scalar_mix.py``). Inputs carry <S> and </S> around each
 sentence (``datamodules/characters.py`` spells them); ``ElmoLanguageModel`` adds the softmax
 over a word vocabulary and the two directions' losses.
+
+The released biLM trained its softmax over the 1B Word Benchmark's 793,471 words as a sampled
+softmax (Jozefowicz et al. 2016, §3.1; ``bilm-tf``: 8,192 noise words a batch): with
+``softmax_samples`` S < V, a training step scores each target against S noise words drawn with
+replacement from a log-uniform (Zipfian) distribution over the ids, which the vocabulary ranks by
+frequency, Q(k) = log((k + 2) / (k + 1)) / log(V + 1), one draw for the whole batch; each noise
+logit is corrected by -log(S Q(k)) (Jean et al. 2015, eq. 12: the importance weights, so that the
+sampled normaliser exp(s_t) + sum_j exp(s_kj) / (S Q(kj)) is an unbiased estimate of the full
+one), and a draw of the target itself is removed (TensorFlow's ``remove_accidental_hits``). The
+cost of the softmax falls from V to S + 1 words per prediction. Evaluation (``eval()``) always
+uses the full softmax, so a perplexity is the same either way.
 """
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -48,6 +60,8 @@ class ElmoConfig:
     proj_clip: float | None = 3.0
     residual: bool = True  # the second layer adds its input to its output
     dropout: float = 0.1  # on every LSTM layer's input and on the softmax's input
+    softmax_samples: int = 0  # noise words of a training step's sampled softmax (0, or >= the
+    # vocabulary: the full softmax; bilm-tf: 8192)
 
     def __post_init__(self) -> None:
         self.char_filters = tuple(tuple(f) for f in self.char_filters)
@@ -107,7 +121,7 @@ class ElmoEncoder(nn.Module):
         if mask is None:
             mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
-        tokens = self.token_encoder(char_ids) * mask[..., None]
+        tokens = self.token_encoder(char_ids, mask)  # zero at padding
         forward = self._direction(tokens, self.forward_layers)
         backward = [reverse_padded(h, lengths) for h in
                     self._direction(reverse_padded(tokens, lengths), self.backward_layers)]
@@ -139,9 +153,40 @@ class ElmoLanguageModel(nn.Module):
         out = self.encoder(char_ids, mask)
         following = mask[:, 1:]  # a next word exists
         drop = self.encoder.dropout
-        forward = F.cross_entropy(self.softmax(drop(out.forward[:, :-1][following])),
-                                  word_ids[:, 1:][following], reduction="sum")
-        backward = F.cross_entropy(self.softmax(drop(out.backward[:, 1:][following])),
-                                   word_ids[:, :-1][following], reduction="sum")
+        states = (drop(out.forward[:, :-1][following]), drop(out.backward[:, 1:][following]))
+        targets = (word_ids[:, 1:][following], word_ids[:, :-1][following])
+        nll = self.sampled_nll if self.sampled else self.full_nll
+        forward, backward = (nll(h, t) for h, t in zip(states, targets, strict=True))
         return {"forward_nll": forward, "backward_nll": backward,
                 "predictions": following.sum()}
+
+    @property
+    def sampled(self) -> bool:
+        """Whether a step uses the sampled softmax: in training, with fewer noise words than the
+        vocabulary has."""
+        return self.training and 0 < self.config.softmax_samples < self.config.vocab_size
+
+    def full_nll(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Summed negative log likelihood of ``targets`` [N] under the full softmax."""
+        return F.cross_entropy(self.softmax(states), targets, reduction="sum")
+
+    def noise(self, count: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``count`` ids drawn with replacement from the log-uniform distribution, and log Q."""
+        vocab = self.config.vocab_size
+        log_range = math.log(vocab + 1)
+        ids = (torch.rand(count, device=device) * log_range).exp().floor().long() - 1
+        ids = ids.clamp(0, vocab - 1)
+        log_q = torch.log(torch.log1p(1.0 / (ids + 1.0)) / log_range)
+        return ids, log_q
+
+    def sampled_nll(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Summed negative log likelihood of ``targets`` under the sampled softmax: each target
+        against the batch's noise words, their logits corrected by -log(S Q)."""
+        samples = self.config.softmax_samples
+        ids, log_q = self.noise(samples, states.device)
+        weight, bias = self.softmax.weight, self.softmax.bias
+        true = (states * weight[targets]).sum(dim=-1) + bias[targets]
+        noise = states @ weight[ids].T + bias[ids] - (math.log(samples) + log_q)
+        noise = noise.masked_fill(ids[None, :] == targets[:, None], float("-inf"))
+        logits = torch.cat([true[:, None], noise], dim=1)
+        return -(logits[:, 0] - logits.logsumexp(dim=1)).sum()

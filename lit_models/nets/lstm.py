@@ -6,7 +6,9 @@
     c_t = clip(sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g), cell_clip)
     h_t = clip(P (sigmoid(o) * tanh(c_t)), proj_clip)
 
-W x_t of every step is one matmul before the loop over time. With the clips off it computes what
+W x_t of every step is one matmul before the loop over time, read step by step through one
+``unbind`` (indexing ``inputs[:, t]`` at each step would make the backward zero-fill and add a
+whole [B, T, 4H] gradient per step: quadratic in T). With the clips off it computes what
 ``torch.nn.LSTM(proj_size=...)`` computes (weight_ih = W, weight_hh = U, weight_hr = P,
 bias_ih + bias_hh = b; tested), which has two biases and no clipping. A backward LSTM is this
 layer run over each sequence reversed within its length (``reverse_padded``).
@@ -36,8 +38,8 @@ class ProjectedLSTM(nn.Module):
         h = x.new_zeros(x.shape[0], self.proj_size)
         c = x.new_zeros(x.shape[0], self.cell_size)
         outputs = []
-        for t in range(x.shape[1]):
-            i, f, g, o = (inputs[:, t] + self.state_linearity(h)).chunk(4, dim=-1)
+        for step in inputs.unbind(1):
+            i, f, g, o = (step + self.state_linearity(h)).chunk(4, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
             if self.cell_clip is not None:
                 c = c.clamp(-self.cell_clip, self.cell_clip)

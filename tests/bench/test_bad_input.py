@@ -191,6 +191,8 @@ KINDS = {
         ["unknown key objective.mlm_probabilty (did you mean objective.mlm_probability?)"]),
     "a step count that is no number": Kind(["trainer.max_steps=abc"], [
         "trainer.max_steps='abc' is not of type int"]),
+    "no threads": Kind(["trainer.threads=0"], [
+        "trainer.threads=0: give a number of threads >= 1, or null for torch's default"]),
     "epochs below -1": Kind(["trainer.max_epochs=-5"], ["trainer.max_epochs=-5",
                                                         "-1 for no limit"]),
     "a seed that is no number": Kind(["seed=first"], ["seed='first': a seed is a whole number"]),

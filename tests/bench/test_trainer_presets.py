@@ -52,7 +52,7 @@ from tests.bench.invoke import (
 )
 
 #: keys of a trainer preset that are ours, not lightning.Trainer arguments
-OURS = {"compile", "dataloader"}
+OURS = {"compile", "dataloader", "threads"}
 
 
 def preset(name: str):
@@ -78,6 +78,30 @@ def test_gpu_presets_train_in_bf16_with_pinned_memory_and_workers():
     cpu = preset("cpu")
     assert cpu.precision == "32-true"
     assert cpu.dataloader.num_workers == 0 and not cpu.dataloader.pin_memory
+
+
+def test_threads_are_one_on_cpu_and_torchs_default_on_gpus():
+    assert preset("cpu").threads == 1  # measured faster on shared cores (cpu.yaml)
+    assert preset("gpu").threads is None and preset("ddp").threads is None
+
+
+def test_trainer_threads_set_torchs_threads_and_leave_the_hash_alone():
+    from bench.records import config_hash
+    from bench.run import DEFAULT_THREADS, set_threads
+
+    try:
+        set_threads(1)
+        assert torch.get_num_threads() == 1
+        set_threads(None)  # a later run of the same process gets torch's default back
+        assert torch.get_num_threads() == DEFAULT_THREADS
+        for bad in (0, -2, 1.5, True, "two"):
+            with pytest.raises(PlmbenchError, match=r"trainer.threads=.*>= 1, or null"):
+                set_threads(bad)
+    finally:
+        torch.set_num_threads(DEFAULT_THREADS)
+    config = {"model": {"name": "m"}, "trainer": {"max_steps": 3}}
+    assert config_hash({**config, "trainer": {"max_steps": 3, "threads": 1}}) == config_hash(
+        config)
 
 
 def test_loader_options_reach_the_dataloaders():

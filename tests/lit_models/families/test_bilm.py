@@ -1,6 +1,6 @@
 """ELMo's biLM pretraining end to end at tiny size on the Wikipedia sample: held-out perplexity
-falls with training (both directions), the record's perplexities are the exponentials of its
-per-word losses, and the biLM a run writes loads back as it was."""
+falls with training (both directions; with the sampled softmax too), the record's perplexities
+are the exponentials of its per-word losses, and the biLM a run writes loads back as it was."""
 
 import math
 
@@ -19,12 +19,13 @@ CAPS = ["model=elmo-tiny", "task=pretrain/wikipedia", "task.max_train_samples=40
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     records = {}
-    for steps in (0, 25):
+    for name, extra in ((0, ["trainer.max_steps=0"]), (25, ["trainer.max_steps=25"]),
+                        ("sampled", ["trainer.max_steps=25", "model.softmax_samples=64"])):
         result, results = plmbench_on_mirror(tmp_path_factory, "wikipedia_en_sample", "run",
-                                             *CAPS, f"trainer.max_steps={steps}")
+                                             *CAPS, *extra)
         assert result.rc == 0, result.err[-2000:]
         [path] = records_under(results)
-        records[steps] = read(path.parent)
+        records[name] = read(path.parent)
     return records
 
 
@@ -35,6 +36,17 @@ def test_held_out_perplexity_falls_in_both_directions(runs):
     assert before["perplexity"] > 0.5 * vocab  # untrained: about uniform over the softmax
     for key in ("forward_perplexity", "backward_perplexity", "perplexity"):
         assert after[key] < 0.5 * before[key], key
+
+
+def test_a_sampled_softmax_trains_too_and_is_scored_with_the_full_one(runs):
+    """64 log-uniform noise words a step (of a vocabulary of hundreds): held-out perplexity,
+    always the full softmax's, falls as with the full softmax."""
+    sampled, full = runs["sampled"], runs[25]
+    assert sampled["config"]["model"]["softmax_samples"] == 64
+    assert 64 < sampled["config"]["model"]["vocab_size"]
+    before = runs[0]["metrics"]["heldout"]["perplexity"]
+    assert sampled["metrics"]["heldout"]["perplexity"] < 0.5 * before
+    assert sampled["metrics"]["heldout"]["perplexity"] != full["metrics"]["heldout"]["perplexity"]
 
 
 def test_the_perplexities_are_the_losses_exponentials(runs):
