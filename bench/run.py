@@ -54,7 +54,7 @@ from lit_models.archs import Arch, get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.finetune import FinetuneMethod
 from lit_models.core.footprint import parameter_count
-from lit_models.core.hf import check_checkpoint
+from lit_models.core.hf_check import check_checkpoint
 from lit_models.core.throughput import Throughput
 
 log = logging.getLogger("plmbench")

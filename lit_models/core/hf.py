@@ -25,7 +25,6 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
@@ -119,7 +118,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLa
 
     The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
     them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
-    them (``check_checkpoint`` has made sure some net of the architecture has). Any other
+    them (``hf_check.check_checkpoint`` has made sure some net of the architecture has). Any other
     missing or leftover weight raises ``PlmbenchError`` naming it.
     """
     state = _canonical(hf_state, layout)
@@ -131,48 +130,6 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLa
     unknown = [k for k in state if k not in used and not k.startswith(excused)]
     _refuse({"lacks weights": missing, "has unknown weights": unknown, "has": mismatched},
             f"a {type(net).__name__}", layout)
-
-
-def _meta_weights(file: Path) -> dict[str, Tensor]:
-    """A weights file's tensors as meta tensors: their names and shapes, no data read."""
-    try:
-        if file.suffix == ".safetensors":
-            with safe_open(file, "pt") as handle:
-                return {k: torch.empty(handle.get_slice(k).get_shape(), device="meta")
-                        for k in handle.keys()}  # noqa: SIM118 (safe_open is no mapping)
-        return torch.load(file, map_location="meta", weights_only=True)
-    except Exception as err:  # any reader failure means a corrupt or foreign file
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
-
-
-def check_checkpoint(directory: str | Path, arch: Arch | None = None) -> None:
-    """Refuse, before anything is loaded, a checkpoint plmbench cannot hold whole (issue 27): an
-    architecture or config field it lacks (``read_config``), or a weight that neither its
-    encoder (with a pooler) nor its pretraining net has a place for, or of another shape, or a
-    weight the encoder needs that it lacks; each named in one ``PlmbenchError`` line. Every
-    weight is then loaded, or one the run's net does not use by design (the pretraining heads
-    under a task head, a fine-tuned task head of other labels). Reads only names and shapes.
-    ``arch``: as in ``read_config``."""
-    directory = Path(directory)
-    arch, config = read_config(directory, arch)
-    state = _meta_weights(_weights_file(directory))
-    if (directory / BESIDE_FILE).is_file():
-        state |= _meta_weights(directory / BESIDE_FILE)
-    config = replace(config, **arch.hf.weights_config(set(state)))
-    state = _canonical(state, arch.hf)
-    pooled = {"add_pooling_layer": any(k.startswith("pooler.") for k in state)}
-    with torch.device("meta"):  # the nets from_hf builds, without memory
-        encoder = arch.encoder(config, **pooled) if arch.kind == "encoder" else arch.encoder(
-            config)
-        pretraining = _pretraining_net(arch, directory, config)
-    _, missing, mismatched, used = _placed(encoder, state, arch.hf)
-    _, _, more_mismatched, more_used = _placed(pretraining, state, arch.hf)
-    unknown = [k for k in state if k not in used | more_used
-               and not k.startswith(arch.hf.task_head_prefixes)]
-    _refuse({"has weights no plmbench net has a place for": unknown, "lacks weights": missing,
-             "has": mismatched + more_mismatched},
-            f"plmbench's {arch.name} nets ({directory})", arch.hf)
 
 
 def _pretraining_net(arch: Arch, directory: Path, config) -> nn.Module:
@@ -202,27 +159,35 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
     checkpoints are BERT's)."""
     directory = Path(directory)
-    missing = [
-        " or ".join(names)
-        for names in (("config.json",), WEIGHT_FILES, TOKENIZER_FILES)
-        if not any((directory / name).is_file() for name in names)
-    ]
-    if missing:
-        raise PlmbenchError(
-            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
-            "point init_from at a directory written by save_pretrained or `to_hf`"
-        )
+
+    def lacking(*groups: tuple[str, ...]) -> None:
+        missing = [" or ".join(names) for names in groups
+                   if not any((directory / name).is_file() for name in names)]
+        if missing:
+            raise PlmbenchError(
+                f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
+                "point init_from at a directory written by save_pretrained or `to_hf`"
+            )
+
     config_file = directory / "config.json"
+    if not config_file.is_file():
+        lacking((config_file.name,), WEIGHT_FILES, TOKENIZER_FILES)
     try:
         hf_config = json.loads(config_file.read_text())
     except json.JSONDecodeError as err:
         raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
-    found = arch_of_model_type(hf_config.get("model_type"))
+    # the architecture first: a checkpoint of one plmbench lacks is named as such, whatever
+    # files it ships (DeBERTa-v2's spm.model)
+    try:
+        found = arch_of_model_type(hf_config.get("model_type"))
+    except PlmbenchError as err:
+        raise PlmbenchError(f"{config_file}: {err}") from None
     if arch is None or arch.hf.model_type != found.hf.model_type:
         arch = found
     reason = arch.hf.unsupported(hf_config)
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
+    lacking(WEIGHT_FILES, TOKENIZER_FILES)
     known = {f.name for f in fields(arch.config)}
     values = {k: v for k, v in hf_config.items() if k in known}
     if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
