@@ -89,8 +89,9 @@ class Snapshot:
                 "weights_sha256": weights_sha256(self.weights)}
 
 
-def _refusal(setting: str, hub_id: HubId, err: Exception) -> PlmbenchError:
-    """One line for a failed resolution: the id, what went wrong, where it looked, the fix."""
+def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
+    """One line for a failed resolution of ``hub_id`` (``name``: what asked for it, as the user
+    wrote it): what went wrong, where it looked, the fix."""
     from huggingface_hub import constants
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -99,7 +100,6 @@ def _refusal(setting: str, hub_id: HubId, err: Exception) -> PlmbenchError:
         RevisionNotFoundError,
     )
 
-    name = f"{setting}=hf:{hub_id}"
     fetch = f"`plmbench models fetch {hub_id.repo_id}"
     fetch += f" --revision {hub_id.revision}`" if hub_id.revision != DEFAULT_REVISION else "`"
     where = f"the Hugging Face cache {cache_dir()}"
@@ -145,13 +145,13 @@ def _download(hub_id: HubId) -> Snapshot:
     raise missing
 
 
-def _resolved(hub_id: HubId, setting: str) -> Snapshot:
+def _resolved(hub_id: HubId, name: str) -> Snapshot:
     from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
 
     try:
         return _download(hub_id)
     except (HfHubHTTPError, LocalEntryNotFoundError, HFValidationError, OSError) as err:
-        raise _refusal(setting, hub_id, err) from None
+        raise _refusal(name, hub_id, err) from None
 
 
 @functools.cache
@@ -159,18 +159,20 @@ def resolve(hub_id: HubId, setting: str = "init_from") -> Snapshot:
     """``hub_id`` resolved into the cache (downloaded where it is missing and the hub is
     reachable), once per process; one ``PlmbenchError`` line, naming ``setting``, where it
     cannot be."""
-    return _resolved(hub_id, setting)
+    return _resolved(hub_id, f"{setting}=hf:{hub_id}")
 
 
-def fetch(hub_id: HubId, to: Path | None = None) -> Path:
+def fetch(hub_id: HubId) -> Snapshot:
     """``plmbench models fetch``: ``hub_id`` into the cache (huggingface_hub shows its own
-    progress bars), and with ``to`` copied from there into the plain directory
-    ``<to>/<org>--<name>`` (usable as ``hf:<that directory>`` on a machine without internet,
-    the cache's symlinks followed); the directory it is in."""
-    snapshot = _resolved(hub_id, "models fetch")
-    if to is None:
-        return snapshot.directory
-    target = Path(to) / hub_id.repo_id.replace("/", "--")
+    progress bars); one line naming it where it cannot be."""
+    return _resolved(hub_id, f"models fetch {hub_id}")
+
+
+def copy_snapshot(snapshot: Snapshot, to: Path) -> Path:
+    """``snapshot``'s files copied into the plain directory ``<to>/<org>--<name>`` (the cache's
+    symlinks followed), usable as ``hf:<that directory>`` on a machine without internet; it
+    appears whole or not at all."""
+    target = Path(to) / snapshot.hub_id.repo_id.replace("/", "--")
     tmp = staging_dir(target)
     try:
         for name in [*LOAD_FILES, snapshot.weights.name]:

@@ -15,7 +15,9 @@ ELECTRA's ``vocab.txt``; RoBERTa's, Longformer's, DeBERTa's and BART's ``vocab.j
 
 ``build_hub_cache(root)`` writes them all (``plmbench-tests/tiny-<arch>``, revisions ``main`` and
 ``v1``); ``lay_into_cache`` lays any directory into a cache as a repository;
-``offline_cache(monkeypatch, root)`` points ``huggingface_hub`` at a cache, offline.
+``offline_cache(monkeypatch, root)`` points ``huggingface_hub`` at a cache, offline;
+``session_hub_cache(tmp_path_factory)`` builds the cache once per test session, for the session
+fixtures of every module that uses it.
 """
 
 from __future__ import annotations
@@ -186,3 +188,18 @@ def offline_cache(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(root))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     hub.resolve.cache_clear()  # resolutions of another cache
+
+
+
+def session_hub_cache(tmp_path_factory: pytest.TempPathFactory
+                      ) -> tuple[Path, dict[str, CachedCheckpoint]]:
+    """(the cache's root, its checkpoints by architecture), built once per test session for
+    every module's session fixture that asks."""
+    base = tmp_path_factory.getbasetemp()
+    if base not in _SESSIONS:
+        root = tmp_path_factory.mktemp("hf") / "hub"
+        _SESSIONS[base] = root, build_hub_cache(root)
+    return _SESSIONS[base]
+
+
+_SESSIONS: dict[Path, tuple[Path, dict[str, CachedCheckpoint]]] = {}

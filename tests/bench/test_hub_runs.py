@@ -25,7 +25,7 @@ from datamodules.init_from import InitFrom
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench, read, records_under
 from tests.conftest import require
-from tests.hub_cache import ARCHS, ORG, TAG, build_hub_cache, lay_into_cache, offline_cache
+from tests.hub_cache import ARCHS, ORG, TAG, lay_into_cache, offline_cache, session_hub_cache
 
 transformers = require("transformers")
 
@@ -37,8 +37,7 @@ PRESETS = {**{arch: arch for arch in ARCHS}, "spanbert": "bert"}
 
 @pytest.fixture(scope="session")
 def hub_cache(tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("hf") / "hub"
-    return root, build_hub_cache(root)
+    return session_hub_cache(tmp_path_factory)
 
 
 @pytest.fixture

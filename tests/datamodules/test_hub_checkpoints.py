@@ -1,0 +1,112 @@
+"""Checkpoints by hub id (``datamodules.hub``, ``InitFrom``), offline on a hub cache the tests
+write in ``huggingface_hub``'s own layout (``tests/hub_cache.py``): the library itself finds
+what the fixture lays out; ids parse by its rules; a local directory wins over an id; the
+config check accepts an id with no network and no cache, refuses a malformed one; resolution
+takes one weights file, safetensors before the pickle, and pins the commit and the sha256."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from datamodules.errors import PlmbenchError
+from datamodules.hub import HubId, cached_snapshot, parse_hub_id, resolve
+from datamodules.init_from import InitFrom
+from tests.hub_cache import ORG, TAG, lay_into_cache, offline_cache, session_hub_cache
+
+
+@pytest.fixture(scope="session")
+def hub_cache(tmp_path_factory):
+    return session_hub_cache(tmp_path_factory)
+
+
+@pytest.fixture
+def offline(hub_cache, monkeypatch):
+    offline_cache(monkeypatch, hub_cache[0])
+    return hub_cache
+
+
+def test_huggingface_hub_finds_the_fixture_cache_offline(offline):
+    from huggingface_hub import snapshot_download, try_to_load_from_cache
+
+    root, built = offline
+    for cached in built.values():
+        for revision in ("main", TAG, cached.commit):
+            found = try_to_load_from_cache(cached.repo_id, "config.json", revision=revision)
+            assert found == str(cached.snapshot / "config.json")
+            assert snapshot_download(cached.repo_id, revision=revision,
+                                     local_files_only=True) == str(cached.snapshot)
+        weights = (cached.snapshot / "model.safetensors")
+        assert weights.is_symlink() and weights.resolve().parent == cached.snapshot.parents[1] / (
+            "blobs")
+        assert weights.resolve().name == cached.weights_sha256  # an LFS blob: its sha256
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("gpt2", HubId("gpt2")),
+    ("FacebookAI/roberta-base", HubId("FacebookAI/roberta-base", "main")),
+    ("google/electra-base-discriminator@v1.0", HubId("google/electra-base-discriminator",
+                                                     "v1.0")),
+    ("org/name@refs/pr/1", HubId("org/name", "refs/pr/1")),
+    ("a/b/c", None), ("/abs/dir", None), ("./dir", None), ("~/dir", None),
+    ("org/na--me", None), ("org/name@", None), ("org/name@bad rev", None), ("", None)])
+def test_hub_ids_parse_by_huggingface_hubs_rules(text, expected):
+    assert parse_hub_id(text) == expected
+
+
+def test_a_local_directory_wins_over_a_hub_id_of_the_same_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "name").mkdir(parents=True)
+    start = InitFrom.parse("hf:org/name")
+    assert start.hub_id is None and start.directory() == Path("org/name")
+    assert InitFrom.parse("hf:org/other").hub_id == HubId("org/other")
+
+
+def test_the_config_check_takes_an_id_without_network_or_cache(tmp_path, monkeypatch):
+    offline_cache(monkeypatch, tmp_path / "empty-cache")
+    InitFrom.parse("hf:FacebookAI/roberta-base@main").check()  # nothing resolved, no error
+    assert not (tmp_path / "empty-cache").exists()
+    with pytest.raises(PlmbenchError, match=r"init_from=hf:a/b/c: no directory a/b/c; .*"
+                                            r"hf:<org>/<name>\[@<revision>\]"):
+        InitFrom.parse("hf:a/b/c").check()
+
+
+def test_resolution_pins_the_commit_and_the_weights_sha256(offline):
+    _, built = offline
+    cached = built["roberta"]
+    start = InitFrom.parse(cached.spec())
+    assert start.directory() == cached.snapshot
+    assert start.identity() == {"id": cached.repo_id, "revision": TAG, "commit": cached.commit,
+                                "weights": "model.safetensors",
+                                "weights_sha256": cached.weights_sha256}
+    assert cached_snapshot(HubId(cached.repo_id)) == cached.snapshot
+
+
+def test_safetensors_is_taken_before_the_pickle_and_the_pickle_alone_works(offline, tmp_path):
+    root, built = offline
+    source = tmp_path / "both"
+    source.mkdir()
+    for file in built["bert"].snapshot.iterdir():
+        (source / file.name).write_bytes(file.read_bytes())
+    (source / "pytorch_model.bin").write_bytes(b"a pickle not to read")
+    lay_into_cache(root, f"{ORG}/both", source)
+    assert resolve(HubId(f"{ORG}/both")).weights.name == "model.safetensors"
+    (source / "model.safetensors").unlink()
+    lay_into_cache(root, f"{ORG}/pickle-only", source)
+    snapshot = resolve(HubId(f"{ORG}/pickle-only"))
+    assert snapshot.weights.name == "pytorch_model.bin"
+    assert snapshot.identity()["weights_sha256"] == hashlib.sha256(
+        b"a pickle not to read").hexdigest()
+
+
+def test_a_repository_without_weights_is_one_line(offline, tmp_path):
+    root, built = offline
+    source = tmp_path / "no-weights"
+    source.mkdir()
+    (source / "config.json").write_bytes((built["bert"].snapshot / "config.json").read_bytes())
+    lay_into_cache(root, f"{ORG}/no-weights", source)
+    with pytest.raises(PlmbenchError, match=rf"task.dense.encoder=hf:{ORG}/no-weights: .* not in "
+                                            rf"the Hugging Face cache {root}"):
+        InitFrom.parse(f"hf:{ORG}/no-weights").directory("task.dense.encoder")
