@@ -10,7 +10,9 @@ every weight, or leaves out by design only what the run's net does not use (the 
 heads under a task head, a fine-tuned task head of other labels).
 """
 
-from dataclasses import replace
+import json
+import re
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -58,11 +60,31 @@ def check_checkpoint(directory: str | Path, arch: Arch | None = None) -> None:
         raw |= _meta_weights(directory / BESIDE_FILE)
     first = read_config(directory)[0]
     readings = [_places(directory, a, raw) for a in [own, *([first] if first is not own else [])]]
+    _refuse_untied(directory, own, raw)
     missing, mismatched, _, state = readings[0]
     used = set().union(*(reading[2] for reading in readings))
     unknown = [k for k in state if k not in used and not k.startswith(own.hf.task_head_prefixes)]
     _refuse({"has weights no plmbench net has a place for": unknown, "lacks weights": missing,
              "has": mismatched}, f"plmbench's {own.name} nets ({directory})", own.hf)
+
+
+def _refuse_untied(directory: Path, arch: Arch, raw: dict[str, Tensor]) -> None:
+    """A checkpoint whose config.json unties the output layer from the input embeddings
+    (``tie_word_embeddings: false``) where ``arch``'s nets tie them: its output layer, which a
+    load skips as a tied copy (``HFLayout.skipped``), is its own and would be dropped."""
+    hf_config = json.loads((directory / "config.json").read_text())
+    names = {f.name for f in fields(arch.config)}
+    if hf_config.get("tie_word_embeddings") is not False or "tie_word_embeddings" in names:
+        return
+    skipped = re.compile(arch.hf.skipped)
+    own = [k for k in raw if k.endswith("weight") and skipped.search(k.removeprefix(
+        arch.hf.prefix))]
+    if own:
+        raise PlmbenchError(
+            f"{directory / 'config.json'}: tie_word_embeddings=false, so the checkpoint's output "
+            f"layer {own} is its own, and plmbench's {arch.name} nets have no place for it (they "
+            "tie it to the input embeddings); use a checkpoint with tied embeddings"
+        )
 
 
 def _places(directory: Path, arch: Arch, raw: dict[str, Tensor]
