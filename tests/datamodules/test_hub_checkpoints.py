@@ -110,3 +110,15 @@ def test_a_repository_without_weights_is_one_line(offline, tmp_path):
     with pytest.raises(PlmbenchError, match=rf"task.dense.encoder=hf:{ORG}/no-weights: .* not in "
                                             rf"the Hugging Face cache {root}"):
         InitFrom.parse(f"hf:{ORG}/no-weights").directory("task.dense.encoder")
+
+
+def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp_path):
+    directory = tmp_path / "bert"
+    directory.mkdir()
+    for file in hub_cache[1]["bert"].snapshot.iterdir():
+        (directory / file.name).write_bytes(file.read_bytes())
+    assert InitFrom.parse(f"hf:{directory}").identity() == {
+        "directory": str(directory), "weights": "model.safetensors",
+        "weights_sha256": hashlib.sha256((directory / "model.safetensors").read_bytes()
+                                         ).hexdigest()}
+    assert InitFrom.parse("scratch").identity() is None
