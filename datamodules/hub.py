@@ -201,5 +201,8 @@ def cached_snapshot(hub_id: HubId) -> Path | None:
 
 def weights_sha256(file: Path) -> str:
     """The sha256 of a weights file's bytes (what the hub's LFS pointer names it by)."""
+    digest = hashlib.sha256()
     with open(file, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        while chunk := handle.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()

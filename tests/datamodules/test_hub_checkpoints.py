@@ -122,3 +122,36 @@ def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp
         "weights_sha256": hashlib.sha256((directory / "model.safetensors").read_bytes()
                                          ).hexdigest()}
     assert InitFrom.parse("scratch").identity() is None
+
+
+@pytest.mark.parametrize("error, expected", [
+    ("RepositoryNotFoundError", "the hub has no model 'org/nmae' (or it is private: set "
+                                "HF_TOKEN); check the spelling"),
+    ("GatedRepoError", "org/nmae is gated: accept its terms on huggingface.co and set HF_TOKEN"),
+    ("RevisionNotFoundError", "the hub has no revision 'v2' of org/nmae"),
+    ("HfHubHTTPError", "the hub refused it (HfHubHTTPError: 503 Service Unavailable); retry"),
+])
+def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_path, error,
+                                                              expected):
+    """Online (HF_HUB_OFFLINE=0), each error huggingface_hub raises for a bad id or revision, as
+    its HTTP layer raises it (a response of the status the hub answers)."""
+    import httpx2
+    from huggingface_hub import constants, errors
+
+    from datamodules import hub
+
+    offline_cache(monkeypatch, tmp_path / "cache")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    status = {"HfHubHTTPError": 503, "GatedRepoError": 401}.get(error, 404)
+    response = httpx2.Response(status, request=httpx2.Request("GET", "https://huggingface.co"))
+    message = "503 Service Unavailable" if status == 503 else f"{status} Client Error"
+
+    def refuse(*args, **kwargs):
+        raise getattr(errors, error)(message, response=response)
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", refuse)
+    with pytest.raises(PlmbenchError) as info:
+        hub.resolve(HubId("org/nmae", "v2"))
+    line = str(info.value)
+    assert line.startswith("init_from=hf:org/nmae@v2: ") and "\n" not in line
+    assert expected in line and f"looked in the Hugging Face cache {tmp_path / 'cache'}" in line
