@@ -94,6 +94,7 @@ def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
     wrote it): what went wrong, where it looked, the fix."""
     from huggingface_hub import constants
     from huggingface_hub.errors import (
+        EntryNotFoundError,
         GatedRepoError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
@@ -109,6 +110,9 @@ def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
     elif isinstance(err, GatedRepoError):
         why = (f"{hub_id.repo_id} is gated: accept its terms on huggingface.co and set HF_TOKEN "
                "to a token of that account")
+    elif isinstance(err, EntryNotFoundError) and not isinstance(err, LocalEntryNotFoundError):
+        why = (f"{hub_id} has no {' or '.join(WEIGHT_FILES)} (plmbench reads one weights file, "
+               "not sharded or TensorFlow-only weights); pick a checkpoint that has one")
     elif isinstance(err, RepositoryNotFoundError):
         why = (f"the hub has no model {hub_id.repo_id!r} (or it is private: set HF_TOKEN); check "
                "the spelling")
@@ -121,7 +125,8 @@ def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
         return PlmbenchError(f"{name}: {why}")
     else:
         first = (str(err).splitlines() or [type(err).__name__])[0]
-        why = f"the hub refused it ({type(err).__name__}: {first}); retry, or check the id"
+        why = (f"it could not be fetched ({type(err).__name__}: {first}); check the id, the "
+               "network and that the cache is writable, then retry")
     return PlmbenchError(f"{name}: {why} (looked in {where})")
 
 

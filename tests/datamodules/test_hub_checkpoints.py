@@ -129,7 +129,8 @@ def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp
                                 "HF_TOKEN); check the spelling"),
     ("GatedRepoError", "org/nmae is gated: accept its terms on huggingface.co and set HF_TOKEN"),
     ("RevisionNotFoundError", "the hub has no revision 'v2' of org/nmae"),
-    ("HfHubHTTPError", "the hub refused it (HfHubHTTPError: 503 Service Unavailable); retry"),
+    ("HfHubHTTPError", "it could not be fetched (HfHubHTTPError: 503 Service Unavailable)"),
+    ("RemoteEntryNotFoundError", "org/nmae@v2 has no model.safetensors or pytorch_model.bin"),
 ])
 def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_path, error,
                                                               expected):
@@ -155,3 +156,41 @@ def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_p
     line = str(info.value)
     assert line.startswith("init_from=hf:org/nmae@v2: ") and "\n" not in line
     assert expected in line and f"looked in the Hugging Face cache {tmp_path / 'cache'}" in line
+
+
+@pytest.mark.parametrize("has_safetensors", [True, False])
+def test_online_one_weights_file_is_fetched_safetensors_first(monkeypatch, tmp_path,
+                                                              has_safetensors):
+    """What is asked of huggingface_hub online: the load files by pattern (no weights), then
+    model.safetensors, and pytorch_model.bin only where the repository lacks it, at the commit
+    the revision resolved to."""
+    import httpx2
+    from huggingface_hub import constants, errors
+
+    from datamodules import hub
+
+    offline_cache(monkeypatch, tmp_path / "cache")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    snapshot = tmp_path / "cache" / "snapshots" / ("c" * 40)
+    calls = []
+
+    def snapshot_download(repo_id, revision, allow_patterns):
+        calls.append(("snapshot", repo_id, revision, tuple(allow_patterns)))
+        return str(snapshot)
+
+    def hf_hub_download(repo_id, filename, revision):
+        calls.append(("file", filename, revision))
+        if filename == "model.safetensors" and not has_safetensors:
+            response = httpx2.Response(404, request=httpx2.Request("GET", "https://hf.co"))
+            raise errors.RemoteEntryNotFoundError("404 Client Error", response=response)
+        return str(snapshot / filename)
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", snapshot_download)
+    monkeypatch.setattr("huggingface_hub.hf_hub_download", hf_hub_download)
+    resolved = hub.resolve(HubId("org/name", "v1"))
+    weights = "model.safetensors" if has_safetensors else "pytorch_model.bin"
+    assert resolved.commit == "c" * 40 and resolved.weights == snapshot / weights
+    assert calls == [("snapshot", "org/name", "v1", hub.LOAD_FILES),
+                     ("file", "model.safetensors", "c" * 40),
+                     *([] if has_safetensors else [("file", "pytorch_model.bin", "c" * 40)])]
+    assert not any(name.endswith((".bin", ".safetensors", "*")) for name in hub.LOAD_FILES)
