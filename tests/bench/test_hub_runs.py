@@ -174,3 +174,14 @@ def test_a_weight_no_net_has_a_place_for_is_refused_by_name(offline, bert_with_e
         f"results_dir={results}"))
     assert "encoder.layer.0.adapter.weight" in line and "cls.predictions.extra.bias" in line
     assert "no plmbench net has a place for" in line
+
+
+def test_a_hub_id_in_any_checkpoint_setting_is_resolved_before_the_run(offline, tmp_path):
+    """Not init_from alone: a task's checkpoint setting (here perplexity's vocabulary reference)
+    names a hub id the cache lacks: refused before the run has a directory."""
+    _, built = offline
+    results = tmp_path / "results"
+    line = _leaves_nothing(results, plmbench(
+        "run", "model=bert-tiny", f"init_from={built['bert'].spec()}", "task=perplexity/domains",
+        f"task.vocabulary_reference=hf:{ORG}/absent", f"results_dir={results}"))
+    assert f"task.vocabulary_reference=hf:{ORG}/absent: {ORG}/absent is not in" in line
