@@ -47,7 +47,14 @@ from bench.records import (
     task_keys_of,
     write_record,
 )
-from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
+from bench.run_dir import (
+    LOG_NAME,
+    claimed,
+    completed,
+    effective_overrides,
+    run_dir_of,
+    run_log,
+)
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_model
@@ -310,9 +317,10 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         check_accelerator(cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
         current = config_hash(config)  # once per run: the claim and the record use it
-        resolve_checkpoints(cfg, config)
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
+        if not completed(run_dir, current, cfg.skip_completed):  # offline, a done point skips
+            resolve_checkpoints(cfg, config)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))
         return None

@@ -185,3 +185,23 @@ def test_a_hub_id_in_any_checkpoint_setting_is_resolved_before_the_run(offline, 
         "run", "model=bert-tiny", f"init_from={built['bert'].spec()}", "task=perplexity/domains",
         f"task.vocabulary_reference=hf:{ORG}/absent", f"results_dir={results}"))
     assert f"task.vocabulary_reference=hf:{ORG}/absent: {ORG}/absent is not in" in line
+
+
+def test_a_completed_point_is_skipped_offline_without_its_checkpoint(offline, tmp_path,
+                                                                    monkeypatch):
+    """A re-run sweep skips a point whose record says ok before resolving anything: offline with
+    the checkpoint gone from the cache, it still skips, and only a forced re-run asks for it."""
+    _, built = offline
+    results = tmp_path / "results"
+    args = ["run", "model=bert-tiny", f"init_from={built['bert'].spec()}", *TINY,
+            f"results_dir={results}"]
+    assert plmbench(*args).rc == 0
+    (path,) = records_under(results)
+    first = read(path.parent)["run_id"]
+    offline_cache(monkeypatch, tmp_path / "empty-cache")
+    again = plmbench(*args)
+    assert again.rc == 0, again.err
+    assert read(path.parent)["run_id"] == first
+    forced = plmbench(*args, "skip_completed=false")
+    assert forced.rc == 2 and "is not in the Hugging Face cache" in forced.err_lines[-1]
+    assert read(path.parent)["run_id"] == first  # refused before the run: the record stands
