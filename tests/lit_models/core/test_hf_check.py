@@ -3,7 +3,8 @@ whole, and every way a weight could be dropped or left random is refused by name
 net of the architecture has a place for (inside the encoder, or under the pretraining heads'
 prefix that an encoder load passes over), one of another shape than config.json implies, one
 the encoder needs that is missing, an output layer untied from the embeddings where our nets
-tie them, a config field no net implements, an architecture plmbench lacks."""
+tie them, a config field no net implements (relative positions, a decoder config), an
+architecture plmbench lacks."""
 
 from __future__ import annotations
 
@@ -81,6 +82,9 @@ def test_a_config_field_no_net_implements_and_an_unknown_architecture_are_refuse
                                                             "relative_key"})
     with pytest.raises(PlmbenchError, match="relative_key"):
         check_checkpoint(relative)
+    decoder = edited(hub_cache, tmp_path / "decoder", "roberta", config={"is_decoder": True})
+    with pytest.raises(PlmbenchError, match="is_decoder=true .* attend both ways"):
+        check_checkpoint(decoder)
     modern = edited(hub_cache, tmp_path, "roberta", config={"model_type": "modernbert"})
     with pytest.raises(PlmbenchError, match=r"model_type 'modernbert'; plmbench imports \["
                                             r"'bert', 'roberta'"):
