@@ -99,7 +99,10 @@ class InitFrom:
         cache, resolved and downloaded as needed), a ``ckpt:`` run's export (or the directory
         itself); one line naming ``setting`` where there is none."""
         if self.hub_id is not None:
-            return resolve(self.hub_id, setting).directory
+            try:
+                return resolve(self.hub_id, setting).directory
+            except PlmbenchError as err:  # a mistyped local path reads as a hub id too
+                raise PlmbenchError(f"{err} (no local directory {self.path} either)") from None
         path = self.path
         if self.kind == "ckpt" and (path / EXPORT_DIR).is_dir():
             path = path / EXPORT_DIR

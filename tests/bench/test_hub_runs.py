@@ -99,6 +99,7 @@ def test_an_id_the_cache_lacks_offline_is_one_line_and_no_run_directory(offline,
     assert f"init_from=hf:{ORG}/no-such-model:" in line
     assert str(root) in line and "HF_HUB_OFFLINE" in line
     assert f"plmbench models fetch {ORG}/no-such-model" in line
+    assert line.endswith(f"(no local directory {ORG}/no-such-model either)")
 
 
 def test_a_revision_the_cache_lacks_is_one_line_and_no_run_directory(offline, tmp_path):
