@@ -17,6 +17,11 @@
                                            against transformers' (sdpa, eager); --lengths: memory
                                            and time against length; --generate: decoding tokens/s
     plmbench neighbours WORD --vectors ckpt:RUN --elmo ckpt:RUN   static vs contextual neighbours
+    plmbench models list                   the model presets: architecture, source (scratch, a hub
+                                           id, a package), size, in the Hugging Face cache or not
+    plmbench models fetch ID... [--to DIR] [--revision REV]
+                                           hub checkpoints (org/name or a preset) into the cache;
+                                           --to DIR: also DIR/<org>--<name> for offline machines
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
                                            write the mirror from the hub (needs internet); a
@@ -222,6 +227,20 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from bench.models import fetch_all, list_rows
+    from datamodules.hub import cache_dir
+
+    if args.models_cmd == "fetch":
+        for hub_id, where in fetch_all(args.ids, args.revision, args.to):
+            print(f"{hub_id}: {where}")
+        return 0
+    print(f"Hugging Face cache: {cache_dir()}")
+    print(aligned(["preset", "arch", "source", "parameters", "cached"], list_rows(),
+                  numeric={3}))
+    return 0
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     from bench.submit import GLUE, submit_glue
 
@@ -321,6 +340,9 @@ def parser() -> argparse.ArgumentParser:
                         help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
+    from bench.models import add_parser as add_models_parser
+
+    add_models_parser(sub)
     data = sub.add_parser("data", help="the local data mirror")
     data_sub = data.add_subparsers(dest="data_cmd", required=True)
     data_sub.add_parser("list", help="datasets, configs and splits the mirror holds")
@@ -360,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_significance(args)
         if args.cmd == "submit":
             return cmd_submit(args)
+        if args.cmd == "models":
+            return cmd_models(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -34,6 +34,7 @@ from bench.checkpoints import (
 )
 from bench.compose import CONF_DIR, normalize, resolve_target
 from bench.config_check import check_config, check_threads
+from bench.hub_start import resolve_checkpoints
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
 from bench.records import (
@@ -48,8 +49,16 @@ from bench.records import (
     undefined_metric_notes,
     write_record,
 )
-from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
+from bench.run_dir import (
+    LOG_NAME,
+    claimed,
+    completed,
+    effective_overrides,
+    run_dir_of,
+    run_log,
+)
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.finetune import FinetuneMethod
@@ -291,6 +300,8 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "seed": cfg.seed,
         "init_from": cfg.init_from,
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
+        # which weights: a hub id's id, revision, commit and weights sha256 (datamodules.hub)
+        "checkpoint": InitFrom.parse(cfg.init_from).identity(),
         "overrides": list(overrides or []),
         "variant": list(variant),
         "config": config,
@@ -348,6 +359,8 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         current = config_hash(config)  # once per run: the claim and the record use it
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
+        if not completed(run_dir, current, cfg.skip_completed):  # offline, a done point skips
+            resolve_checkpoints(cfg, config)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))
         return None

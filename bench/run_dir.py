@@ -178,6 +178,14 @@ def _heartbeat(lock: Path) -> Iterator[None]:
         lock.unlink(missing_ok=True)
 
 
+def completed(run_dir: Path, current_hash: str, skip_completed: bool) -> bool:
+    """Whether ``run_dir``'s record says ok for this configuration and ``skip_completed`` lets
+    it stand: a point ``should_run`` will skip, so nothing it starts from need be there."""
+    previous = read_record(run_dir)
+    return bool(skip_completed and previous and previous.get("status") == "ok"
+                and previous.get("config_hash") == current_hash)
+
+
 def should_run(run_dir: Path, current_hash: str, skip_completed: bool,
                only_failed: bool = False) -> bool:
     """Whether to run into ``run_dir`` given its record (module docstring, "Claim"); a finished

@@ -35,7 +35,14 @@ MLM_HEAD_NAMES = {
 }
 
 
-def absolute_positions_only(hf_config: dict) -> str | None:
+def bidirectional_absolute_only(hf_config: dict) -> str | None:
+    """Why a BERT-family config has no counterpart here: relative position embeddings, or a
+    decoder (``is_decoder``: causal self-attention, ``add_cross_attention``), which would load
+    into our encoders, which attend both ways, with no weight amiss (None: it has one)."""
+    for key in ("is_decoder", "add_cross_attention"):
+        if hf_config.get(key):
+            return (f"{key}=true (a decoder) is not implemented: plmbench's encoders attend both "
+                    "ways; use an encoder checkpoint")
     kind = hf_config.get("position_embedding_type", "absolute")
     if kind != "absolute":
         return f"position_embedding_type {kind!r}: only absolute position embeddings are supported"
@@ -64,7 +71,7 @@ ARCH = Arch(
                  "multiple_choice": "BertForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$",
         config_only_ours=("pre_norm",),
-        unsupported=absolute_positions_only,
+        unsupported=bidirectional_absolute_only,
     ),
     capabilities=Capabilities(attention_weights=True, head_mask=True,
                               token_types=True, hidden_states=True,

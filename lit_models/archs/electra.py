@@ -11,7 +11,7 @@ continue pretraining). The generator alone exports and imports as ``ElectraForMa
 from functools import partial
 
 from datamodules import tokenization
-from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.bert import ENCODER_NAMES, bidirectional_absolute_only
 from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.electra import (
     ElectraConfig,
@@ -71,7 +71,7 @@ ARCH = Arch(
         beside=r"^generator\.",
         task_head_prefixes=("classifier.", "qa_outputs.", "sequence_summary."),
         config_only_ours=("pre_norm",),
-        unsupported=absolute_positions_only,
+        unsupported=bidirectional_absolute_only,
     ),
     # the pretraining net: the generator (a masked LM) and the discriminator's head
     capabilities=Capabilities(attention_weights=True, head_mask=True,

@@ -3,7 +3,7 @@ layout, plus the global projections, in transformers' ``Longformer*`` layout; cl
 pools <s> as RoBERTa's head does (§6: <s> gets global attention)."""
 
 from datamodules import tokenization
-from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.bert import ENCODER_NAMES, bidirectional_absolute_only
 from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.longformer import LongformerConfig, LongformerForMaskedLM, LongformerModel
@@ -38,7 +38,7 @@ ARCH = Arch(
                  "multiple_choice": "LongformerForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
         config_only_ours=("pre_norm",),
-        unsupported=absolute_positions_only,
+        unsupported=bidirectional_absolute_only,
     ),
     capabilities=Capabilities(head_mask=True,
                               token_types=True, global_attention=True, hidden_states=True,

@@ -3,7 +3,7 @@
 head that pools <s> itself (dense, tanh, out_proj)."""
 
 from datamodules import tokenization
-from lit_models.archs.bert import ENCODER_NAMES, absolute_positions_only
+from lit_models.archs.bert import ENCODER_NAMES, bidirectional_absolute_only
 from lit_models.archs.spec import Arch, Capabilities, HFLayout
 from lit_models.nets.heads import FirstTokenClassifier, PooledClassifier
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
@@ -33,7 +33,7 @@ ARCH = Arch(
                  "multiple_choice": "RobertaForMultipleChoice"},
         skipped=r"(^|\.)position_ids$|^lm_head\.decoder\.(weight|bias)$",
         config_only_ours=("pre_norm",),
-        unsupported=absolute_positions_only,
+        unsupported=bidirectional_absolute_only,
     ),
     # one segment (type_vocab_size 1, §4.2): its token types are all 0
     capabilities=Capabilities(attention_weights=True, head_mask=True,

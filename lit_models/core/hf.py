@@ -31,11 +31,11 @@ from torch import Tensor, nn
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
+from datamodules.hub import WEIGHT_FILES
 from datamodules.tokenization import load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, Model, arch_of_model_type
 from lit_models.nets.heads import PooledClassifier
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 #: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
 #: the checkpoint's own so that transformers loads it without an unexpected key
 BESIDE_FILE = "plmbench_beside.safetensors"
@@ -80,39 +80,65 @@ def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tenso
     return state
 
 
+def _placed(net: nn.Module, state: dict[str, Tensor], layout: HFLayout
+            ) -> tuple[list[tuple[Tensor, Tensor]], list[str], list[str], set[str]]:
+    """Where ``state`` (canonical names) goes in ``net``: (parameter, tensor) pairs, the
+    checkpoint names of parameters it lacks (not ``optional``), those of other shapes, and the
+    names it places."""
+    optional = layout.optional()
+    pairs, missing, mismatched, used = [], [], [], set()
+    for name, param in net.named_parameters():  # tied parameters are listed once
+        theirs = hf_names(name, layout, net.config)
+        if not all(n in state for n in theirs):
+            if not theirs[0].startswith(optional):
+                missing += [n for n in theirs if n not in state]
+            continue
+        used.update(theirs)
+        tensor = torch.cat([state[n] for n in theirs])
+        if tensor.shape != param.shape:
+            mismatched.append(f"{theirs[0]} of shape {tuple(tensor.shape)}, "
+                              f"not {tuple(param.shape)}")
+            continue
+        pairs.append((param, tensor))
+    return pairs, missing, mismatched, used
+
+
+def _refuse(problems: dict[str, list[str]], what: str, layout: HFLayout) -> None:
+    for problem, names in problems.items():
+        if names:
+            raise PlmbenchError(
+                f"checkpoint {problem} {names[:5]}{' ...' if len(names) > 5 else ''} for {what}; "
+                f"check that config.json matches the weights and that the checkpoint is a "
+                f"{layout.model_type} model"
+            )
+
+
 def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLayout) -> None:
     """Copy weights named as in transformers (with or without the encoder prefix) into ``net``,
     a net of the architecture whose ``layout`` this is.
 
     The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
     them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
-    them. Any other missing or leftover weight raises ``PlmbenchError`` naming it.
+    them (``hf_check.check_checkpoint`` has made sure some net of the architecture has). Any other
+    missing or leftover weight raises ``PlmbenchError`` naming it.
     """
     state = _canonical(hf_state, layout)
-    optional = layout.optional()
-    missing, mismatched = [], []
+    pairs, missing, mismatched, used = _placed(net, state, layout)
     with torch.no_grad():
-        for name, param in net.named_parameters():  # tied parameters are listed once
-            theirs = hf_names(name, layout, net.config)
-            if not all(n in state for n in theirs):
-                if not theirs[0].startswith(optional):
-                    missing += [n for n in theirs if n not in state]
-                continue
-            tensor = torch.cat([state.pop(n) for n in theirs])
-            if tensor.shape != param.shape:
-                mismatched.append(f"{theirs[0]} of shape {tuple(tensor.shape)}, "
-                                  f"not {tuple(param.shape)}")
-                continue
+        for param, tensor in pairs:
             param.copy_(tensor)
-    unknown = [k for k in state if not k.startswith(optional + layout.task_head_prefixes)]
-    problems = {"lacks weights": missing, "has unknown weights": unknown, "has": mismatched}
-    for problem, names in problems.items():
-        if names:
-            raise PlmbenchError(
-                f"checkpoint {problem} {names[:5]}{' ...' if len(names) > 5 else ''} for a "
-                f"{type(net).__name__}; check that config.json matches the weights and that the "
-                f"checkpoint is a {layout.model_type} model"
-            )
+    excused = layout.optional() + layout.task_head_prefixes
+    unknown = [k for k in state if k not in used and not k.startswith(excused)]
+    _refuse({"lacks weights": missing, "has unknown weights": unknown, "has": mismatched},
+            f"a {type(net).__name__}", layout)
+
+
+def _pretraining_net(arch: Arch, directory: Path, config) -> nn.Module:
+    """The architecture's pretraining net for a checkpoint (its ``masked_lm`` net for one saved
+    as its transformers masked-LM class: ELECTRA's generator)."""
+    if arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
+        return arch.masked_lm(config)
+    return arch.pretraining(config)
 
 
 def _read_weights(file: Path) -> dict[str, Tensor]:
@@ -134,27 +160,35 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
     checkpoints are BERT's)."""
     directory = Path(directory)
-    missing = [
-        " or ".join(names)
-        for names in (("config.json",), WEIGHT_FILES, TOKENIZER_FILES)
-        if not any((directory / name).is_file() for name in names)
-    ]
-    if missing:
-        raise PlmbenchError(
-            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
-            "point init_from at a directory written by save_pretrained or `to_hf`"
-        )
+
+    def lacking(*groups: tuple[str, ...]) -> None:
+        missing = [" or ".join(names) for names in groups
+                   if not any((directory / name).is_file() for name in names)]
+        if missing:
+            raise PlmbenchError(
+                f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
+                "point init_from at a directory written by save_pretrained or `to_hf`"
+            )
+
     config_file = directory / "config.json"
+    if not config_file.is_file():
+        lacking((config_file.name,), WEIGHT_FILES, TOKENIZER_FILES)
     try:
         hf_config = json.loads(config_file.read_text())
     except json.JSONDecodeError as err:
         raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
-    found = arch_of_model_type(hf_config.get("model_type"))
+    # the architecture first: a checkpoint of one plmbench lacks is named as such, whatever
+    # files it ships (DeBERTa-v2's spm.model)
+    try:
+        found = arch_of_model_type(hf_config.get("model_type"))
+    except PlmbenchError as err:
+        raise PlmbenchError(f"{config_file}: {err}") from None
     if arch is None or arch.hf.model_type != found.hf.model_type:
         arch = found
     reason = arch.hf.unsupported(hf_config)
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
+    lacking(WEIGHT_FILES, TOKENIZER_FILES)
     known = {f.name for f in fields(arch.config)}
     values = {k: v for k, v in hf_config.items() if k in known}
     if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
@@ -189,10 +223,8 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     if with_heads and (directory / BESIDE_FILE).is_file():
         state |= _read_weights(directory / BESIDE_FILE)
     config = replace(config, **arch.hf.weights_config(set(state)))
-    if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
-        net = arch.masked_lm(config)
-    elif with_heads:
-        net = arch.pretraining(config)
+    if with_heads:
+        net = _pretraining_net(arch, directory, config)
     elif arch.kind == "encoder":
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
         net = arch.encoder(config, add_pooling_layer=has_pooler)
