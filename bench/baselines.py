@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 
 from omegaconf import OmegaConf
 
-from bench.run import task_family
 from datamodules.errors import PlmbenchError
 
 BASELINE_LABEL = "baseline (no training)"
@@ -39,6 +38,8 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
         data = {key: task.get(key) for key in DATA_KEYS}
         tasks.setdefault(json.dumps(data, sort_keys=True), dict(task))
     made = []
+    if tasks:  # a family loads its data and its modules (torch, Lightning): only when needed
+        from bench.run import task_family
     for key, task in sorted(tasks.items()):
         try:
             rows = task_family(OmegaConf.create(task)).baselines(task)

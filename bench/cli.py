@@ -23,6 +23,9 @@
                                            file-published dataset (goodreads_spoilers) from its file
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2.
+
+Each command imports what it needs when it runs (torch, Lightning, faiss only where a run or a
+measurement needs them), so help and the boards answer in a fraction of a second.
 """
 
 import argparse
@@ -31,7 +34,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import records
 from bench.arguments import OneLineParser, count
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -93,14 +95,17 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
 
 
 def cmd_run(args: list[str]) -> int:
-    from bench import run
+    from bench.records import check_writable
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
-    # every configuration composes and passes its checks before the first one runs
+    # every configuration composes and passes its checks before the first one runs, and before
+    # Lightning and torch load (seconds of CPU), so a config error comes at once
     configs = list(command_configs(args))
     for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
-        records.check_writable(Path(directory))
+        check_writable(Path(directory))
+    from bench import run
+
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -165,13 +170,14 @@ def _emit(text: str, out: str | None) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.board_compare import render_comparison
     from bench.board_config import get_board
     from bench.board_html import render_html
     from bench.board_text import render_csv, render_json, render_markdown
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
+        from bench.board_compare import render_comparison  # numpy and scipy's tests
+
         a, b = (board_table(where, board, args) for where in args.compare)
         text = render_comparison(a, b, *args.compare, resamples=args.resamples,
                                  aso_iterations=args.aso_iterations)
@@ -265,7 +271,7 @@ def parser() -> argparse.ArgumentParser:
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
     lb.add_argument("--stat", choices=["mean", "median"], default="mean",
-                    help="the statistic over seeds in cells and scores: mean ± its 95% "
+                    help="the statistic over seeds in cells and scores: mean ± its 95%% "
                          "interval, or median "
                          "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
@@ -340,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 from bench.neighbours import main as neighbours_main
 
                 return neighbours_main(argv[1:])
-            from bench.perf import main as perf_main
+            from bench.perf_cli import main as perf_main
 
             return perf_main(argv[1:])
         args = parser().parse_args(argv)

@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats as scipy_stats
+from scipy.special import stdtr, stdtrit  # Student's t CDF and its inverse; scipy.stats: 0.8 s
 
 #: the confidence level of every interval plmbench shows, and the test's 1 - alpha
 LEVEL = 0.95
@@ -58,7 +58,7 @@ class Estimate:
         """The t-interval value ± t((1 + level) / 2, df) sqrt(variance); None without a variance."""
         if not self.known:
             return None
-        half = scipy_stats.t.ppf((1 + level) / 2, self.df) * math.sqrt(self.variance)
+        half = stdtrit(self.df, (1 + level) / 2) * math.sqrt(self.variance)
         return self.value - half, self.value + half
 
 
@@ -100,7 +100,7 @@ def difference(a: Estimate, b: Estimate, level: float = LEVEL) -> Difference | N
         return Difference(combined.value, combined.value, combined.value, p)
     low, high = combined.interval(level)
     t = combined.value / math.sqrt(combined.variance)
-    p = 2 * scipy_stats.t.sf(abs(t), combined.df)
+    p = 2 * stdtr(combined.df, -abs(t))  # the upper tail: t's survival function
     return Difference(combined.value, low, high, float(p))
 
 

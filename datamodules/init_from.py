@@ -69,3 +69,24 @@ class InitFrom:
                 f"(hf:<dir>) or a finished plmbench run saved with its model (ckpt:<run dir>)"
             )
         return path
+
+
+#: the files of a Hugging Face checkpoint directory (``lit_models/core/hf.py`` reads them)
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
+
+
+def check_hf_directory(directory: Path) -> None:
+    """One line when ``directory`` lacks a file every Hugging Face checkpoint has (config.json,
+    weights, tokenizer): read from the file names alone, so a run's config check finds it
+    before anything loads."""
+    missing = [
+        " or ".join(names)
+        for names in (("config.json",), WEIGHT_FILES, TOKENIZER_FILES)
+        if not any((directory / name).is_file() for name in names)
+    ]
+    if missing:
+        raise PlmbenchError(
+            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
+            "point init_from at a directory written by save_pretrained or `to_hf`"
+        )

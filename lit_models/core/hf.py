@@ -30,15 +30,14 @@ from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
+from datamodules.init_from import WEIGHT_FILES, check_hf_directory
 from datamodules.tokenization import load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, Model, arch_of_model_type
 from lit_models.nets.heads import PooledClassifier
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 #: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
 #: the checkpoint's own so that transformers loads it without an unexpected key
 BESIDE_FILE = "plmbench_beside.safetensors"
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
@@ -133,16 +132,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
     checkpoints are BERT's)."""
     directory = Path(directory)
-    missing = [
-        " or ".join(names)
-        for names in (("config.json",), WEIGHT_FILES, TOKENIZER_FILES)
-        if not any((directory / name).is_file() for name in names)
-    ]
-    if missing:
-        raise PlmbenchError(
-            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
-            "point init_from at a directory written by save_pretrained or `to_hf`"
-        )
+    check_hf_directory(directory)
     config_file = directory / "config.json"
     try:
         hf_config = json.loads(config_file.read_text())
