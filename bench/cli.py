@@ -11,8 +11,8 @@
                          [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
     plmbench significance ROW_A ROW_B [RESULTS_DIR] [--board glue] [--resamples 1000]
                                            is B's score different from A's? (bootstrap, ASO)
-    plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
-                                           a model's GLUE test predictions as the server's zip
+    plmbench submit glue|superglue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
+                                           a model's test predictions as the server's zip
     plmbench perf [overrides...]           time our pretraining, fine-tuning and inference steps
                                            against transformers' (sdpa, eager); --lengths: memory
                                            and time against length; --generate: decoding tokens/s
@@ -223,18 +223,19 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from bench.submit import GLUE, submit_glue
+    from bench.submit import BENCHMARKS, submit
 
-    out, sources, missing = submit_glue(args.results_dir, args.model, args.out,
-                                        args.allow_missing)
-    for entry in GLUE:
+    entries = BENCHMARKS[args.benchmark][0]
+    out, sources, missing = submit(args.benchmark, args.results_dir, args.model, args.out,
+                                   args.allow_missing)
+    for entry in entries:
         if entry.file in sources:
             source = sources[entry.file]
             print(f"{entry.file:<12} {entry.rows:>7} rows  from {source.run_dir} "
                   f"(seed {source.seed}: {source.reason})")
     if missing:
-        print(f"warning: {len(missing)} of {len(GLUE)} files missing (--allow-missing): "
-              f"{', '.join(missing)}; GLUE's server scores complete submissions", file=sys.stderr)
+        print(f"warning: {len(missing)} of {len(entries)} files missing (--allow-missing): "
+              f"{', '.join(missing)}; the server scores complete submissions", file=sys.stderr)
     print(f"wrote {out} (sources: {out.name}.sources.json)")
     return 0
 
@@ -307,12 +308,14 @@ def parser() -> argparse.ArgumentParser:
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
-    submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")
+    submit.add_argument("benchmark", choices=["glue", "superglue"],
+                        help="glue: the zip gluebenchmark.com takes; superglue: its diagnostics "
+                             "AX-b and AX-g as super.gluebenchmark.com takes them")
     submit.add_argument("results_dir", help="where the runs wrote their records")
-    submit.add_argument("--model", help="the runs' label (default: the only one with GLUE "
-                                        "predictions)")
+    submit.add_argument("--model", help="the runs' label (default: the only one with the "
+                                        "benchmark's predictions)")
     submit.add_argument("--out", help="the zip to write (default: RESULTS_DIR/submissions/"
-                                      "glue-LABEL.zip)")
+                                      "BENCHMARK-LABEL.zip)")
     submit.add_argument("--allow-missing", action="store_true",
                         help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
