@@ -349,9 +349,12 @@ def main(argv: list[str] | None = None) -> int:
                 from bench.neighbours import main as neighbours_main
 
                 return neighbours_main(argv[1:])
-            from bench.perf_cli import main as perf_main
+            from bench.perf_cli import parse
 
-            return perf_main(argv[1:])
+            options = parse(argv[1:])  # --help answers here, before torch loads
+            from bench.perf import main as perf_main
+
+            return perf_main(*options)
         args = parser().parse_args(argv)
         if args.cmd == "rerun":
             return cmd_rerun(args.record)

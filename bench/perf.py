@@ -27,6 +27,7 @@ against transformers' ``generate`` (``bench/perf_generation.py``).
 
 import argparse
 import contextlib
+import json
 from collections.abc import Callable
 
 import torch
@@ -230,3 +231,29 @@ def render(report: dict) -> str:
         lines.append(f"\nno {', '.join(report['skipped'])} step for {report['arch']} "
                      "(no classification head, or no reference implementation for it)")
     return "\n".join(lines)
+
+
+def main(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``plmbench perf`` once its options are parsed (``bench/perf_cli.py``)."""
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.generate:
+        from bench.perf_generation import main as generation_main
+
+        args.batch_size = args.batch_size or 8
+        print(generation_main(args, model_config(overrides)))
+        return 0
+    if args.lengths:
+        from bench.perf_length import main as length_main
+
+        args.batch_size = args.batch_size or 1
+        print(length_main(args, model_config(overrides)))
+        return 0
+    args.batch_size = args.batch_size or 32
+    args.steps, args.attention = args.steps.split(","), args.attention.split(",")
+    args.precision = args.precision or ("bf16-mixed" if args.device.startswith("cuda")
+                                        else "32-true")
+    report = measure(args, overrides)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(render(report))
+    return 0

@@ -6,11 +6,12 @@ The steps and attention implementations are named here, where the options list t
 ``bench/perf_workloads.py`` builds one workload per (step, implementation).
 """
 
-import json
+import argparse
 from pathlib import Path
 
 from bench.arguments import OneLineParser
 
+#: transformers' attention implementations each reference is measured with
 ATTENTION = ("sdpa", "eager")
 STEPS = ("pretrain", "finetune", "inference")
 
@@ -42,31 +43,6 @@ def parser() -> OneLineParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    args, overrides = parser().parse_known_args(argv)
-    import torch
-
-    from bench.perf import measure, model_config, render
-
-    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if args.generate:
-        from bench.perf_generation import main as generation_main
-
-        args.batch_size = args.batch_size or 8
-        print(generation_main(args, model_config(overrides)))
-        return 0
-    if args.lengths:
-        from bench.perf_length import main as length_main
-
-        args.batch_size = args.batch_size or 1
-        print(length_main(args, model_config(overrides)))
-        return 0
-    args.batch_size = args.batch_size or 32
-    args.steps, args.attention = args.steps.split(","), args.attention.split(",")
-    args.precision = args.precision or ("bf16-mixed" if args.device.startswith("cuda")
-                                        else "32-true")
-    report = measure(args, overrides)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    print(render(report))
-    return 0
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """(the options, the Hydra overrides that pick the model) of ``plmbench perf ARGV``."""
+    return parser().parse_known_args(argv)
