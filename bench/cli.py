@@ -225,7 +225,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from bench.submit import BENCHMARKS, submit
 
-    entries = BENCHMARKS[args.benchmark][0]
+    entries = BENCHMARKS[args.benchmark][1]
     out, sources, missing = submit(args.benchmark, args.results_dir, args.model, args.out,
                                    args.allow_missing)
     for entry in entries:

@@ -220,11 +220,11 @@ def _jsonl(rows: list[tuple[str, str]]) -> str:
     return "".join(json.dumps({"idx": int(index), "label": value}) + "\n" for index, value in rows)
 
 
-#: benchmark -> (its files, how a file is written, what its runs must do)
+#: benchmark -> (its name, its files, how a file is written, what its runs must do)
 BENCHMARKS = {
-    "glue": (GLUE, _tsv, PREDICT),
-    "superglue": (SUPERGLUE, _jsonl, "run superglue/axb and superglue/axg with init_from=ckpt:<a "
-                  "superglue/rte run saved with save_model=true>"),
+    "glue": ("GLUE", GLUE, _tsv, PREDICT),
+    "superglue": ("SuperGLUE", SUPERGLUE, _jsonl, "run superglue/axb and superglue/axg with "
+                  "init_from=ckpt:<a superglue/rte run saved with save_model=true>"),
 }
 
 
@@ -233,14 +233,14 @@ def model_label(records: list[Mapping], label: str | None, results_dir: str | Pa
     """``label``, or the one label with test predictions of ``benchmark`` in the results."""
     if label is not None:
         return label
-    entries, _, predict = BENCHMARKS[benchmark]
+    name, entries, _, predict = BENCHMARKS[benchmark]
     tasks = {entry.task for entry in entries}
     labels = sorted({r.get("label") for r in records if r.get("task") in tasks
                      and r.get("status") == "ok" and r.get("predictions")})
     if not labels:
-        raise PlmbenchError(f"no run under {results_dir} has {benchmark} predictions; {predict}")
+        raise PlmbenchError(f"no run under {results_dir} has {name} predictions; {predict}")
     if len(labels) > 1:
-        raise PlmbenchError(f"several models with {benchmark} predictions in the results "
+        raise PlmbenchError(f"several models with {name} predictions in the results "
                             f"({', '.join(map(str, labels))}); pick one with --model LABEL")
     return labels[0]
 
@@ -251,7 +251,7 @@ def submit(benchmark: str, results_dir: str | Path, label: str | None = None,
     """Write the ``benchmark`` submission zip of ``label``'s runs under ``results_dir``: (the
     zip's path, the source of each file, the missing files). Nothing is written when a task is
     missing, unless ``allow_missing``."""
-    entries, write, predict = BENCHMARKS[benchmark]
+    name, entries, write, predict = BENCHMARKS[benchmark]
     records, unused = read_records(results_dir)
     for record in unused:  # a run it cannot read is never left out in silence
         print(f"warning: {record.source}: not used for the submission: {record.why}",
@@ -260,20 +260,20 @@ def submit(benchmark: str, results_dir: str | Path, label: str | None = None,
     chosen = choose_runs(records, label, entries)
     missing = [entry.file for entry in entries if entry.file not in chosen]
     if not chosen:
-        raise PlmbenchError(f"no {benchmark} test predictions of model {label} in {results_dir}; "
+        raise PlmbenchError(f"no {name} test predictions of model {label} in {results_dir}; "
                             f"{predict}")
     if missing and not allow_missing:
         raise PlmbenchError(f"model {label} has no test predictions for {', '.join(missing)}; "
-                            f"the {benchmark} server scores complete submissions: {predict}, or "
+                            f"{name}'s server scores complete submissions: {predict}, or "
                             "pass --allow-missing")
     files = {entry.file: write(submission_rows(entry, chosen[entry.file][0]))
              for entry in entries if entry.file in chosen}
     out = Path(out) if out else Path(results_dir) / "submissions" / f"{benchmark}-{label}.zip"
     with atomic_path(out) as partial, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    sources = {name: source for name, (_, source) in chosen.items()}
+        for file, text in files.items():
+            zf.writestr(file, text)
+    sources = {file: source for file, (_, source) in chosen.items()}
     atomic_write_text(out.with_name(out.name + ".sources.json"), json.dumps(
         {"model": label, "missing": missing,
-         "files": {name: vars(source) for name, source in sources.items()}}, indent=2) + "\n")
+         "files": {file: vars(source) for file, source in sources.items()}}, indent=2) + "\n")
     return out, sources, missing
