@@ -25,7 +25,6 @@ from collections.abc import Iterable, Mapping
 from omegaconf import OmegaConf
 
 from bench.eval_sets import label_pairs_digest
-from bench.run import task_family
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import label_text, submission_vocabulary
 
@@ -49,6 +48,8 @@ def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
         data = {key: task.get(key) for key in DATA_KEYS}
         tasks.setdefault(json.dumps(data, sort_keys=True), dict(task))
     made = []
+    if tasks:  # a family loads its data and its modules (torch, Lightning): only when needed
+        from bench.run import task_family
     for key, task in sorted(tasks.items()):
         try:
             family = task_family(OmegaConf.create(task))

@@ -11,8 +11,8 @@
                          [--aggregate bert_table1] [--references] [--compare DIR_A DIR_B]
     plmbench significance ROW_A ROW_B [RESULTS_DIR] [--board glue] [--resamples 1000]
                                            is B's score different from A's? (bootstrap, ASO)
-    plmbench submit glue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
-                                           a model's GLUE test predictions as the server's zip
+    plmbench submit glue|superglue RESULTS_DIR [--model LABEL] [--out FILE.zip] [--allow-missing]
+                                           a model's test predictions as the server's zip
     plmbench perf [overrides...]           time our pretraining, fine-tuning and inference steps
                                            against transformers' (sdpa, eager); --lengths: memory
                                            and time against length; --generate: decoding tokens/s
@@ -29,6 +29,9 @@
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2; Ctrl-C with one
 line naming the run it stopped (its record says ``failure_kind: interrupted``), and 130.
+
+Each command imports what it needs when it runs (torch, Lightning, faiss only where a run or a
+measurement needs them), so help and the boards answer in a fraction of a second.
 """
 
 import argparse
@@ -37,7 +40,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench import records
 from bench.arguments import OneLineParser, count
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -99,14 +101,17 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
 
 
 def cmd_run(args: list[str]) -> int:
-    from bench import run
+    from bench.records import check_writable
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]
-    # every configuration composes and passes its checks before the first one runs
+    # every configuration composes and passes its checks before the first one runs, and before
+    # Lightning and torch load (seconds of CPU), so a config error comes at once
     configs = list(command_configs(args))
     for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
-        records.check_writable(Path(directory))
+        check_writable(Path(directory))
+    from bench import run
+
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
     run.main()
@@ -178,12 +183,13 @@ def _emit(text: str, out: str | None) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.board_compare import one_table, render_comparison
     from bench.board_config import get_board
     from bench.board_sections import render_tables
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
+        from bench.board_compare import one_table, render_comparison  # numpy and scipy's tests
+
         a, b = (one_table(board_tables(where, board, args), where) for where in args.compare)
         text = render_comparison(a, b, *args.compare, resamples=args.resamples,
                                  aso_iterations=args.aso_iterations)
@@ -242,18 +248,19 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from bench.submit import GLUE, submit_glue
+    from bench.submit import BENCHMARKS, submit
 
-    out, sources, missing = submit_glue(args.results_dir, args.model, args.out,
-                                        args.allow_missing)
-    for entry in GLUE:
+    entries = BENCHMARKS[args.benchmark][1]
+    out, sources, missing = submit(args.benchmark, args.results_dir, args.model, args.out,
+                                   args.allow_missing)
+    for entry in entries:
         if entry.file in sources:
             source = sources[entry.file]
             print(f"{entry.file:<12} {entry.rows:>7} rows  from {source.run_dir} "
                   f"(seed {source.seed}: {source.reason})")
     if missing:
-        print(f"warning: {len(missing)} of {len(GLUE)} files missing (--allow-missing): "
-              f"{', '.join(missing)}; GLUE's server scores complete submissions", file=sys.stderr)
+        print(f"warning: {len(missing)} of {len(entries)} files missing (--allow-missing): "
+              f"{', '.join(missing)}; the server scores complete submissions", file=sys.stderr)
     print(f"wrote {out} (sources: {out.name}.sources.json)")
     return 0
 
@@ -290,7 +297,7 @@ def parser() -> argparse.ArgumentParser:
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
     lb.add_argument("--stat", choices=["mean", "median"], default="mean",
-                    help="the statistic over seeds in cells and scores: mean ± its 95% "
+                    help="the statistic over seeds in cells and scores: mean ± its 95%% "
                          "interval, or median "
                          "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
@@ -330,12 +337,14 @@ def parser() -> argparse.ArgumentParser:
                           "(Benjamini-Hochberg) or none (bench/corrections.py)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
-    submit.add_argument("benchmark", choices=["glue"], help="glue: the zip gluebenchmark.com takes")
+    submit.add_argument("benchmark", choices=["glue", "superglue"],
+                        help="glue: the zip gluebenchmark.com takes; superglue: its diagnostics "
+                             "AX-b and AX-g as super.gluebenchmark.com takes them")
     submit.add_argument("results_dir", help="where the runs wrote their records")
-    submit.add_argument("--model", help="the runs' label (default: the only one with GLUE "
-                                        "predictions)")
+    submit.add_argument("--model", help="the runs' label (default: the only one with the "
+                                        "benchmark's predictions)")
     submit.add_argument("--out", help="the zip to write (default: RESULTS_DIR/submissions/"
-                                      "glue-LABEL.zip)")
+                                      "BENCHMARK-LABEL.zip)")
     submit.add_argument("--allow-missing", action="store_true",
                         help="write the zip even when tasks lack test predictions (named)")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
@@ -372,9 +381,12 @@ def main(argv: list[str] | None = None) -> int:
                 from bench.neighbours import main as neighbours_main
 
                 return neighbours_main(argv[1:])
+            from bench.perf_cli import parse
+
+            options = parse(argv[1:])  # --help answers here, before torch loads
             from bench.perf import main as perf_main
 
-            return perf_main(argv[1:])
+            return perf_main(*options)
         args = parser().parse_args(argv)
         if args.cmd == "rerun":
             return cmd_rerun(args.record)

@@ -20,9 +20,15 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   evaluated nothing), step and epoch budgets;
 - paths: the label and the task name, which name the run's directory, stay inside
   ``results_dir`` (no ``..``, no absolute path); no part of them or of ``results_dir`` is
-  longer than a file system's names (255 bytes); ``init_from`` names a directory that exists
-  or a well-formed hub id;
-- seeds: within the range NumPy's RNG takes (0 .. 2**32 - 1).
+  longer than a file system's names (255 bytes); ``init_from`` names a directory that exists,
+  with a Hugging Face checkpoint's config.json and weights where it names one, or a well-formed
+  hub id (resolved when the run starts: no network here);
+- seeds: within the range NumPy's RNG takes (0 .. 2**32 - 1);
+- data: the task's training split (or its eval splits where it trains on none) is in the
+  mirror, or the hub can give it.
+
+These run before the run imports torch and Lightning (``bench.cli.cmd_run``), so what they
+find is one line within a second, not after the seconds a run takes to load.
 """
 
 from __future__ import annotations
@@ -285,6 +291,9 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
                             "fix the override or YAML it names") from None
     root = {k: v for k, v in _load(CONF_DIR / "config.yaml").items() if k != "defaults"}
     check_keys(config, {*root, *GROUPS, "hydra"}, "the run config")
+    # what reads only files comes first: the checks below load the architectures (torch)
+    check_init_from(config)
+    check_data(config["task"])
     check_keys(config.get("checkpoint") or {}, root["checkpoint"], "checkpoint", "checkpoint.")
     check_tree(config.get("logger") or {}, known_tree("logger"), "logger", "logger.")
     check_model(config["model"])
@@ -304,14 +313,41 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     check_start(config)
 
 
-def check_start(config: Mapping) -> None:
-    """Where the run starts: ``init_from`` names a checkpoint directory that is there or a
-    well-formed hub id (resolved when the run starts, not here: no network), and ``resume`` a
-    known mode."""
-    from bench.checkpoints import RESUME_MODES
+def check_data(task: Mapping) -> None:
+    """The task's training split (from ``train_source`` where it names one: XQuAD, the open-QA
+    readers), or without one its eval splits, can be loaded (``datamodules.sources.check_split``),
+    for a task that reads its own dataset (an analysis reads its target's). A family may derive
+    eval splits from the training data (pretraining's ``heldout``) or from word sets
+    (``embeddings/*``): they are checked as they load."""
+    from datamodules.sources import check_split
 
+    splits = task.get("splits")
+    if not isinstance(splits, Mapping):
+        return
+    evals = splits.get("eval") or []
+    source = (task.get("train_source") if splits.get("train") else None) or task
+    dataset, config = (source.get(key) if isinstance(source, Mapping) else None
+                       for key in ("dataset", "config"))
+    if not isinstance(dataset, str) or not isinstance(config, str):
+        return
+    read = [splits["train"]] if splits.get("train") else [evals] if isinstance(evals, str) \
+        else evals
+    for split in read:
+        if isinstance(split, str):
+            check_split(dataset, config, split, source.get("hub_id"))
+
+
+def check_init_from(config: Mapping) -> None:
+    """``init_from`` names a checkpoint directory that is there, with a Hugging Face
+    checkpoint's config.json and weights where it names one, or a well-formed hub id."""
     start = InitFrom.parse(config.get("init_from"))
     start.check()  # one line where there is none
+
+
+def check_start(config: Mapping) -> None:
+    """Where the run starts: ``resume`` a known mode (``init_from``: ``check_init_from``)."""
+    from bench.checkpoints import RESUME_MODES
+
     if config.get("resume") not in RESUME_MODES:
         raise PlmbenchError(f"resume={config.get('resume')!r} is unknown: use "
                             f"{' or '.join(RESUME_MODES)}")

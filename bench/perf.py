@@ -32,18 +32,15 @@ against transformers' ``generate`` (``bench/perf_generation.py``).
 import argparse
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from bench.arguments import OneLineParser
 from bench.perf_bilstm import BILSTM_WORKLOADS
+from bench.perf_cli import STEPS
 from bench.perf_timing import saved_activation_bytes, step_memory, time_interleaved
 from bench.perf_workloads import (
-    ATTENTION,
     BASELINE_WORKLOADS,
-    STEPS,
     WORKLOADS,
     Workload,
     special_ids,
@@ -243,30 +240,9 @@ def render(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    parser = OneLineParser(prog="plmbench perf", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated: "
-                        f"{', '.join(STEPS)}")
-    parser.add_argument("--attention", default=",".join(ATTENTION),
-                        help="transformers' attention implementations to compare with")
-    parser.add_argument("--batch-size", type=int, default=None, help="32 (--lengths: 1)")
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--precision", choices=("32-true", "bf16-mixed"), default=None,
-                        help="bf16-mixed on CUDA (the gpu trainer preset), else 32-true")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    parser.add_argument("--json", type=Path, help="also write the report as JSON")
-    parser.add_argument("--lengths", help="e.g. 512,1024,2048,4096: encoder forward+backward "
-                        "memory and time against full attention (bench/perf_length.py)")
-    parser.add_argument("--against", default="roberta",
-                        help="--lengths: the full-attention architecture of the same sizes")
-    parser.add_argument("--generate", action="store_true", help="generation tokens/s with and "
-                        "without the cache vs transformers' generate (bench/perf_generation.py)")
-    parser.add_argument("--new-tokens", type=int, default=64, help="--generate: tokens per row")
-    parser.add_argument("--beams", type=int, default=1, help="--generate: 1 = greedy")
-    args, overrides = parser.parse_known_args(argv)
+def main(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``plmbench perf`` once its options are parsed (``bench/perf_cli.py``)."""
+    args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.generate:
         from bench.perf_generation import main as generation_main
 

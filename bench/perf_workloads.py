@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from bench.perf_cli import ATTENTION
 from datamodules.bilm import collate_sentences
 from datamodules.collate import (
     IGNORE_INDEX,
@@ -55,10 +56,6 @@ from lit_models.families.classify import LitClassifier
 from lit_models.nets.elmo import ElmoLanguageModel
 from lit_models.nets.lstm import TorchLSTM
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
-
-#: transformers' attention implementations each reference is measured with
-ATTENTION = ("sdpa", "eager")
-STEPS = ("pretrain", "finetune", "inference")
 
 
 @dataclass

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -407,6 +405,8 @@ def run_variant(overrides: Sequence[str]) -> str:
     ("/", "=", ",", brackets ...) become "_", so a run directory can be passed back as
     ``init_from=ckpt:<run dir>``; a name over ``MAX_VARIANT`` characters (or
     ``MAX_VARIANT_BYTES`` bytes) is cut and ends in a hash of the whole, so it stays unique."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # boards need none
+
     kept = []
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.key_or_group

@@ -1,5 +1,8 @@
 """``plmbench submit glue RESULTS_DIR``: one model's GLUE test-set predictions as the zip that
-GLUE's server (gluebenchmark.com; Wang et al. 2019) scores.
+GLUE's server (gluebenchmark.com; Wang et al. 2019) scores; ``plmbench submit superglue``: its
+SuperGLUE diagnostics the same way (``AX-b.jsonl``, ``AX-g.jsonl``: one ``{"idx": i, "label":
+"entailment"|"not_entailment"}`` a line, as super.gluebenchmark.com takes them, predicted by the
+``superglue/axb`` and ``superglue/axg`` runs of an RTE model).
 
 The zip holds one TSV per task at its root, named as the server expects (``CoLA.tsv``,
 ``SST-2.tsv``, ``MRPC.tsv``, ``STS-B.tsv``, ``QQP.tsv``, ``MNLI-m.tsv``, ``MNLI-mm.tsv``,
@@ -72,6 +75,11 @@ GLUE = (
     Entry("WNLI.tsv", "glue/wnli", "test", 146, BINARY),
     Entry("AX.tsv", "glue/ax", "test", 1104, MNLI),
 )
+#: SuperGLUE's diagnostics, predicted by an RTE model (the benchmark's other files: not yet)
+SUPERGLUE = (
+    Entry("AX-b.jsonl", "superglue/axb", "test", 1104, NLI),
+    Entry("AX-g.jsonl", "superglue/axg", "test", 356, NLI),
+)
 HEADER = ("index", "prediction")
 
 
@@ -124,16 +132,17 @@ def _same_dir(init_from: str | None, run_dir: str) -> bool:
     return where is not None and where.resolve() == Path(run_dir).resolve()
 
 
-def choose_runs(records: Iterable[Mapping], label: str) -> dict[str, tuple[Mapping, Source]]:
-    """For each GLUE file, the record whose test predictions it takes (``GLUE``'s file names as
-    keys; a file without a run is absent)."""
+def choose_runs(records: Iterable[Mapping], label: str, entries: tuple[Entry, ...] = GLUE
+                ) -> dict[str, tuple[Mapping, Source]]:
+    """For each file of ``entries``, the record whose test predictions it takes (the file names
+    as keys; a file without a run is absent)."""
     runs: dict[str, list[Mapping]] = {}
     for record in records:
         if record.get("status") == "ok" and record.get("label") == label:
             runs.setdefault(record.get("task"), []).append(record)
     chosen: dict[str, tuple[Mapping, Source]] = {}
     picked_task: dict[str, Mapping] = {}
-    for entry in GLUE:
+    for entry in entries:
         candidates = [r for r in runs.get(entry.task, []) if _has_predictions(r, entry.split)]
         if not candidates:
             continue
@@ -167,7 +176,7 @@ def _glue_value(entry: Entry, value: str, label_names: list[str], where: str) ->
         return value
     if value in label_names and label_names.index(value) < len(entry.vocabulary):
         return entry.vocabulary[label_names.index(value)]
-    raise PlmbenchError(f"{where} predicts {value!r}, which is none of GLUE's labels "
+    raise PlmbenchError(f"{where} predicts {value!r}, which is none of the server's labels "
                         f"{list(entry.vocabulary)} nor the task's {label_names}; re-run the task")
 
 
@@ -179,11 +188,11 @@ def submission_rows(entry: Entry, record: Mapping) -> list[tuple[str, str]]:
         reader = csv.DictReader(handle, delimiter="\t")
         if not set(HEADER) <= set(reader.fieldnames or ()):
             raise PlmbenchError(f"{path} has columns {reader.fieldnames}, not {list(HEADER)}; "
-                                "it is no GLUE prediction file")
+                                "it is no prediction file of a GLUE-style task")
         rows = list(reader)
     if len(rows) != entry.rows:
         raise PlmbenchError(
-            f"{path}: {len(rows)} rows, GLUE's {entry.file} needs {entry.rows} (the whole test "
+            f"{path}: {len(rows)} rows, {entry.file} needs {entry.rows} (the whole test "
             f"split: run {entry.task} without task.max_eval_samples on its test split)")
     try:
         indices = sorted(int(row["index"]) for row in rows)
@@ -206,48 +215,65 @@ def _tsv(rows: list[tuple[str, str]]) -> str:
     return "".join(f"{index}\t{value}\n" for index, value in [HEADER, *rows])
 
 
-def model_label(records: list[Mapping], label: str | None, results_dir: str | Path) -> str:
-    """``label``, or the one label with GLUE test predictions in the results."""
+def _jsonl(rows: list[tuple[str, str]]) -> str:
+    """SuperGLUE's format: one ``{"idx": ..., "label": ...}`` a line."""
+    return "".join(strict_json.dumps({"idx": int(index), "label": value}) + "\n" for index, value in rows)
+
+
+#: benchmark -> (its name, its files, how a file is written, what its runs must do)
+BENCHMARKS = {
+    "glue": ("GLUE", GLUE, _tsv, PREDICT),
+    "superglue": ("SuperGLUE", SUPERGLUE, _jsonl, "run superglue/axb and superglue/axg with "
+                  "init_from=ckpt:<a superglue/rte run saved with save_model=true>"),
+}
+
+
+def model_label(records: list[Mapping], label: str | None, results_dir: str | Path,
+                benchmark: str = "glue") -> str:
+    """``label``, or the one label with test predictions of ``benchmark`` in the results."""
     if label is not None:
         return label
-    tasks = {entry.task for entry in GLUE}
+    name, entries, _, predict = BENCHMARKS[benchmark]
+    tasks = {entry.task for entry in entries}
     labels = sorted({r.get("label") for r in records if r.get("task") in tasks
                      and r.get("status") == "ok" and r.get("predictions")})
     if not labels:
-        raise PlmbenchError(f"no run under {results_dir} has GLUE predictions; {PREDICT}")
+        raise PlmbenchError(f"no run under {results_dir} has {name} predictions; {predict}")
     if len(labels) > 1:
-        raise PlmbenchError(f"several models with GLUE predictions in the results "
+        raise PlmbenchError(f"several models with {name} predictions in the results "
                             f"({', '.join(map(str, labels))}); pick one with --model LABEL")
     return labels[0]
 
 
-def submit_glue(results_dir: str | Path, label: str | None = None, out: str | Path | None = None,
-                allow_missing: bool = False) -> tuple[Path, dict[str, Source], list[str]]:
-    """Write the submission zip of ``label``'s runs under ``results_dir``: (the zip's path, the
-    source of each file, the missing files). Nothing is written when a task is missing, unless
-    ``allow_missing``."""
+def submit(benchmark: str, results_dir: str | Path, label: str | None = None,
+           out: str | Path | None = None, allow_missing: bool = False
+           ) -> tuple[Path, dict[str, Source], list[str]]:
+    """Write the ``benchmark`` submission zip of ``label``'s runs under ``results_dir``: (the
+    zip's path, the source of each file, the missing files). Nothing is written when a task is
+    missing, unless ``allow_missing``."""
+    name, entries, write, predict = BENCHMARKS[benchmark]
     records, unused = read_records(results_dir)
     for record in unused:  # a run it cannot read is never left out in silence
         print(f"warning: {record.source}: not used for the submission: {record.why}",
               file=sys.stderr)
-    label = model_label(records, label, results_dir)
-    chosen = choose_runs(records, label)
-    missing = [entry.file for entry in GLUE if entry.file not in chosen]
+    label = model_label(records, label, results_dir, benchmark)
+    chosen = choose_runs(records, label, entries)
+    missing = [entry.file for entry in entries if entry.file not in chosen]
     if not chosen:
-        raise PlmbenchError(f"no GLUE test predictions of model {label} in {results_dir}; "
-                            f"{PREDICT}")
+        raise PlmbenchError(f"no {name} test predictions of model {label} in {results_dir}; "
+                            f"{predict}")
     if missing and not allow_missing:
         raise PlmbenchError(f"model {label} has no test predictions for {', '.join(missing)}; "
-                            "GLUE's server scores complete submissions: run those tasks with "
-                            "task.predict_splits=[test], or pass --allow-missing")
-    files = {entry.file: _tsv(submission_rows(entry, chosen[entry.file][0]))
-             for entry in GLUE if entry.file in chosen}
-    out = Path(out) if out else Path(results_dir) / "submissions" / f"glue-{label}.zip"
+                            f"{name}'s server scores complete submissions: {predict}, or "
+                            "pass --allow-missing")
+    files = {entry.file: write(submission_rows(entry, chosen[entry.file][0]))
+             for entry in entries if entry.file in chosen}
+    out = Path(out) if out else Path(results_dir) / "submissions" / f"{benchmark}-{label}.zip"
     with atomic_path(out) as partial, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-    sources = {name: source for name, (_, source) in chosen.items()}
+        for file, text in files.items():
+            zf.writestr(file, text)
+    sources = {file: source for file, (_, source) in chosen.items()}
     atomic_write_text(out.with_name(out.name + ".sources.json"), strict_json.dumps(
         {"model": label, "missing": missing,
-         "files": {name: vars(source) for name, source in sources.items()}}, indent=2) + "\n")
+         "files": {file: vars(source) for file, source in sources.items()}}, indent=2) + "\n")
     return out, sources, missing

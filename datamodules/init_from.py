@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datamodules.errors import PlmbenchError
-from datamodules.hub import HubId, parse_hub_id, resolve
+from datamodules.hub import WEIGHT_FILES, HubId, parse_hub_id, resolve
 
 #: the subdirectory a run exports its net and tokenizer to (Hugging Face layout)
 EXPORT_DIR = "model"
@@ -73,10 +73,16 @@ class InitFrom:
         return parse_hub_id(self.where)
 
     def check(self, setting: str = "init_from") -> None:
-        """What can be checked before the run, without network: a directory that is there, or
-        a well-formed hub id (resolved only when the run starts); else one line."""
-        if not self.scratch and self.hub_id is None:
-            self.directory(setting)
+        """What can be checked before the run from file names alone, without network: a
+        well-formed hub id (resolved only when the run starts), or a directory that is there,
+        with a checkpoint's config.json and weights where it is a Hugging Face layout (its
+        architecture and tokenizer files are read with its config.json: ``read_config``);
+        else one line."""
+        if self.scratch or self.hub_id is not None:
+            return
+        directory = self.directory(setting)
+        if self.kind == "hf" or directory.name == EXPORT_DIR:
+            check_hf_directory(directory, (CONFIG_FILES, WEIGHT_FILES))
 
     def identity(self, setting: str = "init_from") -> dict | None:
         """What a run's record keeps of the checkpoint (``record["checkpoint"]``): a hub id's id,
@@ -87,7 +93,7 @@ class InitFrom:
             return None
         if self.hub_id is not None:
             return resolve(self.hub_id, setting).identity()
-        from datamodules.hub import WEIGHT_FILES, weights_sha256
+        from datamodules.hub import weights_sha256
 
         directory = self.directory(setting)
         weights = next((directory / f for f in WEIGHT_FILES if (directory / f).is_file()), None)
@@ -113,3 +119,24 @@ class InitFrom:
                 f"run saved with its model (ckpt:<run dir>)"
             )
         return path
+
+
+#: a Hugging Face checkpoint directory's files (``lit_models/core/hf.py`` reads them): each group
+#: is one file, the first of its names present
+CONFIG_FILES = ("config.json",)
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
+EVERY_FILE = (CONFIG_FILES, WEIGHT_FILES, TOKENIZER_FILES)
+
+
+def check_hf_directory(directory: Path, groups: tuple[tuple[str, ...], ...] = EVERY_FILE
+                       ) -> None:
+    """One line when ``directory`` lacks one of the ``groups`` of files (by default every one a
+    Hugging Face checkpoint has: config.json, weights, tokenizer), read from the file names
+    alone."""
+    missing = [" or ".join(names) for names in groups
+               if not any((directory / name).is_file() for name in names)]
+    if missing:
+        raise PlmbenchError(
+            f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
+            "point init_from at a directory written by save_pretrained or `to_hf`"
+        )

@@ -202,6 +202,28 @@ def load_split(
     path = mirror_path(dataset, config, split)
     if path.is_file():
         return _read_mirror(path, columns)
+    check_split(dataset, config, split, hub_id)
+    hub = hub_id or dataset
+    try:
+        data = datasets.load_dataset(hub, config, split=split)
+    except Exception as error:
+        raise PlmbenchError(
+            f"cannot load {hub} config {config} split {split} from the hub: "
+            f"{_first_line(error)}; check the task's hub_id, config and split names"
+        ) from error
+    _check_columns(f"hub {hub}/{config}/{split}", data.column_names, columns)
+    _check_nulls(f"hub {hub}/{config}/{split}", data, columns)
+    return data
+
+
+def check_split(dataset: str, config: str, split: str, hub_id: str | None = None) -> None:
+    """One line when ``load_split`` could not find the split: not in the mirror, and no hub to
+    load it from. Reads no data, so a run's config check calls it before anything loads."""
+    if "/" in split:
+        config, split = split.split("/", 1)
+    path = mirror_path(dataset, config, split)
+    if path.is_file():
+        return
     if dataset in FILE_SOURCES:
         source = FILE_SOURCES[dataset]
         raise PlmbenchError(
@@ -213,16 +235,7 @@ def load_split(
     hub = hub_id or dataset
     reason = hub_unreachable_reason()
     if reason is None:
-        try:
-            data = datasets.load_dataset(hub, config, split=split)
-        except Exception as error:
-            raise PlmbenchError(
-                f"cannot load {hub} config {config} split {split} from the hub: "
-                f"{_first_line(error)}; check the task's hub_id, config and split names"
-            ) from error
-        _check_columns(f"hub {hub}/{config}/{split}", data.column_names, columns)
-        _check_nulls(f"hub {hub}/{config}/{split}", data, columns)
-        return data
+        return
     present = sorted(p.stem for p in path.parent.glob("*.parquet"))
     command = f"plmbench data mirror {dataset} {config}" + (f" --hub-id {hub}" if hub != dataset
                                                             else "")

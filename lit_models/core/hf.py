@@ -31,7 +31,12 @@ from torch import Tensor, nn
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
-from datamodules.hub import WEIGHT_FILES
+from datamodules.init_from import (
+    EVERY_FILE,
+    TOKENIZER_FILES,
+    WEIGHT_FILES,
+    check_hf_directory,
+)
 from datamodules.tokenization import load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, Model, arch_of_model_type
 from lit_models.nets.heads import PooledClassifier
@@ -39,7 +44,6 @@ from lit_models.nets.heads import PooledClassifier
 #: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
 #: the checkpoint's own so that transformers loads it without an unexpected key
 BESIDE_FILE = "plmbench_beside.safetensors"
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
 LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
@@ -160,19 +164,9 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     reads it as that architecture instead of the first one of its ``model_type`` (SpanBERT's
     checkpoints are BERT's)."""
     directory = Path(directory)
-
-    def lacking(*groups: tuple[str, ...]) -> None:
-        missing = [" or ".join(names) for names in groups
-                   if not any((directory / name).is_file() for name in names)]
-        if missing:
-            raise PlmbenchError(
-                f"{directory} is not a Hugging Face checkpoint: it lacks {', '.join(missing)}; "
-                "point init_from at a directory written by save_pretrained or `to_hf`"
-            )
-
     config_file = directory / "config.json"
     if not config_file.is_file():
-        lacking((config_file.name,), WEIGHT_FILES, TOKENIZER_FILES)
+        check_hf_directory(directory, EVERY_FILE)  # names every file it lacks
     try:
         hf_config = json.loads(config_file.read_text())
     except json.JSONDecodeError as err:
@@ -188,7 +182,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     reason = arch.hf.unsupported(hf_config)
     if reason:
         raise PlmbenchError(f"{config_file}: {reason}")
-    lacking(WEIGHT_FILES, TOKENIZER_FILES)
+    check_hf_directory(directory, (WEIGHT_FILES, TOKENIZER_FILES))
     known = {f.name for f in fields(arch.config)}
     values = {k: v for k, v in hf_config.items() if k in known}
     if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(

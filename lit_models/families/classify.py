@@ -59,7 +59,8 @@ class LitClassifier(PlmModule):
         #: relative segments) only: GPT-2 would read the all-zero types of a one-segment
         #: vocabulary as extra token embeddings
         self.segments = capabilities.token_types
-        self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels) for _ in eval_splits)
+        self.split_metrics = nn.ModuleList(label_metrics(metrics, num_labels, indexed=True)
+                                           for _ in eval_splits)
         #: split -> (example index, (prediction, gold label)) of the last evaluation, in order
         self.outputs: dict[str, list[tuple[int, tuple]]] = {}
         self._collected: list[list[torch.Tensor]] = []
@@ -104,8 +105,12 @@ class LitClassifier(PlmModule):
         if self.num_labels == 1:
             metrics.update(batch["labels"], scores=scores.float())
         else:
-            metrics.update(batch["labels"], **label_predictions(
-                class_probabilities(scores, self.num_labels), self.num_labels))
+            predicted = label_predictions(class_probabilities(scores, self.num_labels),
+                                          self.num_labels)
+            if "index" in batch:  # what pairs examples by index reads (AX-g's gender parity)
+                predicted["indexed_labels"] = torch.stack(
+                    [batch["index"].long(), predicted["labels"].long()], 1)
+            metrics.update(batch["labels"], **predicted)
         if "index" in batch:  # kept on the device: read once, at the epoch's end
             chosen = scores.float() if self.num_labels == 1 else scores.argmax(-1)
             self._collected[dataloader_idx].append(torch.stack(
@@ -228,7 +233,13 @@ class Classification(TaskFamily):
     def predict(self, trainer: L.Trainer, module, dm, run_dir: Path, cfg) -> dict[str, str]:
         """GLUE submission files of the splits the run predicts (the eval splits of a task
         without a training split, such as AX; else ``task.predict_splits``, GLUE's unlabelled
-        test sets), each with one row per example of its split and no gold column."""
+        test sets), each with one row per example of its split and no gold column. A task without
+        a training split whose eval splits are labelled (it names metrics: SuperGLUE's AX-b and
+        AX-g, predicted by an RTE model) is validated instead: its metrics, and each example's
+        prediction beside its gold label (``evaluation_outputs``)."""
+        if not cfg["task"]["splits"].get("train") and cfg["task"]["metrics"]:
+            trainer.validate(module, datamodule=dm, verbose=False)
+            return {}
         dm.setup("predict")
         splits = dm.predicted_splits()
         outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])

@@ -16,6 +16,7 @@ The task is the fine-tuned run's own (``task.target``, resolved by the run from 
 task's first metric make the curve.
 """
 
+import copy
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -98,13 +99,15 @@ class HeadPruning(TargetFamily):
         shape = (layers, module.encoder.config.num_attention_heads)
         steps = pruning_curve(evaluate, importance, shape, task["step"],
                               task["normalize_by_layer"])
-        module.last_metrics = steps[0].metrics
+        # a copy: an evaluation fills module.last_metrics[split] in place, and the final one
+        # (of the pruned model) would otherwise overwrite the curve's unpruned point
+        module.last_metrics = copy.deepcopy(steps[0].metrics)
         unpruned = measured(module, dm, task, self.target)
         kept = self.pruned_model(module, steps, task["keep"], shape)
         if kept is not None:
             evaluate(None)
         else:
-            module.last_metrics = steps[0].metrics
+            module.last_metrics = copy.deepcopy(steps[0].metrics)
         module.last_metrics = {**module.last_metrics,
                                "compression": measured(module, dm, task, self.target)}
         self.findings = {

@@ -7,7 +7,7 @@ The registry (``registry.py``) holds them by name; a task YAML lists the ones it
 (the official SQuAD v1.1/v2.0 F1 and the v2.0 figures), ``exact_match`` (SQuAD's and open-domain
 QA's, string or regex answers), ``rouge`` (ROUGE-1/2/L/Lsum), ``bleu`` (sacrebleu's corpus BLEU),
 ``tagging`` (seqeval's entity P/R/F1), ``retrieval`` (DPR's answer recall@k and MRR) and
-``superglue`` (MultiRC's F1a and exact match, ReCoRD's EM and F1). A new
+``superglue`` (MultiRC's F1a and exact match, ReCoRD's EM and F1, AX-g's gender parity). A new
 metric is a function with ``@register_metric`` in the module of its field (a new module is
 imported below)."""
 

@@ -93,11 +93,15 @@ def spearman(**_) -> Metric:
     return Correlation("spearman")
 
 
-def label_metrics(names: Sequence[str], num_labels: int) -> Metrics:
+def label_metrics(names: Sequence[str], num_labels: int, indexed: bool = False) -> Metrics:
     """A classification task's metrics: fed ``label_predictions``, or scores where
-    ``num_labels`` is 1 (regression)."""
-    feeds = ("scores",) if num_labels == 1 else ("labels", "probabilities")
-    return build_metrics(names, feeds, num_labels=num_labels)
+    ``num_labels`` is 1 (regression); with ``indexed``, also ``indexed_labels`` (example index,
+    predicted class), which a metric that pairs examples by index reads (AX-g's gender parity),
+    else left out, with a log line (generated labels, a baseline: no example index)."""
+    feeds = ("scores",) if num_labels == 1 else ("labels", "probabilities",
+                                                 *(("indexed_labels",) if indexed else ()))
+    return build_metrics(names, feeds, without=() if indexed else ("indexed_labels",),
+                         num_labels=num_labels)
 
 
 def class_probabilities(logits: torch.Tensor, num_labels: int) -> torch.Tensor:

@@ -49,6 +49,7 @@ INPUTS = {
     "probabilities": ("class probabilities (tensor: p(positive) for two classes)",
                       "gold class id"),
     "scores": ("predicted score (tensor, regression)", "gold score"),
+    "indexed_labels": ("(example index, predicted class id) (tensor [N, 2])", "gold class id"),
     "texts": ("generated text", "reference text"),
     "answers": ("answer text", "the reference answers"),
     "answers_with_null_odds": ("(best non-null answer, null odds) (SQuAD v2.0)",
@@ -60,7 +61,7 @@ INPUTS = {
     "entities": ("the entity chosen as a query's answer (ReCoRD)", "the gold answers"),
 }
 #: the kinds whose predictions are tensors that torchmetrics reduces over processes
-TENSOR_INPUTS = ("labels", "probabilities", "scores")
+TENSOR_INPUTS = ("labels", "probabilities", "scores", "indexed_labels")
 
 
 @dataclass(frozen=True)

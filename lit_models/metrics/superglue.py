@@ -1,5 +1,5 @@
-"""SuperGLUE's metrics of its two reading-comprehension tasks, as the benchmark scores them
-(Wang et al. 2019, §3.1 and Table 1), on 0..1.
+"""SuperGLUE's metrics of its two reading-comprehension tasks and of its gender diagnostic, as the
+benchmark scores them (Wang et al. 2019, §3.1, §3.2 and Table 1), on 0..1.
 
 MultiRC (Khashabi et al. 2018): every (paragraph, question, answer option) is labelled true or
 false, and a question may have several true options. ``f1a`` is the F1 of the "true" class over
@@ -13,13 +13,24 @@ every gold answer and keeps the best: ``exact_match`` is normalised equality, ``
 mean of the bag-of-tokens precision and recall (0 when no token is shared), each the mean over
 queries. Registered as ``f1a`` and ``exact_match`` over ``answer_options`` and as ``exact_match``
 and ``f1`` over ``entities``.
+
+AX-g, Winogender (Rudinger et al. 2018, recast as entailment by Poliak et al. 2018): each premise
+comes twice, once with a male and once with a female pronoun, with one hypothesis and one label.
+SuperGLUE (§3.2) reports accuracy and the gender parity score: the share of these minimal pairs
+whose two examples get the same prediction (1: the pronoun's gender never changes the answer).
+The data lists each pair as consecutive rows, the male one first (examples 2k and 2k + 1; the hub
+schema dropped the pair id), so ``gender_parity`` reads (example index, predicted class) and
+pairs the indices 2k and 2k + 1; an example whose partner was not evaluated (a capped split)
+counts in no pair.
 """
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from sklearn.metrics import f1_score
+from torch import Tensor
 
+from datamodules.errors import PlmbenchError
 from lit_models.metrics.registry import register_metric
 from lit_models.metrics.squad import normalize_answer
 
@@ -72,3 +83,21 @@ def record(predictions: Sequence[str], references: Sequence[Sequence[str]], **_
            ) -> dict[str, float]:
     """``record_scores`` of each query's chosen entity."""
     return record_scores(predictions, references)
+
+
+def gender_parity_score(indices: Sequence[int], predictions: Sequence[int]) -> float:
+    """The share of pairs (2k, 2k + 1) among ``indices`` whose ``predictions`` agree."""
+    predicted = dict(zip(map(int, indices), map(int, predictions), strict=True))
+    pairs = [(predicted[i], predicted[i + 1]) for i in predicted
+             if i % 2 == 0 and i + 1 in predicted]
+    if not pairs:
+        raise PlmbenchError("gender_parity needs both examples of at least one (male, female) "
+                            "pair (rows 2k and 2k + 1): evaluate AX-g uncapped, or capped to "
+                            "an even number of rows")
+    return sum(male == female for male, female in pairs) / len(pairs)
+
+
+@register_metric("gender_parity", inputs="indexed_labels", whole_split=True)
+def gender_parity(predictions: Tensor, references: Tensor, **_) -> float:
+    """``gender_parity_score`` of [N, 2] rows (example index, predicted class)."""
+    return gender_parity_score(predictions[:, 0].tolist(), predictions[:, 1].tolist())

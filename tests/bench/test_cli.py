@@ -441,26 +441,17 @@ def test_unknown_model_preset_is_one_line_naming_the_nearest_and_the_presets(mir
     assert not results.exists()
 
 
-def test_dataset_missing_offline_fails_with_one_line_and_a_failed_record(mirror, tmp_path):
+def test_dataset_missing_offline_fails_with_one_line_before_the_run(mirror, tmp_path):
+    """Missing data is found by the config check (bench/config_check.py ``check_data``), before
+    the run starts: one line, no run directory, no record."""
     results = tmp_path / "results"
     result = plmbench("run", *TINY, "task=glue/mnli", f"results_dir={results}")
     assert result.rc == 2  # bad input
     tried = mirror / "glue/mnli/train.parquet"
     line = assert_one_error_line(result, "glue/mnli", str(tried), "HF_HUB_OFFLINE=1",
                                  "plmbench data mirror glue mnli")
-    run_dir = run_path(results, "glue/mnli", *TINY)
-    assert line.startswith(f"error: {run_dir}: ")
-    # the run had started: it leaves a complete record that says failed, and why
-    assert records_under(results) == [run_dir / "record.json"]
-    record = read(run_dir)
-    assert RECORD_KEYS <= set(record)
-    assert record["status"] == "failed" and "metrics" not in record
-    assert record["error"].startswith("glue/mnli split train not found")
-    assert str(tried) in record["error"]
-    assert not list(run_dir.glob(".record.json.*"))  # no temp file of the atomic write
-    # a failed record is no result
-    board = plmbench("leaderboard", str(results))
-    assert board.rc == 0 and "No finished runs of board 'glue'" in board.out
+    assert line.startswith("error: glue/mnli split train not found")
+    assert not results.exists()
 
 
 def test_corrupt_parquet_names_the_file(mirror, datasets_cache, monkeypatch, tmp_path):

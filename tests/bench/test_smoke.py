@@ -279,6 +279,9 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         extra = ["objective=ssm"]
     if task == "glue/ax":  # no training split: predict with an MNLI classifier saved by a run
         extra = [f"init_from=ckpt:{fine_tuned(results, arch, 'glue/mnli')}"]
+    if task in ("superglue/axb", "superglue/axg"):  # SuperGLUE's diagnostics: an RTE classifier
+        extra = [f"init_from=ckpt:{fine_tuned(results, arch, 'superglue/rte')}",
+                 "task.max_eval_samples=8"]
     if task.startswith("probing/"):
         extra = ANALYSIS[task]
     if task.startswith(("analysis/", "compression/")):  # a fine-tuned model and its task

@@ -189,7 +189,7 @@ def test_a_file_of_the_wrong_size_or_labels_is_refused(full_results, tmp_path):
     broken = tmp_path / "broken"
     fake_run(broken, "glue/rte", 0, {"test": ["entailment"] * 2999})
     refused = plmbench("submit", "glue", str(broken), "--allow-missing")
-    assert refused.rc == 2 and "2999 rows, GLUE's RTE.tsv needs 3000" in refused.err
+    assert refused.rc == 2 and "2999 rows, RTE.tsv needs 3000" in refused.err
     other = tmp_path / "other"
     fake_run(other, "glue/rte", 0, {"test": ["entailment"] * 2999 + ["maybe"]})
     refused = plmbench("submit", "glue", str(other), "--allow-missing")
