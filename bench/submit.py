@@ -217,7 +217,8 @@ def _tsv(rows: list[tuple[str, str]]) -> str:
 
 def _jsonl(rows: list[tuple[str, str]]) -> str:
     """SuperGLUE's format: one ``{"idx": ..., "label": ...}`` a line."""
-    return "".join(strict_json.dumps({"idx": int(index), "label": value}) + "\n" for index, value in rows)
+    return "".join(strict_json.dumps({"idx": int(index), "label": value}) + "\n"
+                   for index, value in rows)
 
 
 #: benchmark -> (its name, its files, how a file is written, what its runs must do)
