@@ -23,6 +23,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
+from bench.baselines import of_task
 from bench.checkpoints import (
     FiniteLoss,
     RngState,
@@ -57,10 +58,10 @@ from bench.run_dir import (
     run_dir_of,
     run_log,
 )
+from bench.task_family import instantiated, task_family
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_model
-from lit_models.core.family import TaskFamily
 from lit_models.core.finetune import FinetuneMethod
 from lit_models.core.footprint import parameter_count
 from lit_models.core.throughput import Throughput
@@ -88,27 +89,6 @@ def make_logger(cfg: DictConfig, run_dir: Path, resumed: Path | None = None):
     if cfg.name == "wandb":
         return loggers.WandbLogger(project=cfg.project, save_dir=run_dir, name=str(run_dir))
     raise PlmbenchError(f"logger={cfg.name} is unknown: use csv, tensorboard or wandb")
-
-
-def instantiated(node: DictConfig, base: type, what: str, fix: str):
-    """``node``'s ``_target_`` built, an instance of ``base``; else one line naming ``what`` and
-    ``fix`` (a PlmbenchError the class raised on its arguments as it is)."""
-    try:
-        built = hydra.utils.instantiate(node)
-    except Exception as err:
-        if isinstance(err.__cause__, PlmbenchError):
-            raise err.__cause__ from None
-        raise PlmbenchError(f"{what} {OmegaConf.to_container(node)} cannot be built "
-                            f"({type(err).__name__}); {fix}") from None
-    if not isinstance(built, base):
-        raise PlmbenchError(f"{what}._target_ must name a {base.__name__} subclass")
-    return built
-
-
-def task_family(task: DictConfig) -> TaskFamily:
-    """The task's family, as its YAML names it (``family._target_``)."""
-    return instantiated(task.family, TaskFamily, f"task {task.name}: family",
-                        "name a TaskFamily class in family._target_")
 
 
 def finetune_method(cfg: DictConfig) -> FinetuneMethod:
@@ -221,7 +201,21 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
         "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
         else None,
+        # the task's reference rows with no training (majority class, mean score ...), kept
+        # so that a board is a function of records alone (bench/baselines.py)
+        "baselines": task_baselines(cfg.task),
     }
+
+
+def task_baselines(task: DictConfig) -> dict | None:
+    """The task's baselines as its record keeps them (``bench.baselines.of_task``); one that
+    cannot be computed is kept as its error, which the board lists, and never fails the run."""
+    try:
+        return of_task(task_family(task), OmegaConf.to_container(task, resolve=True))
+    except Exception as err:  # noqa: BLE001 - the run's own result stands
+        error = " ".join(f"{type(err).__name__}: {err}".split())
+        log.warning("the task's baseline could not be computed: %s", error)
+        return {"error": f"the baseline could not be computed: {error}"}
 
 
 class Interrupted(KeyboardInterrupt):

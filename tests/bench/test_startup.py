@@ -24,6 +24,9 @@ from tests.bench.test_leaderboard import TASKS, record
 ROOT = Path(__file__).resolve().parents[2]
 #: what no help, board or config error needs
 HEAVY = ("torch", "lightning", "transformers", "faiss", "datasets")
+#: a GLUE task's family, as a run's record names it (a board never builds it from records that
+#: keep their baselines)
+FAMILY = {"_target_": "lit_models.families.classify.Classification"}
 #: the first line of docs/benchmarks.md's start-up table: the CPU each command may take
 CPU_BUDGET_S = 1.5
 
@@ -49,14 +52,18 @@ def probe(args: list[str], env: dict | None = None) -> tuple[dict, str]:
 
 
 def write_board(root: Path, n: int = 100) -> Path:
-    """``n`` finished run records of GLUE tasks (models x tasks x seeds), as runs leave them."""
+    """``n`` finished run records of GLUE tasks (models x tasks x seeds), as runs leave them:
+    each names its task's family and keeps the task's baseline (``bench/baselines.py``)."""
     values = {"glue/mrpc": {"validation": {"f1": 0.8, "accuracy": 0.75}},
               "glue/mnli": {"validation_matched": {"accuracy": 0.7},
                             "validation_mismatched": {"accuracy": 0.71}},
               "glue/rte": {"validation": {"accuracy": 0.6}}}
     for i in range(n):
         model, task, seed = f"model-{i // 9}", list(TASKS)[i % 3], i % 9 // 3
-        write_record(root / task / model / f"seed{seed}", record(model, task, seed, values[task]))
+        run = record(model, task, seed, values[task],
+                     baselines={"rows": [{"name": None, "metrics": values[task]}], "gold": None})
+        run["config"]["task"] = {**run["config"]["task"], "family": FAMILY}
+        write_record(root / task / model / f"seed{seed}", run)
     return root
 
 
@@ -72,7 +79,8 @@ def test_board_over_records_imports_nothing_heavy(tmp_path, fmt):
     result, err = probe(["leaderboard", str(write_board(tmp_path / "results")), "--format", fmt,
                          "--out", str(tmp_path / f"board.{fmt}")])
     assert result == {"rc": 0, "heavy": []}, err
-    assert "model-10" in (tmp_path / f"board.{fmt}").read_text()  # every record was read
+    text = (tmp_path / f"board.{fmt}").read_text()
+    assert "model-10" in text and "baseline (no training)" in text  # every record was read
 
 
 def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
