@@ -22,6 +22,8 @@
     plmbench models fetch ID... [--to DIR] [--revision REV]
                                            hub checkpoints (org/name or a preset) into the cache;
                                            --to DIR: also DIR/<org>--<name> for offline machines
+    plmbench docs [--write] [FILE ...]     the boards in README.md and docs/ rendered again from
+                                           their committed records (exit 1: some differ)
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
                                            write the mirror from the hub (needs internet); a
@@ -233,6 +235,16 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from bench.doc_boards import check, doc_files
+
+    files = [Path(f) for f in args.files] or doc_files(Path.cwd())
+    stale = check(files, main, write=args.write)
+    for path in stale:
+        print(f"{'rendered' if args.write else 'differs from its records'}: {path}")
+    return 1 if stale and not args.write else 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from bench.models import fetch_all, list_rows
     from datamodules.hub import cache_dir
@@ -347,6 +359,10 @@ def parser() -> argparse.ArgumentParser:
                                       "BENCHMARK-LABEL.zip)")
     submit.add_argument("--allow-missing", action="store_true",
                         help="write the zip even when tasks lack test predictions (named)")
+    docs = sub.add_parser("docs", help="render the boards in README.md and docs/ again from "
+                          "their committed records; exit 1 where one differs")
+    docs.add_argument("files", nargs="*", help="markdown files (default: README.md, docs/*.md)")
+    docs.add_argument("--write", action="store_true", help="put the rendered boards in place")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
     from bench.models import add_parser as add_models_parser
@@ -396,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_submit(args)
         if args.cmd == "models":
             return cmd_models(args)
+        if args.cmd == "docs":
+            return cmd_docs(args)
         return cmd_leaderboard(args) if args.cmd == "leaderboard" else cmd_data(args)
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)

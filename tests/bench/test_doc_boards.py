@@ -1,0 +1,69 @@
+"""The boards in README.md and docs/ are rendered from committed records (bench/doc_boards.py):
+the repository's own docs render unchanged, and a stale or broken block is caught."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import cli
+from bench.doc_boards import BLOCK, check, doc_files
+from bench.records import write_record
+from datamodules.errors import PlmbenchError
+from tests.bench.invoke import plmbench
+from tests.bench.test_leaderboard import record
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_board_in_the_docs_is_what_its_committed_records_render(monkeypatch):
+    """No number in the docs is typed by hand: each block renders, from the repository's root,
+    to exactly the text the docs hold (after a change: plmbench docs --write)."""
+    monkeypatch.chdir(REPO)
+    files = doc_files(REPO)
+    blocks = [m for path in files for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
+    assert blocks, "README.md and docs/ show no rendered board"
+    for match in blocks:  # each reads records that are committed, not a local results/ folder
+        where = match.group("command").split()[1]
+        assert where.startswith("docs/results/") and (REPO / where).is_dir(), match.group(0)
+    assert check(files, cli.main) == []
+
+
+def doc_with_board(tmp_path: Path, accuracy: float) -> tuple[Path, Path]:
+    results = tmp_path / "results"
+    for seed in (0, 1):
+        write_record(results / f"rte/seed{seed}",
+                     record("bert-tiny", "glue/rte", seed, {"validation": {"accuracy": accuracy}}))
+    doc = tmp_path / "page.md"
+    doc.write_text(f"Intro.\n\n<!-- plmbench leaderboard {results} --no-baselines -->\n"
+                   "OLD-BODY\n<!-- end plmbench -->\n\nOutro.\n", encoding="utf-8")
+    return doc, results
+
+
+def test_a_stale_board_is_listed_and_written_in_place(tmp_path, monkeypatch, capsys):
+    doc, _ = doc_with_board(tmp_path, 0.625)
+    monkeypatch.chdir(tmp_path)
+    result = plmbench("docs", str(doc))
+    assert result.rc == 1 and f"differs from its records: {doc}" in result.out
+    assert plmbench("docs", "--write", str(doc)).rc == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("Intro.\n\n<!-- plmbench leaderboard ") and text.endswith(
+        "<!-- end plmbench -->\n\nOutro.\n")
+    assert "62.5" in text and "OLD-BODY" not in text  # the records' mean, x100
+    assert plmbench("docs", str(doc)).rc == 0  # rendered: nothing differs any more
+
+
+def test_a_block_naming_a_command_that_writes_is_refused(tmp_path):
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- plmbench run model=bert-tiny -->\nx\n<!-- end plmbench -->\n")
+    with pytest.raises(PlmbenchError, match="renders one of leaderboard"):
+        check([doc], cli.main)
+
+
+def test_a_block_over_missing_records_names_its_command(tmp_path):
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- plmbench leaderboard --board nope -->\nx\n<!-- end plmbench -->\n")
+    result = plmbench("docs", str(doc))
+    assert result.rc == 2 and "plmbench leaderboard --board nope failed" in result.err
+    assert doc.read_text() == "<!-- plmbench leaderboard --board nope -->\nx\n<!-- end plmbench -->\n"
