@@ -63,7 +63,8 @@ def test_a_block_naming_a_command_that_writes_is_refused(tmp_path):
 
 def test_a_block_over_missing_records_names_its_command(tmp_path):
     doc = tmp_path / "page.md"
-    doc.write_text("<!-- plmbench leaderboard --board nope -->\nx\n<!-- end plmbench -->\n")
+    text = "<!-- plmbench leaderboard --board nope -->\nx\n<!-- end plmbench -->\n"
+    doc.write_text(text)
     result = plmbench("docs", str(doc))
     assert result.rc == 2 and "plmbench leaderboard --board nope failed" in result.err
-    assert doc.read_text() == "<!-- plmbench leaderboard --board nope -->\nx\n<!-- end plmbench -->\n"
+    assert doc.read_text() == text  # nothing written
