@@ -267,7 +267,7 @@ def check_name_lengths(path: object, key: str, room: int = 0) -> None:
 
 
 def check_path_part(value: object, key: str, room: int = 0) -> None:
-    """``value`` names directories under ``results_dir`` (``glue/rte``, ``bert-tiny/tapt``):
+    """``value`` names directories under ``results_dir`` (``glue/rte``, ``bert-tiny-scratch/tapt``):
     relative, with no empty, ``.`` or ``..`` part, so the run stays inside its results dir, and
     no part longer than a file system's name (``check_name_lengths``)."""
     text = str(value)

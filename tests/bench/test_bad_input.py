@@ -28,7 +28,7 @@ from tests.bench.invoke import Result, plmbench, read, records_under, reset_cli_
 from tests.bench.invoke import run_dir as run_path
 from tests.conftest import MIRROR_CANDIDATES, in_ci
 
-TINY = ["model=bert-tiny", "task=glue/rte", "task.max_train_samples=48",
+TINY = ["model=bert-tiny-scratch", "task=glue/rte", "task.max_train_samples=48",
         "task.max_eval_samples=16", "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
 
 
@@ -125,8 +125,8 @@ def own_task(env: Path, name="mine/rte", fields="text_fields", metrics="metrics"
 
 
 def own_preset(env: Path) -> list[str]:
-    preset = (Path(__file__).parents[2] / "conf/model/bert-tiny.yaml").read_text()
-    text = preset.replace("name: bert-tiny", "name: my-bert").replace("hidden_size:",
+    preset = (Path(__file__).parents[2] / "conf/model/bert-tiny-scratch.yaml").read_text()
+    text = preset.replace("name: bert-tiny-scratch", "name: my-bert").replace("hidden_size:",
                                                                        "hiden_size:")
     return [*config_dir(env, "model", "my-bert", text), "model=my-bert"]
 
@@ -166,8 +166,8 @@ def outside(env: Path, result: Result) -> None:
 
 KINDS = {
     "unknown model preset": Kind(["model=bert-huge"], [
-        "model=bert-huge: there is no conf/model/bert-huge.yaml", "did you mean model=bert-large?",
-        "bert-tiny"]),
+        "model=bert-huge: there is no conf/model/bert-huge.yaml", "did you mean model=bert-large-scratch?",
+        "bert-tiny-scratch"]),
     "unknown task": Kind(["task=glue/rtee"], ["task=glue/rtee", "did you mean task=glue/rte?"]),
     "unknown trainer preset": Kind(["trainer=cpus"], ["did you mean trainer=cpu?"]),
     "unknown launcher": Kind(["hydra/launcher=lokal"], ["did you mean hydra/launcher=local?"]),
@@ -178,7 +178,7 @@ KINDS = {
     "misspelled model key": Kind(["model.hiden_size=64"], [
         "unknown key model.hiden_size (did you mean model.hidden_size?)"]),
     "misspelled model key with +": Kind(["+model.hiden_size=64"], [
-        "model=bert-tiny (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"]),
+        "model=bert-tiny-scratch (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"]),
     "misspelled key in a preset of one's own": Kind([], [
         "model=my-bert (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"],
         setup=own_preset),
@@ -334,7 +334,7 @@ KINDS = {
 
 
 def _truncated_record(env: Path) -> list[str]:
-    run = env / "results/glue/rte/bert-tiny/seed0"
+    run = env / "results/glue/rte/bert-tiny-scratch/seed0"
     run.mkdir(parents=True)
     (run / "record.json").write_text('{"status": "ok", "task": "glue/r')
     return []
@@ -342,7 +342,7 @@ def _truncated_record(env: Path) -> list[str]:
 
 def _warned(env: Path, result: Result) -> None:
     """The record it could not read is named, not left out in silence."""
-    assert f"warning: {env}/results/glue/rte/bert-tiny/seed0/record.json: not used" in result.err
+    assert f"warning: {env}/results/glue/rte/bert-tiny-scratch/seed0/record.json: not used" in result.err
 
 
 def _null_texts(path: Path, table: pa.Table) -> None:
@@ -585,7 +585,7 @@ def test_a_board_lists_records_it_cannot_use_and_never_stops(env):
         in board.out
     assert f"- {evaluated_nothing}: an ok record with no metric on ['validation']: the run " \
            "evaluated nothing" in board.out
-    assert "| bert-tiny " not in board.out  # no usable run: no row, but the board stands
+    assert "| bert-tiny-scratch " not in board.out  # no usable run: no row, but the board stands
     listed = json.loads(plmbench("leaderboard", str(results), "--format", "json").out)["unused"]
     assert [u["source"] for u in listed] == [str(p) for p in paths]
 

@@ -15,7 +15,7 @@ from tests.conftest import require
 
 sk = require("sklearn.metrics")
 
-RUN = ["model=bert-tiny", "task=glue/rte", "task.max_train_samples=64",
+RUN = ["model=bert-tiny-scratch", "task=glue/rte", "task.max_train_samples=64",
        "task.max_eval_samples=48", "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
 
 

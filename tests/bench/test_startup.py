@@ -87,7 +87,7 @@ def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
     """``init_from=hf:<dir>`` without config.json: the config check's one line, no run dir."""
     empty = tmp_path / "not_a_checkpoint"
     empty.mkdir()
-    result, err = probe(["run", "model=bert-tiny", "task=glue/rte", f"init_from=hf:{empty}",
+    result, err = probe(["run", "model=bert-tiny-scratch", "task=glue/rte", f"init_from=hf:{empty}",
                          f"results_dir={tmp_path / 'results'}"])
     assert result == {"rc": 2, "heavy": []}
     assert err.splitlines() == [f"error: {empty} is not a Hugging Face checkpoint: it lacks "
@@ -100,7 +100,7 @@ def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
 def test_missing_data_found_before_lightning_loads(tmp_path):
     """A task whose data the mirror lacks (and no hub): one line before Lightning or torch load
     (finding it reads the mirror's listing with ``datamodules.sources``, which imports datasets)."""
-    result, err = probe(["run", "model=bert-tiny", "task=glue/rte",
+    result, err = probe(["run", "model=bert-tiny-scratch", "task=glue/rte",
                          f"results_dir={tmp_path / 'results'}"],
                         env={"PLMBENCH_DATA": str(tmp_path / "empty_mirror"),
                              "HF_HUB_OFFLINE": "1"})

@@ -22,7 +22,7 @@ from lit_models.metrics.classification import label_metrics
 from lit_models.metrics.superglue import gender_parity_score
 from tests.bench.invoke import plmbench
 
-TINY = ["model=bert-tiny", "trainer.enable_progress_bar=false"]
+TINY = ["model=bert-tiny-scratch", "trainer.enable_progress_bar=false"]
 
 
 def direct_parity(predicted: dict[int, int]) -> float:

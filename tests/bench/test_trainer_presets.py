@@ -2,7 +2,7 @@
 ``torch.compile``, and that a run applies them to whatever task it runs.
 
 Then every preset a user picks, end to end on CPU with only what a CPU cannot do mapped away: the
-smoke study (conf/experiment/smoke.yaml: bert-tiny pretrained with MLM alone and fine-tuned on RTE
+smoke study (conf/experiment/smoke.yaml: bert-tiny-scratch pretrained with MLM alone and fine-tuned on RTE
 from that checkpoint, a SQuAD reader, a BART summariser evaluated on generated text, an open-QA
 reader over a FAISS index of MiniLM vectors) under
 

@@ -139,7 +139,7 @@ def test_gpt2_as_published_loads_and_pads_with_its_end_of_text_token(gpt2_dir):
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor]:
-    """As the published t5-small: spiece.model (pad 0, </s> 1, <unk> 2) and the model; the 100
+    """As the published t5-small-scratch: spiece.model (pad 0, </s> 1, <unk> 2) and the model; the 100
     sentinels are no pieces: transformers numbers them after the vocabulary, <extra_id_0> last."""
     directory = tmp_path_factory.mktemp("t5")
     sp = train_spm(directory / "spiece.model", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
