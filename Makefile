@@ -24,18 +24,18 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-# The quick start (conf/experiment/quickstart.yaml): pretrain bert-tiny briefly on WikiText (the
+# The quick start (conf/experiment/quickstart.yaml): pretrain bert-tiny-scratch briefly on WikiText (the
 # offline mirror lacks its train split, so it trains on `test`), fine-tune it and the pretrained
 # all-MiniLM-L6-v2 on SST-2 and STS-B subsets, then print the leaderboard with its baseline row
 # (majority class / mean prediction). MiniLM is a sentence-similarity model: STS-B suits it; RTE,
-# whose dev majority rate is ~53%, leaves small models at chance. bert-tiny's epochs take seconds,
+# whose dev majority rate is ~53%, leaves small models at chance. bert-tiny-scratch's epochs take seconds,
 # so it gets 10; MiniLM's one epoch takes minutes.
 RUN := $(BIN)/plmbench run
 quickstart: $(STAMP)
-	$(RUN) experiment=quickstart_pretrain model=bert-tiny
+	$(RUN) experiment=quickstart_pretrain model=bert-tiny-scratch
 	$(RUN) -m experiment=quickstart model=minilm-l6 task=glue/sst2,glue/stsb
-	$(RUN) -m experiment=quickstart model=bert-tiny label=bert-tiny-wikitext task=glue/sst2,glue/stsb \
-	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny/seed0 trainer.max_epochs=10
+	$(RUN) -m experiment=quickstart model=bert-tiny-scratch label=bert-tiny-wikitext task=glue/sst2,glue/stsb \
+	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny-scratch/seed0 trainer.max_epochs=10
 	$(BIN)/plmbench leaderboard results/quickstart
 
 # the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py); a
@@ -62,8 +62,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 perf: $(STAMP)
-	$(BIN)/plmbench perf model=bert-mini
-	$(BIN)/plmbench perf model=bert-small
+	$(BIN)/plmbench perf model=bert-mini-scratch
+	$(BIN)/plmbench perf model=bert-small-scratch
 
 clean:
 	rm -rf $(VENV) results outputs multirun

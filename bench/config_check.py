@@ -214,7 +214,7 @@ def check_objective(objective: Mapping | None) -> None:
 
 
 def check_path_part(value: object, key: str) -> None:
-    """``value`` names directories under ``results_dir`` (``glue/rte``, ``bert-tiny/tapt``):
+    """``value`` names directories under ``results_dir`` (``glue/rte``, ``bert-tiny-scratch/tapt``):
     relative, with no empty, ``.`` or ``..`` part, so the run stays inside its results dir."""
     text = str(value)
     parts = text.split("/")

@@ -15,9 +15,10 @@ non-pad tokens/s, with
 - memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
   peak during a step above what it held before it.
 
-    plmbench perf model=bert-mini [--steps pretrain,finetune,inference] [--attention sdpa,eager]
-        [--batch-size 32] [--seq-len 128] [--precision 32-true|bf16-mixed] [--threads N]
-        [--repeats 7] [--warmup 3] [--device cuda] [--json FILE]
+    plmbench perf model=bert-mini-scratch [--steps pretrain,finetune,inference]
+        [--attention sdpa,eager] [--batch-size 32] [--seq-len 128]
+        [--precision 32-true|bf16-mixed] [--threads N] [--repeats 7] [--warmup 3] [--device cuda]
+        [--json FILE]
 
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
 next to full attention (``bench/perf_length.py``: Longformer's linear cost); ``--generate`` the
@@ -113,7 +114,8 @@ def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: boo
 
 
 def model_config(overrides: list[str]):
-    """The model preset the Hydra overrides compose (``model=bert-mini model.hidden_size=...``)."""
+    """The model preset the Hydra overrides compose
+    (``model=bert-mini-scratch model.hidden_size=...``)."""
     from bench.compose import compose_config
 
     return compose_config(overrides, "pass plmbench perf's options (plmbench perf --help) and "

@@ -12,7 +12,7 @@ implementation does the same work; tokens/s counts generated tokens (batch x new
 median of ``--repeats`` calls after ``--warmup``. The table also says whether each output equals
 ours with the cache (it should: ``tests/lit_models/test_generation*.py``).
 
-    plmbench perf --generate model=gpt2-small [--batch-size 8 --seq-len 128 --new-tokens 64]
+    plmbench perf --generate model=gpt2-small-scratch [--batch-size 8 --seq-len 128 --new-tokens 64]
 """
 
 import argparse

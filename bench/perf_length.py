@@ -10,7 +10,7 @@ CUDA, the allocator's peak. The full-attention net is the architecture ``--again
 same preset fields, so the two differ in their attention only (and Longformer's global
 projections, unused without global tokens).
 
-    plmbench perf --lengths 512,1024,2048,4096 model=longformer-tiny \
+    plmbench perf --lengths 512,1024,2048,4096 model=longformer-tiny-scratch \
         model.max_position_embeddings=4098
 """
 

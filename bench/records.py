@@ -57,7 +57,7 @@ def _portable_path(value: str, results_dir: str | None = None) -> str:
     ``.../tapt/sci_cite/.../seed0``) wherever the results directory is.
 
     ``/home/a/ckpts/run1/last.ckpt`` and ``/scratch/b/ckpts/run1/last.ckpt`` both become
-    ``run1/last.ckpt``; ``hf:/models/bert-base`` becomes ``hf:models/bert-base``.
+    ``run1/last.ckpt``; ``hf:/models/bert-base-scratch`` becomes ``hf:models/bert-base-scratch``.
     """
     match = _ABSOLUTE_PATH.match(value)
     if match is None:

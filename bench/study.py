@@ -12,9 +12,9 @@ a checkpoint an earlier one left. A study is its experiment's ``study`` block::
       experiment: domain_runs   # what its runs compose (their settings without this plan)
       board: domain             # printed at the end, and written to <results_dir>/<board>.md
       runs:                     # in order: each entry the overrides of one run or one sweep
-        general: [model=bert-small, task=pretrain/wikipedia, trainer.max_steps=10000]
+        general: [model=bert-small-scratch, task=pretrain/wikipedia, trainer.max_steps=10000]
         bio:                    # a group: entries in order; `bio: null` drops them all
-          dapt: [model=bert-small, task=pretrain/pubmed, "init_from=ckpt:{general}"]
+          dapt: [model=bert-small-scratch, task=pretrain/pubmed, "init_from=ckpt:{general}"]
 
 Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
 overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes

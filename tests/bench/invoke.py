@@ -102,7 +102,7 @@ def records_under(root: Path) -> list[Path]:
     return record_paths(root)
 
 
-def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny",
+def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny-scratch",
             seed: int = 0) -> Path:
     """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run_dir): named by
     the overrides that change the configuration, not those equal to their defaults."""

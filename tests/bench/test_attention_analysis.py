@@ -47,8 +47,14 @@ def analysed(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(mirror))
-        common = ["run", "model=bert-tiny", "task=analysis/attention", f"init_from=hf:{checkpoint}",
-                  f"results_dir={results}", *RUN]
+        common = [
+            "run",
+            "model=bert-tiny-scratch",
+            "task=analysis/attention",
+            f"init_from=hf:{checkpoint}",
+            f"results_dir={results}",
+            *RUN,
+        ]
         result = plmbench(*common)
         assert result.rc == 0, result.err[-3000:]
         no_parse = plmbench(*common, "task.dependencies.split=nope", "label=without-parses")
@@ -58,7 +64,7 @@ def analysed(tmp_path_factory):
 
 
 def test_the_record_holds_every_statistic_per_layer_and_head(analysed):
-    record = analysed["bert-tiny"]
+    record = analysed["bert-tiny-scratch"]
     analysis = record["analysis"]
     heads = analysis["heads"]
     assert set(heads) >= {"cls", "sep", "punctuation", "previous", "next", "self", "entropy"}
@@ -73,7 +79,7 @@ def test_the_record_holds_every_statistic_per_layer_and_head(analysed):
     assert analysis["dependencies"]["sentences"] == 30
     assert attention["dependency_all"] == relations["all"]["accuracy"]
     table = build_table(list(analysed.values()), "attention")
-    assert {row.label for row in table.rows} == {"bert-tiny", "without-parses"}
+    assert {row.label for row in table.rows} == {"bert-tiny-scratch", "without-parses"}
 
 
 def test_without_the_parsed_set_the_record_and_the_page_say_why(analysed):
@@ -85,7 +91,7 @@ def test_without_the_parsed_set_the_record_and_the_page_say_why(analysed):
 
 
 def test_the_page_opens_offline_with_the_records_values(analysed, page):  # noqa: F811
-    record = analysed["bert-tiny"]
+    record = analysed["bert-tiny-scratch"]
     path = Path(record["run_dir"]) / record["analysis"]["page"]
     requests = []
     page.on("request", lambda request: requests.append(request.url))

@@ -15,7 +15,7 @@ sk = require("sklearn.metrics")
 
 
 def baseline(task: str) -> dict:
-    config = compose_config([f"task={task}", "model=bert-tiny"], "")
+    config = compose_config([f"task={task}", "model=bert-tiny-scratch"], "")
     record = {"status": "ok", "board": "glue",
               "config": {"task": OmegaConf.to_container(config.task, resolve=True)}}
     (made,) = baseline_records([record], "glue")

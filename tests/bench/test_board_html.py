@@ -45,7 +45,7 @@ def page(tmp_path):
 
 def test_the_page_opens_offline_sorts_by_a_clicked_header_and_draws_its_plots(page, tmp_path):
     records, _ = sweep()
-    sizes = {"bert-tiny": 4_400_000, "electra-small": 13_500_000}
+    sizes = {"bert-tiny-scratch": 4_400_000, "electra-small-scratch": 13_500_000}
     for one in records:
         one["parameters"] = sizes[one["model"]]
     table = build_table(records, "glue")
@@ -144,8 +144,16 @@ def test_crowded_labels_never_overlap_or_leave_their_plot_and_the_frontier_is_dr
 
 def test_reference_rows_are_a_table_of_their_own_and_marked_points(page, tmp_path):
     rte = task_config("glue/rte", [{"label": "RTE (acc)", "value": "metrics.validation.accuracy"}])
-    records = [record("bert-tiny", "glue/rte", seed, {"validation": {"accuracy": 0.6 + seed / 50}},
-                      task_cfg=rte) for seed in range(3)]
+    records = [
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            seed,
+            {"validation": {"accuracy": 0.6 + seed / 50}},
+            task_cfg=rte,
+        )
+        for seed in range(3)
+    ]
     table = build_table(records, "glue")
     table.references = load_references("glue_dev")
     path = tmp_path / "board.html"

@@ -49,7 +49,7 @@ def test_median_cells_and_score_use_the_median_and_the_range(tmp_path, capsys):
         assert rows[model]["GLUE score"].startswith(f"{100 * statistics.mean(task_scores):.1f} ")
     # the mean is still the default, and a mean cell differs from the median one
     mean_rows = rows_of(leaderboard(capsys, tmp_path))
-    assert " ± " in mean_rows["bert-tiny"]["RTE (acc)"]
+    assert " ± " in mean_rows["bert-tiny-scratch"]["RTE (acc)"]
 
 
 #: the grid's points: a learning rate, and a task key the command line set (task.batch_size)
@@ -61,7 +61,7 @@ def grid_records() -> tuple[list[dict], dict[tuple[str, str], str]]:
     task), the protocol whose mean over seeds of the task's scoring columns is the highest."""
     rng = random.Random(1)
     records, best = [], {}
-    for model in ("bert-tiny", "electra-small"):
+    for model in ("bert-tiny-scratch", "electra-small-scratch"):
         for task in ("glue/rte", "glue/mrpc"):
             means = {}
             for point, (lr, batch) in POINTS.items():
@@ -91,7 +91,7 @@ def test_best_on_dev_keeps_per_model_and_task_the_best_grid_point(tmp_path, caps
     # without selection, every grid point is a row of its own: 3 per model
     assert len(rows_of(leaderboard(capsys, tmp_path))) == 6
     rows = rows_of(leaderboard(capsys, tmp_path, "--select", "best-on-dev"))
-    assert sorted(rows) == ["bert-tiny", "electra-small"]
+    assert sorted(rows) == ["bert-tiny-scratch", "electra-small-scratch"]
     for (model, task), protocol in best.items():
         chosen = [r for r in records if (r["label"], r["task"], r["protocol_hash"]) ==
                   (model, task, protocol)]
@@ -109,11 +109,16 @@ def test_sweep_rows_are_named_by_the_values_that_tell_them_apart(tmp_path, capsy
     rows = rows_of(leaderboard(capsys, tmp_path))
     assert sorted(rows) == sorted(
         f"{model} (optim.lr={lr}, task.batch_size={batch})"
-        for model in ("bert-tiny", "electra-small") for lr, batch in POINTS.values())
+        for model in ("bert-tiny-scratch", "electra-small-scratch")
+        for lr, batch in POINTS.values()
+    )
     # a row's name is its own: with one point alone on the board it is the label
     alone = tmp_path / "alone"
     write_all(alone, [r for r in records if r["config"]["optim"]["lr"] == 3e-5])
-    assert sorted(rows_of(leaderboard(capsys, alone))) == ["bert-tiny", "electra-small"]
+    assert sorted(rows_of(leaderboard(capsys, alone))) == [
+        "bert-tiny-scratch",
+        "electra-small-scratch",
+    ]
 
 
 def test_compare_matches_a_configuration_whatever_else_either_side_holds(tmp_path, capsys):
@@ -124,10 +129,10 @@ def test_compare_matches_a_configuration_whatever_else_either_side_holds(tmp_pat
                        "--aso-iterations", "20")
     rows = rows_of(text.split("\n### ", 1)[0])  # the cells, then each shared row tested
     assert len(rows) == 6 and text.count("\n### ") == 2  # the two configurations both hold
-    same = rows["bert-tiny (optim.lr=3e-05, task.batch_size=16)"]["RTE (acc)"]
+    same = rows["bert-tiny-scratch (optim.lr=3e-05, task.batch_size=16)"]["RTE (acc)"]
     before, after = same.split(" (")[0].split(" → ")
     assert before == after and "(+0.0)" in same
-    assert rows["bert-tiny (optim.lr=2e-05, task.batch_size=16)"]["RTE (acc)"].startswith(
+    assert rows["bert-tiny-scratch (optim.lr=2e-05, task.batch_size=16)"]["RTE (acc)"].startswith(
         "only A: ")
 
 
@@ -146,16 +151,20 @@ def test_best_on_dev_says_which_point_it_chose(tmp_path, capsys):
     assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
                  "--format", "csv"]) == 0
     out, err = capsys.readouterr()
-    assert f"best-on-dev: bert-tiny glue/rte: {point('bert-tiny', 'glue/rte')}" in err
+    assert (
+        f"best-on-dev: bert-tiny-scratch glue/rte: {point('bert-tiny-scratch', 'glue/rte')}" in err
+    )
     rows = {row["model"]: row for row in csv.DictReader(io.StringIO(out))}
-    assert rows["bert-tiny"]["selected"] == (f"glue/mrpc: {point('bert-tiny', 'glue/mrpc')}; "
-                                             f"glue/rte: {point('bert-tiny', 'glue/rte')}")
+    assert rows["bert-tiny-scratch"]["selected"] == (
+        f"glue/mrpc: {point('bert-tiny-scratch', 'glue/mrpc')}; "
+        f"glue/rte: {point('bert-tiny-scratch', 'glue/rte')}"
+    )
     assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
                  "--format", "json"]) == 0
     board = json.loads(capsys.readouterr().out)
-    (row,) = [r for r in board["rows"] if r["label"] == "electra-small"]
+    (row,) = [r for r in board["rows"] if r["label"] == "electra-small-scratch"]
     chosen = row["selected"]["glue/rte"]
-    assert chosen["protocol_hash"] == best["electra-small", "glue/rte"] and chosen["n"] == 2
+    assert chosen["protocol_hash"] == best["electra-small-scratch", "glue/rte"] and chosen["n"] == 2
     assert chosen["point"] == {"optim.lr": json.dumps(lr_of[chosen["protocol_hash"]]),
                                "task.batch_size": str(batch_of[chosen["protocol_hash"]])}
     assert chosen["of"] == 3
@@ -166,9 +175,9 @@ def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
     shifted = [
         {**rec, "metrics": {split: {metric: value + 0.01 for metric, value in by_metric.items()}
                             for split, by_metric in rec["metrics"].items()}}
-        for rec in records if rec["label"] == "bert-tiny"
+        for rec in records if rec["label"] == "bert-tiny-scratch"
     ]
-    only_b = record("roberta-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.5}},
+    only_b = record("roberta-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}},
                     protocol="s" * 16)
     write_all(tmp_path / "a", records)
     write_all(tmp_path / "b", [*shifted, only_b])
@@ -176,19 +185,21 @@ def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
                        "--aso-iterations", "50")
     cells, tests = text.split("\n### ", 1)
     rows = rows_of(cells)
-    before = 100 * statistics.mean(values["bert-tiny"]["RTE (acc)"])
+    before = 100 * statistics.mean(values["bert-tiny-scratch"]["RTE (acc)"])
     # +1 point on every seed, marked "~" as Welch's test over the three seeds (scipy) cannot
     # tell it from noise at 5%
-    seeds = values["bert-tiny"]["RTE (acc)"]
+    seeds = values["bert-tiny-scratch"]["RTE (acc)"]
     p = scipy_stats.ttest_ind([v + 0.01 for v in seeds], seeds, equal_var=False).pvalue
     mark = " ~" if p >= 0.05 else ""
-    assert rows["bert-tiny"]["RTE (acc)"] == f"{before:.1f} → {before + 1:.1f} (+1.0){mark}"
+    assert rows["bert-tiny-scratch"]["RTE (acc)"] == f"{before:.1f} → {before + 1:.1f} (+1.0){mark}"
     # the rows both sides have are tested per task and on the score (Welch: no predictions)
-    assert tests.startswith("bert-tiny: B = ") and "electra-small: B = " not in tests  # A only
+    assert (
+        tests.startswith("bert-tiny-scratch: B = ") and "electra-small-scratch: B = " not in tests
+    )  # A only
     assert "| **aggregate** |" in tests and "| Welch |" in tests
-    assert rows["electra-small"]["RTE (acc)"].startswith("only A: ")
-    assert rows["roberta-tiny"]["RTE (acc)"] == "only B: 50.0"
-    assert rows["roberta-tiny"]["MRPC (F1)"] == "–"
+    assert rows["electra-small-scratch"]["RTE (acc)"].startswith("only A: ")
+    assert rows["roberta-tiny-scratch"]["RTE (acc)"] == "only B: 50.0"
+    assert rows["roberta-tiny-scratch"]["MRPC (F1)"] == "–"
 
 
 def test_an_unknown_statistic_is_refused_in_one_line(tmp_path, capsys):

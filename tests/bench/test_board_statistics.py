@@ -122,7 +122,7 @@ def glue_records() -> list[dict]:
             metrics.setdefault(split, {})[metric] = value
         config = task_config(task, [col(label, f"metrics.{split}.{metric}")
                                     for label, (metric, split, _) in columns.items()])
-        records.append(record("bert-base", task, 0, metrics, task_cfg=config))
+        records.append(record("bert-base-scratch", task, 0, metrics, task_cfg=config))
     return records
 
 

@@ -1,6 +1,6 @@
 """End to end: the ``plmbench`` command (bench/cli.py) on tiny runs over the real data mirror.
 
-Every run goes through ``bench.cli.main([...])`` in this process: bert-tiny from scratch,
+Every run goes through ``bench.cli.main([...])`` in this process: bert-tiny-scratch from scratch,
 64 training / 32 eval examples, 4 steps, CPU. Runs that several tests read are made once per
 module (``scope="module"`` fixtures); tests only read what those runs left, or copy it first.
 Expected values are computed here independently: leaderboard cells from the records with
@@ -40,7 +40,7 @@ from tests.conftest import MIRROR_CANDIDATES, in_ci
 
 #: what makes every run tiny; a test adds results_dir=... and what it is about
 TINY = [
-    "model=bert-tiny",
+    "model=bert-tiny-scratch",
     "task.max_train_samples=64",
     "task.max_eval_samples=32",
     "trainer.max_steps=4",
@@ -54,7 +54,7 @@ RECORD_KEYS = {
 }
 #: a tiny MLM pretraining run on WikiText's test split (the mirror has no train split)
 PRETRAIN = [
-    "model=bert-tiny", "task=pretrain/wikitext", "task.splits.train=test",
+    "model=bert-tiny-scratch", "task=pretrain/wikitext", "task.splits.train=test",
     "task.max_train_samples=3", "task.max_eval_samples=2", "trainer.max_steps=3",
     "trainer.enable_progress_bar=false",
 ]
@@ -182,7 +182,7 @@ def test_classification_run_leaves_a_complete_ok_record(rte_run):
     assert OK_KEYS <= set(record)
     assert record["status"] == "ok" and record["error"] is None
     assert (record["task"], record["model"], record["label"], record["board"], record["seed"]) == (
-        "glue/rte", "bert-tiny", "bert-tiny", "glue", 0)
+        "glue/rte", "bert-tiny-scratch", "bert-tiny-scratch", "glue", 0)
     assert record["init_from"] == "scratch" and record["steps"] == 4
     assert Path(record["run_dir"]) == run_dir
     assert 0.0 <= record["metrics"]["validation"]["accuracy"] <= 1.0
@@ -212,7 +212,7 @@ def test_classification_run_leaves_a_complete_ok_record(rte_run):
     assert record["throughput"]["train_tokens_per_s"] > 0
     assert record["throughput"]["train_samples_per_s"] > 0
     assert record["wall_time_s"] > 0
-    # bert-tiny's scratch WordPiece vocabulary fills its 8192 entries on RTE's training text
+    # bert-tiny-scratch's scratch WordPiece vocabulary fills its 8192 entries on RTE's training text
     sizes = dict(TINY_SIZES, vocab_size=record["config"]["model"]["vocab_size"])
     assert record["parameters"] == bert_classifier_parameters(sizes, num_labels=2)
     resolved = record["config"]
@@ -227,7 +227,7 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     shown = plmbench("leaderboard", str(results))
     assert shown.rc == 0 and shown.err == ""
     assert "(1 record used)" in shown.out
-    row = markdown_rows(shown.out)["bert-tiny"]
+    row = markdown_rows(shown.out)["bert-tiny-scratch"]
     # the GLUE board's own columns follow the task's: the encoder's size, and no pretraining
     # behind a model fine-tuned from scratch
     assert list(row) == ["Model", "GLUE score", "RTE (acc)", "parameters", "trained parameters",
@@ -247,8 +247,11 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     written = plmbench("leaderboard", str(results), "--format", "csv", "--out", str(out))
     assert written.rc == 0 and written.out.strip() == f"wrote {out}"
     rows = csv_rows(out)
-    assert sorted(rows) == ["baseline (no training) †", "bert-tiny"]  # and the majority class
-    row = rows["bert-tiny"]
+    assert sorted(rows) == [
+        "baseline (no training) †",
+        "bert-tiny-scratch",
+    ]  # and the majority class
+    row = rows["bert-tiny-scratch"]
     assert float(row["RTE (acc) mean"]) == pytest.approx(100 * accuracy, abs=1e-4)
     assert float(row["RTE (acc) std"]) == 0.0 and row["RTE (acc) n"] == "1"
     assert float(row["score"]) == pytest.approx(100 * accuracy, abs=1e-4)
@@ -276,14 +279,14 @@ def test_multirun_sweep_gives_one_record_per_seed_and_aggregates_them(stsb_sweep
               for metric in ("pearson", "spearman")}
     assert values["pearson"][0] != values["pearson"][1]  # the seeds did change something
 
-    row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny"]
+    row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny-scratch"]
     assert row["STS-B (P)"] == cell_text(values["pearson"])
     assert row["STS-B (S)"] == cell_text(values["spearman"])
     assert "(n=2)" in row["STS-B (P)"]
 
     out = tmp_path / "sweep.csv"
     assert plmbench("leaderboard", str(results), "--format", "csv", "--out", str(out)).rc == 0
-    row = csv_rows(out)["bert-tiny"]
+    row = csv_rows(out)["bert-tiny-scratch"]
     for label, metric in (("STS-B (P)", "pearson"), ("STS-B (S)", "spearman")):
         seeds = values[metric]
         assert float(row[f"{label} mean"]) == pytest.approx(100 * statistics.mean(seeds), abs=1e-4)
@@ -347,13 +350,13 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
     mrpc_score = statistics.mean([mrpc_metrics["f1"], mrpc_metrics["accuracy"]])
     glue_score = statistics.mean([stsb_score, mrpc_score])
 
-    row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny"]
+    row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny-scratch"]
     assert row["GLUE score"] == f"{100 * glue_score:.1f} (2/9 tasks)"
     assert list(row)[2:6] == ["MRPC (F1)", "MRPC (acc)", "STS-B (P)", "STS-B (S)"]  # GLUE order
     assert row["MRPC (F1)"] == cell_text([mrpc_metrics["f1"]])
     out = tmp_path / "glue.csv"
     assert plmbench("leaderboard", str(results), "--format", "csv", "--out", str(out)).rc == 0
-    row = csv_rows(out)["bert-tiny"]
+    row = csv_rows(out)["bert-tiny-scratch"]
     assert float(row["score"]) == pytest.approx(100 * glue_score, abs=1e-4)
     assert row["n_tasks"] == "2"
 
@@ -381,13 +384,13 @@ def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
     vocab = json.loads((export / "tokenizer.json").read_text())["model"]["vocab"]
     assert config["vocab_size"] == len(vocab)
     assert {k: config[k] for k in TINY_SIZES} == TINY_SIZES
-    # three WikiText documents cannot fill bert-tiny's 8192-entry vocabulary
+    # three WikiText documents cannot fill bert-tiny-scratch's 8192-entry vocabulary
     assert config["vocab_size"] < 8192
     # a pretraining run is not a GLUE result, but a row of the pretrain board
     assert "No finished runs of board 'glue'" in plmbench("leaderboard", str(results)).out
     board = plmbench("leaderboard", str(results), "--board", "pretrain")
     assert board.rc == 0, board.err
-    row = markdown_rows(board.out)["bert-tiny"]
+    row = markdown_rows(board.out)["bert-tiny-scratch"]
     assert row["MLM loss"] == f"{validation['mlm_loss']:.3f} (n=1)"
     assert row["tokens"].startswith(f"{record['throughput']['train_tokens']:#.3g}")
 
@@ -404,7 +407,7 @@ def test_finetuning_from_the_pretraining_run_uses_its_export(pretrained, rte_run
                            label="bert-tiny-pt"))
     assert record["status"] == "ok"
     assert record["init_from"] == f"ckpt:{pretrain_dir}"
-    assert (record["label"], record["model"]) == ("bert-tiny-pt", "bert-tiny")
+    assert (record["label"], record["model"]) == ("bert-tiny-pt", "bert-tiny-scratch")
     # the encoder has the exported vocabulary, not a fresh 8192-entry one
     exported = json.loads((pretrain_dir / "model/config.json").read_text())
     assert record["parameters"] == bert_classifier_parameters(exported, num_labels=2)
@@ -432,12 +435,13 @@ def assert_one_error_line(result: Result, *fragments: str) -> str:
 
 def test_unknown_model_preset_is_one_line_naming_the_nearest_and_the_presets(mirror, tmp_path):
     results = tmp_path / "results"
-    result = plmbench("run", *TINY, "model=bert-huge", f"results_dir={results}")
+    result = plmbench("run", *TINY, "model=bert-huge-scratch", f"results_dir={results}")
     assert result.rc == 2
-    line = assert_one_error_line(result, "model=bert-huge: there is no conf/model/bert-huge.yaml",
-                                 "did you mean model=bert-large?")
+    line = assert_one_error_line(result, "model=bert-huge-scratch: there is no "
+                                 "conf/model/bert-huge-scratch.yaml",
+                                 "did you mean model=bert-large-scratch?")
     options = line.split("options: ")[1].split(" (")[0].split(", ")
-    assert {"bert-tiny", "bert-base"} <= set(options)
+    assert {"bert-tiny-scratch", "bert-base-scratch"} <= set(options)
     assert not results.exists()
 
 
@@ -533,7 +537,7 @@ def test_run_help_is_hydras_and_lists_the_config_groups():
         line.split(":")[0].strip(): [o.strip() for o in line.split(":", 1)[1].split(",")]
         for line in groups.splitlines() if ":" in line and "(group=option)" not in line
     }
-    assert "bert-tiny" in options["model"]
+    assert "bert-tiny-scratch" in options["model"]
     assert {"rte", "stsb", "mrpc", "mnli"} <= set(options["task/glue"])
     assert "wikitext" in options["task/pretrain"]
     assert {"cpu", "gpu"} <= set(options["trainer"])

@@ -1,10 +1,10 @@
 """The compression study end to end at tiny size (conf/experiment/compression_tiny.yaml): one
-command fine-tunes a bert-tiny teacher on RTE rows, measures it, quantizes it to int8, prunes
-half its heads (Michel et al. 2019's curve in the record, the pruned model exported smaller) and
-distils it into a one-layer DistilBERT student, itself quantized; the compression board gives
-every row's score, parameters, size and CPU latency against the teacher's. One study (about a
-minute on two cores) serves every test here: the four compression paths only meet on one
-board."""
+command fine-tunes a bert-tiny-scratch teacher on RTE rows, measures it, quantizes it to int8,
+prunes half its heads (Michel et al. 2019's curve in the record, the pruned model exported
+smaller) and distils it into a one-layer DistilBERT student, itself quantized; the compression
+board gives every row's score, parameters, size and CPU latency against the teacher's. One
+study (about a minute on two cores) serves every test here: the four compression paths only meet
+on one board."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_head_pruning_records_the_curve_and_exports_the_smaller_model(study):
     record = by["teacher-pruned", "analysis/head_pruning"]
     analysis = record["analysis"]
     curve = analysis["curve"]
-    heads = analysis["heads"]  # bert-tiny: 2 layers x 2 heads
+    heads = analysis["heads"]  # bert-tiny-scratch: 2 layers x 2 heads
     assert heads == 4 and [point["heads_kept"] for point in curve] == [4, 3, 2, 1, 0]
     measured = by["teacher", "compression/measure"]["metrics"]
     assert curve[0]["metrics"]["validation"] == measured["validation"]  # nothing pruned yet

@@ -1,6 +1,6 @@
 """The fine-tuning methods end to end at tiny size (conf/experiment/finetune_methods_tiny.yaml):
-one command fine-tunes bert-tiny on RTE under every method (full, frozen, a frozen scalar mix,
-adapters, ULMFiT), each run leaves a record that counts what it trained, and the
+one command fine-tunes bert-tiny-scratch on RTE under every method (full, frozen, a frozen scalar
+mix, adapters, ULMFiT), each run leaves a record that counts what it trained, and the
 finetune_methods board has a row per method, its trained parameters in a column and on the
 HTML plot's cost axis. A frozen encoder feeds NER's tagging head too, and a method that cannot
 apply (frozen pretraining) is refused in one line."""
@@ -15,7 +15,7 @@ from bench.records import iter_records
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 
 METHODS = {"full", "frozen", "frozen-mix", "adapters", "ulmfit"}
-TINY = ["model=bert-tiny", "task.max_train_samples=32", "task.max_eval_samples=16",
+TINY = ["model=bert-tiny-scratch", "task.max_train_samples=32", "task.max_eval_samples=16",
         "task.max_length=64", "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
 
 
@@ -41,7 +41,7 @@ def test_every_method_records_what_it_trained(study):
                                          "name": "frozen", "layers": [0, 1, 2],
                                          "combine": "mix"}
     adapters = records["adapters"]
-    hidden, layers = 128, 2  # bert-tiny
+    hidden, layers = 128, 2  # bert-tiny-scratch
     adapter = 2 * 64 * hidden + 64 + hidden  # down and up projections with biases
     norms = (1 + 2 * layers) * 2 * hidden  # embeddings' and each layer's two LayerNorms
     assert adapters["parameters"] == full["parameters"] + 2 * layers * adapter
@@ -56,7 +56,7 @@ def test_the_board_has_a_row_per_method_against_its_trained_parameters(study):
     results, records = study
     table = build_table(records.values(), "finetune_methods")
     rows = {row.label: row for row in table.rows if not row.baseline}
-    assert set(rows) == {f"bert-tiny/{method}" for method in METHODS}
+    assert set(rows) == {f"bert-tiny-scratch/{method}" for method in METHODS}
     for label, row in rows.items():
         trained = records[label.split("/")[1]]["trained_parameters"]
         assert row.parameters == trained  # the board's size: what the method trained
@@ -71,7 +71,7 @@ def test_a_board_of_finetune_columns_shows_frozen_runs_beside_fine_tuning(study)
     """The domain board's SciBERT columns: one model's frozen and fine-tuned runs in one row, the
     frozen ones in columns of their own that the score leaves out."""
     _, records = study
-    one_model = [{**records[method], "label": "bert-tiny", "board": "scibert"}
+    one_model = [{**records[method], "label": "bert-tiny-scratch", "board": "scibert"}
                  for method in ("full", "frozen")]
     board = Board.from_config({"name": "scibert", "rows": "label", "finetune_columns": ["frozen"],
                                "aggregate": {"method": "task_macro"}})
@@ -118,13 +118,13 @@ def test_the_feature_based_claim_compares_frozen_features_with_fine_tuning(tmp_p
                                        "experiment=claims_tiny", "study.claims=[feature_based]")
     assert done.rc == 0, done.err[-2000:]
     records = {r["label"]: r for r in iter_records(results)}
-    assert set(records) == {"bert-tiny/full", "bert-tiny/frozen-sum"}
-    frozen = records["bert-tiny/frozen-sum"]
+    assert set(records) == {"bert-tiny-scratch/full", "bert-tiny-scratch/frozen-sum"}
+    frozen = records["bert-tiny-scratch/frozen-sum"]
     assert frozen["config"]["finetune"]["layers"] == [-2, -1]
     assert frozen["trained_parameters"] == frozen["parameters"] - frozen["encoder_parameters"]
     table = build_table(records.values(), "tagging")
     a, b = (next(r for r in table.rows if r.label == label)
-            for label in ("bert-tiny/full", "bert-tiny/frozen-sum"))
+            for label in ("bert-tiny-scratch/full", "bert-tiny-scratch/frozen-sum"))
     (row,) = [line for line in (results / "claims.md").read_text().splitlines()
               if line.startswith("| feature_based")]
     cells = [c.strip() for c in row.split("|")[1:-1]]

@@ -50,7 +50,7 @@ TASKS = {
                              splits=["validation_matched", "validation_mismatched"]),
     "glue/rte": task_config("glue/rte", [col("RTE (acc)", "metrics.validation.accuracy")]),
 }
-MODELS = {"bert-tiny": ("p" * 16, 0.6), "electra-small": ("q" * 16, 0.75)}
+MODELS = {"bert-tiny-scratch": ("p" * 16, 0.6), "electra-small-scratch": ("q" * 16, 0.75)}
 SEEDS = (0, 1, 2)
 
 
@@ -128,7 +128,7 @@ def test_cells_and_score_match_an_independent_computation():
     records, values = sweep()
     table = build_table(records, "glue")
     assert table.n_records == len(records) == 18
-    assert [row.label for row in table.rows] == ["electra-small", "bert-tiny"]
+    assert [row.label for row in table.rows] == ["electra-small-scratch", "bert-tiny-scratch"]
     for row in table.rows:
         assert set(row.cells) == set(values[row.label])
         for column, seed_values in values[row.label].items():
@@ -153,7 +153,7 @@ def test_markdown_shows_present_columns_in_board_order_aligned():
     table_lines = [line for line in lines if line.startswith("|")]
     assert len(table_lines) == 4 and len({len(line) for line in table_lines}) == 1
     assert set(lines[3]) <= set("|-:")
-    for cells, model in zip(body, ["electra-small", "bert-tiny"], strict=True):
+    for cells, model in zip(body, ["electra-small-scratch", "bert-tiny-scratch"], strict=True):
         assert cells[0] == model
         score = unmarked(cells[1])
         assert score.startswith(f"{expected_score(values[model]):.1f} ± ")
@@ -194,8 +194,8 @@ def test_a_new_task_with_columns_reaches_the_board_and_its_score():
         # ten tasks seen: GLUE's nine and the new one
         assert unmarked(cells[1]).startswith(f"{expected_score(values[model], tasks):.1f} ± ")
         assert unmarked(cells[1]).endswith(" (4/10 tasks)")
-    row = next(row for row in table.rows if row.label == "bert-tiny")
-    assert row.score == pytest.approx(expected_score(values["bert-tiny"], tasks))
+    row = next(row for row in table.rows if row.label == "bert-tiny-scratch")
+    assert row.score == pytest.approx(expected_score(values["bert-tiny-scratch"], tasks))
 
 
 def test_a_new_task_without_columns_gets_derived_ones():
@@ -218,8 +218,9 @@ def test_a_new_task_without_columns_gets_derived_ones():
 
     # one eval split: the label is "<task> <metric>" alone
     single = task_config("glue/single", None, metrics=["matthews"])
-    single_record = record("bert-tiny", "glue/single", 0, {"validation": {"matthews": 0.25}},
-                           task_cfg=single)
+    single_record = record(
+        "bert-tiny-scratch", "glue/single", 0, {"validation": {"matthews": 0.25}}, task_cfg=single
+    )
     only = build_table([single_record], "glue")
     assert only.labels == ["glue/single matthews"]
     assert only.rows[0].score == pytest.approx(25.0)
@@ -228,13 +229,19 @@ def test_a_new_task_without_columns_gets_derived_ones():
 def test_failed_and_foreign_records_are_ignored():
     records, _ = sweep()
     ax = task_config("glue/ax", [], metrics=[], splits=["test"])
-    no_config = record("bert-tiny", "glue/rte", 5, {"validation": {"accuracy": 0.0}})
+    no_config = record("bert-tiny-scratch", "glue/rte", 5, {"validation": {"accuracy": 0.0}})
     del no_config["config"]
     extra = [
-        record("bert-tiny", "glue/rte", 9, {"validation": {"accuracy": 0.0}}, status="failed"),
-        record("bert-tiny", "glue/rte", 8, {"validation": {"accuracy": 0.0}}, board="pretrain"),
-        record("bert-tiny", "glue/ax", 7, {"test": {"accuracy": 0.0}}, task_cfg=ax),  # no columns
-        record("bert-tiny", "glue/rte", 6, {"validation": {"f1": 0.0}}),  # no value shown
+        record(
+            "bert-tiny-scratch", "glue/rte", 9, {"validation": {"accuracy": 0.0}}, status="failed"
+        ),
+        record(
+            "bert-tiny-scratch", "glue/rte", 8, {"validation": {"accuracy": 0.0}}, board="pretrain"
+        ),
+        record(
+            "bert-tiny-scratch", "glue/ax", 7, {"test": {"accuracy": 0.0}}, task_cfg=ax
+        ),  # no columns
+        record("bert-tiny-scratch", "glue/rte", 6, {"validation": {"f1": 0.0}}),  # no value shown
         no_config,  # a record without its task config has no columns
     ]
     expected = render_markdown(build_table(records, "glue"))
@@ -242,27 +249,31 @@ def test_failed_and_foreign_records_are_ignored():
     assert table.n_records == 18
     # the failed run is listed apart from the table, with its error; the rest is unchanged
     (failure,) = table.failures
-    assert (failure.task, failure.label, failure.seed) == ("glue/rte", "bert-tiny", 9)
+    assert (failure.task, failure.label, failure.seed) == ("glue/rte", "bert-tiny-scratch", 9)
     shown, listed = render_markdown(table).split("### Failed runs (1), not in the table\n\n")
     assert shown == expected + "\n"
-    assert listed.startswith("- glue/rte bert-tiny seed 9: ")
+    assert listed.startswith("- glue/rte bert-tiny-scratch seed 9: ")
 
 
 def test_missing_tasks_give_dashes_and_a_partial_task_count():
     records, values = sweep()
-    only_rte = [r for r in records if r["model"] == "electra-small" or r["task"] == "glue/rte"]
+    only_rte = [
+        r for r in records if r["model"] == "electra-small-scratch" or r["task"] == "glue/rte"
+    ]
     table = build_table(only_rte, "glue")
-    tiny = next(row for row in table.rows if row.label == "bert-tiny")
+    tiny = next(row for row in table.rows if row.label == "bert-tiny-scratch")
     assert tiny.n_scored == 1
-    assert tiny.score == pytest.approx(100 * statistics.mean(values["bert-tiny"]["RTE (acc)"]))
-    line = next(line for line in render_markdown(table).splitlines() if "bert-tiny" in line)
+    assert tiny.score == pytest.approx(
+        100 * statistics.mean(values["bert-tiny-scratch"]["RTE (acc)"])
+    )
+    line = next(line for line in render_markdown(table).splitlines() if "bert-tiny-scratch" in line)
     assert line.count("–") == 4 and "(1/9 tasks)" in line
 
 
 def test_single_seed_has_zero_std_and_a_rerun_replaces_its_seed():
-    first = record("bert-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.5}},
+    first = record("bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}},
                    finished_at="2026-01-01T00:00:00Z")
-    rerun = record("bert-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.7}},
+    rerun = record("bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.7}},
                    finished_at="2026-01-02T00:00:00Z")
     for records in ([first, rerun], [rerun, first]):
         cell = build_table(records, "glue").rows[0].cells["RTE (acc)"]
@@ -271,12 +282,28 @@ def test_single_seed_has_zero_std_and_a_rerun_replaces_its_seed():
 
 def test_one_label_under_two_protocols_gets_two_tagged_rows():
     records = [
-        record("bert-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.6}}, protocol="abcdef99"),
-        record("bert-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, protocol="123456ff"),
-        record("electra-small", "glue/rte", 0, {"validation": {"accuracy": 0.4}}),
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            0,
+            {"validation": {"accuracy": 0.6}},
+            protocol="abcdef99",
+        ),
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            0,
+            {"validation": {"accuracy": 0.5}},
+            protocol="123456ff",
+        ),
+        record("electra-small-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.4}}),
     ]
     labels = [row.label for row in build_table(records, "glue").rows]
-    assert labels == ["bert-tiny [abcdef]", "bert-tiny [123456]", "electra-small"]
+    assert labels == [
+        "bert-tiny-scratch [abcdef]",
+        "bert-tiny-scratch [123456]",
+        "electra-small-scratch",
+    ]
 
 
 def test_output_is_the_same_bytes_twice_and_in_any_record_order():
@@ -294,7 +321,7 @@ def test_csv_parses_and_matches_the_markdown_numbers():
     table = build_table(records, "glue")
     rows = list(csv.DictReader(io.StringIO(render_csv(table))))
     _, *markdown = markdown_table(render_markdown(table))
-    assert [row["model"] for row in rows] == ["electra-small", "bert-tiny"]
+    assert [row["model"] for row in rows] == ["electra-small-scratch", "bert-tiny-scratch"]
     for row, shown, table_row in zip(rows, markdown, table.rows, strict=True):
         score, low = float(row["score"]), float(row["score_ci_low"])
         assert unmarked(shown[1]) == f"{score:.1f} ± {score - low:.1f} ({row['n_tasks']}/9 tasks)"
@@ -321,8 +348,16 @@ def test_scaled_and_raw_columns_on_one_board():
                                    col("RTE loss", "metrics.validation.loss", scale=1,
                                        format=".3f", score=False)])
     accs, losses = [0.61, 0.64, 0.66], [0.7123, 0.6981, 0.6544]
-    records = [record("bert-tiny", "glue/rte", seed, {"validation": {"accuracy": a, "loss": x}},
-                      task_cfg=cfg) for seed, (a, x) in enumerate(zip(accs, losses, strict=True))]
+    records = [
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            seed,
+            {"validation": {"accuracy": a, "loss": x}},
+            task_cfg=cfg,
+        )
+        for seed, (a, x) in enumerate(zip(accs, losses, strict=True))
+    ]
     table = build_table(records, "glue")
     text = render_markdown(table)
     header, row = markdown_table(text)
@@ -389,8 +424,10 @@ def test_pretrain_board_shows_losses_as_they_are_and_has_no_score():
 
 
 def test_a_label_two_tasks_share_is_tagged_with_its_task():
-    records = [pretrain_record("bert-tiny", 0, 3.0),
-               pretrain_record("bert-tiny", 0, 4.0, task="pretrain/wikitext", split="validation")]
+    records = [
+        pretrain_record("bert-tiny-scratch", 0, 3.0),
+        pretrain_record("bert-tiny-scratch", 0, 4.0, task="pretrain/wikitext", split="validation"),
+    ]
     table = build_table(records, "pretrain")
     # wikitext is first in the board's task_order
     assert table.labels[:2] == ["MLM loss [pretrain/wikitext]", "perplexity [pretrain/wikitext]"]
@@ -465,7 +502,7 @@ def test_shipped_task_yamls_give_the_glue_columns_and_resolve_the_pretrain_split
                 for key in keys[1:-1]:
                     node = node.setdefault(key, {})
                 node[keys[-1]] = 0.5
-            records.append(record("bert-tiny", task["name"], 0, metrics, task_cfg=task,
+            records.append(record("bert-tiny-scratch", task["name"], 0, metrics, task_cfg=task,
                                   throughput={"train_tokens": 1000}))
             if task["name"] == "pretrain/wikipedia":
                 assert task["columns"][0]["value"] == "metrics.heldout.mlm_loss"
@@ -524,7 +561,9 @@ def test_bad_board_configs_are_named(config, fragment):
 
 def test_a_bad_column_in_a_record_is_listed_with_its_task_not_a_crash():
     cfg = task_config("glue/rte", [{"label": "RTE (acc)"}])  # no value
-    bad = record("bert-tiny", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, task_cfg=cfg)
+    bad = record(
+        "bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, task_cfg=cfg
+    )
     table = build_table([bad], "glue")
     assert table.rows == []
     (unused,) = table.unused

@@ -18,8 +18,8 @@ def composed(*overrides: str):
 
 
 @pytest.mark.parametrize(("preset", "lr", "batch_size"), [
-    ("bert-base", 1e-4, 256),  # Devlin et al. 2019, A.2
-    ("electra-small", 5e-4, 128),  # Clark et al. 2020, Table 6
+    ("bert-base-scratch", 1e-4, 256),  # Devlin et al. 2019, A.2
+    ("electra-small-scratch", 5e-4, 128),  # Clark et al. 2020, Table 6
     ("minilm-l6", 5e-4, 32),  # a pretrained checkpoint's preset names none: the task's defaults
 ])
 def test_pretraining_follows_the_model_preset(preset, lr, batch_size):
@@ -30,10 +30,13 @@ def test_pretraining_follows_the_model_preset(preset, lr, batch_size):
 
 
 def test_the_command_line_wins():
-    cfg = composed("model=bert-base", "task=pretrain/wikipedia", "task.lr=3e-4",
+    cfg = composed("model=bert-base-scratch", "task=pretrain/wikipedia", "task.lr=3e-4",
                    "task.batch_size=64")
     assert (cfg.optim.lr, cfg.task.batch_size) == (3e-4, 64)
-    assert composed("model=bert-base", "task=pretrain/wikipedia", "optim.lr=2e-4").optim.lr == 2e-4
+    assert (
+        composed("model=bert-base-scratch", "task=pretrain/wikipedia", "optim.lr=2e-4").optim.lr
+        == 2e-4
+    )
 
 
 def test_every_scratch_preset_names_its_pretraining_rates():
@@ -58,9 +61,9 @@ def encoder_parameters(V, H, L, I, P, T, E=None, shared=False) -> int:  # noqa: 
 
 
 @pytest.mark.parametrize(("preset", "sizes"), [
-    ("bert-small", dict(V=30522, H=512, L=4, I=2048, P=512, T=2)),
-    ("roberta-small", dict(V=50265, H=512, L=4, I=2048, P=514, T=1)),
-    ("albert-small", dict(V=30000, H=512, L=4, I=2048, P=512, T=2, E=128, shared=True)),
+    ("bert-small-scratch", dict(V=30522, H=512, L=4, I=2048, P=512, T=2)),
+    ("roberta-small-scratch", dict(V=50265, H=512, L=4, I=2048, P=514, T=1)),
+    ("albert-small-scratch", dict(V=30000, H=512, L=4, I=2048, P=512, T=2, E=128, shared=True)),
 ])
 def test_small_presets_are_bert_smalls_sizes(preset, sizes):
     """The small presets of the papers without one (RoBERTa, ALBERT) take BERT-Small's L=4, H=512

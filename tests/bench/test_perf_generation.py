@@ -18,8 +18,8 @@ ARGS = argparse.Namespace(batch_size=2, seq_len=8, new_tokens=5, beams=1, repeat
                           device="cpu")
 
 
-@pytest.mark.parametrize(("preset", "beams"), [("gpt2-tiny", 1), ("bart-tiny", 2),
-                                               ("t5-tiny", 1)])
+@pytest.mark.parametrize(("preset", "beams"), [("gpt2-tiny-scratch", 1), ("bart-tiny-scratch", 2),
+                                               ("t5-tiny-scratch", 1)])
 def test_every_implementation_generates_the_same_ids(preset, beams):
     args = argparse.Namespace(**{**vars(ARGS), "beams": beams})
     results = measure(model_config([f"model={preset}"]), args)
@@ -33,4 +33,4 @@ def test_every_implementation_generates_the_same_ids(preset, beams):
 
 def test_encoders_are_refused():
     with pytest.raises(PlmbenchError, match="decoder or encoder-decoder"):
-        measure(model_config(["model=bert-tiny"]), ARGS)
+        measure(model_config(["model=bert-tiny-scratch"]), ARGS)

@@ -9,7 +9,7 @@ from bench.perf_length import length_scaling
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench
 
-OVERRIDES = ["model=longformer-tiny", "model.attention_window=32"]
+OVERRIDES = ["model=longformer-tiny-scratch", "model.attention_window=32"]
 
 
 def test_longformer_memory_is_linear_in_length():

@@ -18,7 +18,7 @@ from tests.conftest import require
 transformers = require("transformers")
 
 TINY = [
-    "model=bert-tiny", "task.max_train_samples=64", "task.max_eval_samples=32",
+    "model=bert-tiny-scratch", "task.max_train_samples=64", "task.max_eval_samples=32",
     "trainer.max_steps=4", "trainer.enable_progress_bar=false",
 ]
 

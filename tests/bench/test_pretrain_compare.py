@@ -15,16 +15,16 @@ from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")
-ABLATIONS = {"bert-tiny/dynamic", "bert-tiny/dynamic-no-nsp"}
-ROWS = {f"{arch}-tiny" for arch in ARCHS} | ABLATIONS
+ABLATIONS = {"bert-tiny-scratch/dynamic", "bert-tiny-scratch/dynamic-no-nsp"}
+ROWS = {f"{arch}-tiny-scratch" for arch in ARCHS} | ABLATIONS
 #: each row's recipe as the boards show it: the presets' papers, the ablations' one change each
 RECIPES = {
-    "bert-tiny": "mlm_nsp: NSP, static x10 tokens, 64 tok (pairs)",
-    "bert-tiny/dynamic": "mlm_nsp: NSP, dynamic tokens, 64 tok (pairs)",
-    "bert-tiny/dynamic-no-nsp": "mlm: dynamic tokens, 64 tok (full-sentences)",
-    "roberta-tiny": "mlm: dynamic tokens, 64 tok (full-sentences)",
-    "albert-tiny": "mlm_sop: SOP, dynamic n-grams <=3, 64 tok (pairs)",
-    "spanbert-tiny": "sbo: dynamic spans Geo(0.2), 64 tok (full-sentences)",
+    "bert-tiny-scratch": "mlm_nsp: NSP, static x10 tokens, 64 tok (pairs)",
+    "bert-tiny-scratch/dynamic": "mlm_nsp: NSP, dynamic tokens, 64 tok (pairs)",
+    "bert-tiny-scratch/dynamic-no-nsp": "mlm: dynamic tokens, 64 tok (full-sentences)",
+    "roberta-tiny-scratch": "mlm: dynamic tokens, 64 tok (full-sentences)",
+    "albert-tiny-scratch": "mlm_sop: SOP, dynamic n-grams <=3, 64 tok (pairs)",
+    "spanbert-tiny-scratch": "sbo: dynamic spans Geo(0.2), 64 tok (full-sentences)",
 }
 SLOTS = 4 * 8 * 64  # steps x sequences x tokens: the tiny budget
 
@@ -62,7 +62,7 @@ def test_every_architecture_pretrains_on_one_vocabulary_and_budget(study):
         assert pretraining[label]["recipe"]["text"].startswith(recipe), label
         assert pretraining[label]["recipe"]["text"].endswith("batch 8, 4 steps, lr 0.0005, "
                                                              "warmup 1%"), label
-    static = pretraining["bert-tiny"]["config"]["objective"]
+    static = pretraining["bert-tiny-scratch"]["config"]["objective"]
     assert (static["name"], static["static"], static["dupe_factor"]) == ("mlm_nsp", True, 10)
 
 

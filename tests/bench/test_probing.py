@@ -23,11 +23,12 @@ RUN = ["run", "task=probing/ner", "init_from=scratch", f"task.max_train_samples=
 
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
-    """Records of bert-tiny (2 layers) and distilbert-tiny (1 layer), in one results directory."""
+    """Records of bert-tiny-scratch (2 layers) and distilbert-tiny-scratch (1 layer), in one results
+    directory."""
     result, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", *RUN,
-                                         "model=bert-tiny")
+                                         "model=bert-tiny-scratch")
     assert result.rc == 0, result.err[-3000:]
-    result = plmbench(*RUN, "model=distilbert-tiny", f"results_dir={results}")
+    result = plmbench(*RUN, "model=distilbert-tiny-scratch", f"results_dir={results}")
     assert result.rc == 0, result.err[-3000:]
     records = list(iter_records(results))
     assert len(records) == 2 and all(r["status"] == "ok" for r in records)
@@ -37,7 +38,7 @@ def probed(tmp_path_factory):
 def test_the_record_holds_a_probe_per_layer_the_mix_and_the_control_task(probed):
     validation = pd.read_parquet(mirror_with("ncbi_disease") / "ncbi_disease" / "ncbi_disease"
                                  / "validation.parquet").head(SAMPLES)
-    for model, layers in (("bert-tiny", 2), ("distilbert-tiny", 1)):
+    for model, layers in (("bert-tiny-scratch", 2), ("distilbert-tiny-scratch", 1)):
         record = probed[model]
         metrics, findings = record["metrics"]["validation"], record["analysis"]
         assert len(findings["layers"]) == layers + 1  # the embeddings, then each layer
@@ -58,7 +59,7 @@ def test_the_record_holds_a_probe_per_layer_the_mix_and_the_control_task(probed)
 def test_the_board_gives_the_accuracy_by_layer_and_draws_a_curve_per_model(probed):
     table = build_table(list(probed.values()), "probing")
     rows = {row.label: row for row in table.rows}
-    assert set(rows) == {"bert-tiny", "distilbert-tiny"}
+    assert set(rows) == {"bert-tiny-scratch", "distilbert-tiny-scratch"}
     for model, row in rows.items():
         metrics = probed[model]["metrics"]["validation"]
         layers = {label for label in row.cells if label.startswith("layer ")}
@@ -77,7 +78,7 @@ def test_a_wrong_probe_is_one_line(tmp_path):
     results = tmp_path / "results"
     for override, fragment in (("task.probe.kind=svm", "task.probe.kind=svm: use one of"),
                                ("+task.probe.layers=2", "unknown key task.probe.layers")):
-        result = plmbench("run", "task=probing/ner", "model=bert-tiny", override,
+        result = plmbench("run", "task=probing/ner", "model=bert-tiny-scratch", override,
                           f"results_dir={results}")
         assert result.rc == 2
         assert_one_error_line(result, fragment)

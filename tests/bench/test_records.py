@@ -28,7 +28,7 @@ CONFIG = {
     "run_name": "seed3",
     "logger": {"name": "csv"},
     "hydra": {"run": {"dir": "/tmp/x"}},
-    "model": {"name": "bert-tiny", "hidden_size": 128},
+    "model": {"name": "bert-tiny-scratch", "hidden_size": 128},
     "init_from": "ckpt:/home/alice/ckpts/pretrain-1/last.ckpt",
     "optimizer": {"lr": 1e-4, "betas": [0.9, 0.999]},
     "task": {"name": "glue/rte", "data_dir": "/home/alice/data/glue/rte"},
@@ -83,7 +83,7 @@ def test_config_hash_changes_with_learning_rate_and_model():
     assert config_hash(with_changes(optimizer={"lr": 2e-4, "betas": [0.9, 0.999]})) != (
         config_hash(CONFIG)
     )
-    assert config_hash(with_changes(model={"name": "bert-tiny", "hidden_size": 256})) != (
+    assert config_hash(with_changes(model={"name": "bert-tiny-scratch", "hidden_size": 256})) != (
         config_hash(CONFIG)
     )
 
@@ -163,7 +163,7 @@ def test_iter_records_of_missing_directory_names_it(tmp_path):
 
 
 def test_run_variant_names_the_overrides_that_change_the_result():
-    overrides = ["task=glue/rte", "model=bert-tiny", "seed=3", "label=x", "results_dir=/r",
+    overrides = ["task=glue/rte", "model=bert-tiny-scratch", "seed=3", "label=x", "results_dir=/r",
                  "trainer.enable_progress_bar=false", "logger=wandb", "logger.project=p",
                  "optim.lr=3e-4", "+trainer.max_steps=4", "init_from=ckpt:/runs/a/seed0",
                  "hydra.run.dir=/x", "experiment=quickstart"]
@@ -231,7 +231,7 @@ def test_any_run_directory_can_be_passed_back_as_an_override_value():
     for overrides in (["optim.betas=[0.9,0.98]", "trainer.max_steps=4"],
                       [f"task.field{i}=value" for i in range(30)],
                       ["init_from='ckpt:/runs/a=b,c/seed0'", "label=x"]):
-        where = f"results/glue/rte/bert-tiny/{run_variant(overrides)}/seed0"
+        where = f"results/glue/rte/bert-tiny-scratch/{run_variant(overrides)}/seed0"
         assert parser.parse_override(f"init_from=ckpt:{where}").value() == f"ckpt:{where}"
 
 
@@ -240,7 +240,7 @@ def test_config_hash_tells_apart_checkpoints_inside_the_results_dir_that_end_ali
     overrides under different tasks): relative to the results directory they differ, and moving
     the results directory changes nothing."""
     def starting_from(results: str, task: str) -> dict:
-        run = f"{results}/pretrain/tapt/{task}/bert-tiny/tapt/trainer.max_steps:4/seed0"
+        run = f"{results}/pretrain/tapt/{task}/bert-tiny-scratch/tapt/trainer.max_steps:4/seed0"
         return with_changes(results_dir=results, init_from=f"ckpt:{run}")
 
     chemprot, sci_cite = (starting_from("/scratch/a/results", t) for t in ("chemprot", "sci_cite"))

@@ -24,7 +24,7 @@ from tests.conftest import REPO
 
 # STS-B's Pearson correlation moves with any change of the weights, unlike a 16-example accuracy.
 # 24 examples in batches of 8: 3 steps an epoch, 3 epochs; a checkpoint every 2 steps.
-RUN = ["run", "model=bert-tiny", "task=glue/stsb", "task.max_train_samples=24",
+RUN = ["run", "model=bert-tiny-scratch", "task=glue/stsb", "task.max_train_samples=24",
        "task.batch_size=8", "task.max_eval_samples=32", "trainer.max_steps=9",
        "trainer.enable_progress_bar=false", "checkpoint.every_n_steps=2"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.bench.invoke import plmbench, read, records_under, reset_cli_state, run_dir
 
-TINY = ["model=bert-tiny", "task.max_train_samples=48", "task.max_eval_samples=16",
+TINY = ["model=bert-tiny-scratch", "task.max_train_samples=48", "task.max_eval_samples=16",
         "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
 
 
@@ -63,7 +63,7 @@ def test_the_same_config_is_skipped_and_a_changed_one_never_reuses_the_record(en
 
 
 def test_wikipedia_pretraining_evaluates_its_held_out_articles(env):
-    result = plmbench("run", "model=bert-tiny", "task=pretrain/wikipedia",
+    result = plmbench("run", "model=bert-tiny-scratch", "task=pretrain/wikipedia",
                       "task.max_train_samples=30", "task.eval_documents=5",
                       "task.max_eval_samples=5", "trainer.max_steps=2",
                       "trainer.enable_progress_bar=false", f"results_dir={env}")
@@ -76,7 +76,7 @@ def test_wikipedia_pretraining_evaluates_its_held_out_articles(env):
 
 
 def test_too_few_wikipedia_articles_for_the_held_out_split_is_one_line(env):
-    result = plmbench("run", "model=bert-tiny", "task=pretrain/wikipedia",
+    result = plmbench("run", "model=bert-tiny-scratch", "task=pretrain/wikipedia",
                       "task.max_train_samples=50", "trainer.max_steps=2", f"results_dir={env}")
     assert result.rc == 2
     (line,) = [line for line in result.err_lines if line.startswith("error:")]
@@ -97,7 +97,7 @@ def test_a_string_eval_split_is_one_split(env):
 
 
 def test_the_record_holds_the_checkpoints_sizes_not_the_presets(env, minilm_path):
-    result = plmbench("run", *TINY, "model=bert-base", f"init_from=hf:{minilm_path}",
+    result = plmbench("run", *TINY, "model=bert-base-scratch", f"init_from=hf:{minilm_path}",
                       "task=glue/rte", f"results_dir={env}")
     assert result.rc == 0, result.err
     (path,) = records_under(env)
@@ -105,11 +105,11 @@ def test_the_record_holds_the_checkpoints_sizes_not_the_presets(env, minilm_path
     checkpoint = json.loads((minilm_path / "config.json").read_text())
     for key in ("hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size"):
         assert model[key] == checkpoint[key]
-    assert model["name"] == "bert-base" and model["arch"] == "bert"
+    assert model["name"] == "bert-base-scratch" and model["arch"] == "bert"
 
 
 def test_a_checkpoint_of_another_architecture_is_refused_in_one_line(env, minilm_path):
-    result = plmbench("run", *TINY, "model=roberta-tiny", f"init_from=hf:{minilm_path}",
+    result = plmbench("run", *TINY, "model=roberta-tiny-scratch", f"init_from=hf:{minilm_path}",
                       "task=glue/rte", f"results_dir={env}")
     assert result.rc == 2
     (line,) = result.err_lines
@@ -136,8 +136,15 @@ def test_a_new_glue_style_task_yaml_reaches_the_leaderboard(env, tmp_path):
 
 
 def test_nsp_with_an_architecture_without_its_head_is_one_line(env):
-    result = plmbench("run", "model=roberta-tiny", "task=pretrain/wikitext", "objective=mlm_nsp",
-                      "task.splits.train=test", "task.max_train_samples=4", f"results_dir={env}")
+    result = plmbench(
+        "run",
+        "model=roberta-tiny-scratch",
+        "task=pretrain/wikitext",
+        "objective=mlm_nsp",
+        "task.splits.train=test",
+        "task.max_train_samples=4",
+        f"results_dir={env}",
+    )
     assert result.rc == 2
     (line,) = [line for line in result.err_lines if line.startswith("error:")]
     assert "next-sentence-prediction head" in line and "leave objective= out" in line
@@ -146,21 +153,21 @@ def test_nsp_with_an_architecture_without_its_head_is_one_line(env):
 def test_roberta_pretrains_then_fine_tunes_from_its_export(env):
     """The same modules as BERT: MLM on FULL-SENTENCES with a byte-level BPE vocabulary, the
     export loaded back for GLUE with its classification head."""
-    pretrain = ["model=roberta-tiny", "task=pretrain/wikitext", "task.splits.train=test",
+    pretrain = ["model=roberta-tiny-scratch", "task=pretrain/wikitext", "task.splits.train=test",
                 "task.max_train_samples=4", "task.max_eval_samples=2", "trainer.max_steps=2"]
     assert plmbench("run", *pretrain, f"results_dir={env}").rc == 0
-    pretrained = run_dir(env, "pretrain/wikitext", *pretrain, label="roberta-tiny")
+    pretrained = run_dir(env, "pretrain/wikitext", *pretrain, label="roberta-tiny-scratch")
     exported = json.loads((pretrained / "model/config.json").read_text())
     assert exported["model_type"] == "roberta"
     assert exported["architectures"] == ["RobertaForMaskedLM"]
     assert json.loads((pretrained / "model/tokenizer_config.json").read_text())[
         "tokenizer_class"] == "RobertaTokenizerFast"
-    finetune = ["model=roberta-tiny", "task=glue/rte", f"init_from=ckpt:{pretrained}",
+    finetune = ["model=roberta-tiny-scratch", "task=glue/rte", f"init_from=ckpt:{pretrained}",
                 "task.max_train_samples=32", "task.max_eval_samples=16", "trainer.max_steps=2",
                 "save_model=true"]
     result = plmbench("run", *finetune, f"results_dir={env}")
     assert result.rc == 0, result.err
-    record = read(run_dir(env, "glue/rte", *finetune, label="roberta-tiny"))
+    record = read(run_dir(env, "glue/rte", *finetune, label="roberta-tiny-scratch"))
     assert record["config"]["model"]["vocab_size"] == exported["vocab_size"]
     assert record["config"]["model"]["arch"] == "roberta"
     saved = json.loads((Path(record["run_dir"]) / "model/config.json").read_text())

@@ -13,7 +13,7 @@ from bench.example_outputs import read_outputs
 from tests.bench.invoke import plmbench, read, run_dir
 from tests.lit_models.metrics import official_squad
 
-TINY = ["model=bert-tiny", "task.max_train_samples=48", "task.max_eval_samples=40",
+TINY = ["model=bert-tiny-scratch", "task.max_train_samples=48", "task.max_eval_samples=40",
         "trainer.max_steps=3", "trainer.enable_progress_bar=false", "task.max_length=128",
         "task.doc_stride=32"]
 V2 = [*TINY, "task=squad/v2", "task.splits.train=validation"]  # v2.0 train is hub-only
@@ -73,16 +73,16 @@ def test_runs_reach_the_squad_board(results):
     header, rule, *rows = [line for line in done.out.splitlines() if line.startswith("|")]
     for label in ("EM [squad/v1]", "F1 [squad/v2]", "HasAns F1", "NoAns EM", "max length"):
         assert label in header
-    assert len(rows) == 1 and "bert-tiny" in rows[0] and "128" in rows[0]
+    assert len(rows) == 1 and "bert-tiny-scratch" in rows[0] and "128" in rows[0]
 
 
 def test_long_contexts_in_one_window_with_longformer(mirror, tmp_path):
     """SQuAD at 1,024 tokens with no windows: one window per question, global attention on it."""
-    long = ["model=longformer-tiny", "task=squad/v1", "task.max_length=1024",
+    long = ["model=longformer-tiny-scratch", "task=squad/v1", "task.max_length=1024",
             "task.doc_stride=null", *TINY[1:5]]
     done = plmbench("run", *long, f"results_dir={tmp_path}")
     assert done.rc == 0, done.err
-    record = read(run_dir(tmp_path, "squad/v1", *long[1:], label="longformer-tiny"))
+    record = read(run_dir(tmp_path, "squad/v1", *long[1:], label="longformer-tiny-scratch"))
     assert record["status"] == "ok" and set(record["metrics"]["validation"]) == {"exact_match",
                                                                                  "f1"}
 

@@ -19,12 +19,12 @@ from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read
 
 ROWS = {  # row -> the end tasks it is fine-tuned on
-    "bert-tiny/off-the-shelf": {"ChemProt (micro-F1)", "ACL-ARC (macro-F1)"},
-    "bert-tiny/tapt": {"ChemProt (micro-F1)", "ACL-ARC (macro-F1)"},
-    "bert-tiny/dapt-pubmed": {"ChemProt (micro-F1)"},
-    "bert-tiny/scratch-pubmed": {"ChemProt (micro-F1)"},
-    "bert-tiny/dapt-cs": {"ACL-ARC (macro-F1)"},
-    "bert-tiny/scratch-cs": {"ACL-ARC (macro-F1)"},
+    "bert-tiny-scratch/off-the-shelf": {"ChemProt (micro-F1)", "ACL-ARC (macro-F1)"},
+    "bert-tiny-scratch/tapt": {"ChemProt (micro-F1)", "ACL-ARC (macro-F1)"},
+    "bert-tiny-scratch/dapt-pubmed": {"ChemProt (micro-F1)"},
+    "bert-tiny-scratch/scratch-pubmed": {"ChemProt (micro-F1)"},
+    "bert-tiny-scratch/dapt-cs": {"ACL-ARC (macro-F1)"},
+    "bert-tiny-scratch/scratch-cs": {"ACL-ARC (macro-F1)"},
 }
 
 
@@ -67,15 +67,15 @@ def test_the_domain_board_shows_all_four_alternatives_with_seeds(study):
                 "vocabulary ∩ general (%)"} <= set(rows[label].cells), label
         assert rows[label].cells["pretraining tokens"].mean > 0  # every row has pretraining
     # TAPT: one model per end task, each scored; its cost is the mean of its runs
-    assert rows["bert-tiny/tapt"].cells["pretraining tokens"].n == 2
-    assert rows["bert-tiny/tapt"].cells["pubmed ppl"].n == 2
+    assert rows["bert-tiny-scratch/tapt"].cells["pretraining tokens"].n == 2
+    assert rows["bert-tiny-scratch/tapt"].cells["pubmed ppl"].n == 2
     # the general vocabulary is the general model's own; an in-domain one shares part of it
-    assert rows["bert-tiny/dapt-pubmed"].cells["vocabulary ∩ general (%)"].mean == 1.0
-    for label in ("bert-tiny/scratch-pubmed", "bert-tiny/scratch-cs"):
+    assert rows["bert-tiny-scratch/dapt-pubmed"].cells["vocabulary ∩ general (%)"].mean == 1.0
+    for label in ("bert-tiny-scratch/scratch-pubmed", "bert-tiny-scratch/scratch-cs"):
         assert 0 < rows[label].cells["vocabulary ∩ general (%)"].mean < 1
     # from scratch spends the general model's token budget: same steps, same sequence length
-    general = rows["bert-tiny/off-the-shelf"].cells["pretraining tokens"].mean
-    for label in ("bert-tiny/scratch-pubmed", "bert-tiny/scratch-cs"):
+    general = rows["bert-tiny-scratch/off-the-shelf"].cells["pretraining tokens"].mean
+    for label in ("bert-tiny-scratch/scratch-pubmed", "bert-tiny-scratch/scratch-cs"):
         assert rows[label].cells["pretraining tokens"].mean == pytest.approx(general, rel=0.35)
 
 
@@ -90,11 +90,11 @@ def test_further_pretraining_lowers_the_in_domain_perplexity_it_started_from(stu
 
     for corpus in ("pubmed", "cs"):
         (dapt,) = [r for r in records if r["task"] == f"pretrain/{corpus}"
-                   and r["label"] == f"bert-tiny/dapt-{corpus}"]
+                   and r["label"] == f"bert-tiny-scratch/dapt-{corpus}"]
         (general,) = [r for r in records if r["task"] == "pretrain/wikipedia"]
         assert dapt["init_from"] == f"ckpt:{general['run_dir']}"  # it continued the general model
-        before = perplexity("bert-tiny/off-the-shelf", corpus)
-        after = perplexity(f"bert-tiny/dapt-{corpus}", corpus)
+        before = perplexity("bert-tiny-scratch/off-the-shelf", corpus)
+        after = perplexity(f"bert-tiny-scratch/dapt-{corpus}", corpus)
         assert after < before, (corpus, before, after)
 
 

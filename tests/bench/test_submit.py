@@ -31,7 +31,7 @@ FORMAT = {
     "RTE.tsv": (3000, {"entailment", "not_entailment"}), "WNLI.tsv": (146, {"0", "1"}),
     "AX.tsv": (1104, {"entailment", "neutral", "contradiction"}),
 }
-WNLI = ["model=bert-tiny", "task=glue/wnli", "task.predict_splits=[test]",
+WNLI = ["model=bert-tiny-scratch", "task=glue/wnli", "task.predict_splits=[test]",
         "task.max_train_samples=32", "task.max_eval_samples=16", "trainer.max_steps=2",
         "trainer.enable_progress_bar=false"]
 
@@ -99,15 +99,16 @@ def test_a_run_predicts_its_test_split_whole_and_submits_it(mirror, tmp_path):
 
 @functools.cache
 def composed_task(task: str) -> dict:
-    return OmegaConf.to_container(compose_config([f"task={task}", "model=bert-tiny"], "").task,
-                                  resolve=True)
+    return OmegaConf.to_container(
+        compose_config([f"task={task}", "model=bert-tiny-scratch"], "").task, resolve=True
+    )
 
 
 def fake_run(results: Path, task: str, seed: int, predictions: dict[str, list[str]],
              dev: float | None = None, init_from: str = "scratch", variant: str = "") -> Path:
     """A finished run's record and test prediction files, as a run writes them."""
     task_config = composed_task(task)
-    where = results / task / "bert-tiny" / variant / f"seed{seed}"
+    where = results / task / "bert-tiny-scratch" / variant / f"seed{seed}"
     (where / "predictions").mkdir(parents=True)
     files = {}
     for split, values in predictions.items():
@@ -120,10 +121,21 @@ def fake_run(results: Path, task: str, seed: int, predictions: dict[str, list[st
         metrics = {"validation": dict.fromkeys(task_config["metrics"], dev),
                    "validation_matched": {"accuracy": dev},
                    "validation_mismatched": {"accuracy": dev}}
-    write_record(where, {
-        "status": "ok", "label": "bert-tiny", "model": "bert-tiny", "task": task, "seed": seed,
-        "board": "glue", "run_dir": str(where), "predictions": files, "metrics": metrics,
-        "config": {"task": task_config, "init_from": init_from}})
+    write_record(
+        where,
+        {
+            "status": "ok",
+            "label": "bert-tiny-scratch",
+            "model": "bert-tiny-scratch",
+            "task": task,
+            "seed": seed,
+            "board": "glue",
+            "run_dir": str(where),
+            "predictions": files,
+            "metrics": metrics,
+            "config": {"task": task_config, "init_from": init_from},
+        },
+    )
     return where
 
 

@@ -25,7 +25,7 @@ def task_config(name: str) -> dict:
 
 
 def test_superglue_score_averages_each_tasks_metrics_first():
-    records = [record("bert-tiny", f"superglue/{task}", 0, {"validation": metrics},
+    records = [record("bert-tiny-scratch", f"superglue/{task}", 0, {"validation": metrics},
                       task_cfg=task_config(f"superglue/{task}"))
                for task, metrics in SUPERGLUE.items()]
     table = build_table(records, "superglue")
@@ -40,7 +40,7 @@ def test_superglue_score_averages_each_tasks_metrics_first():
 def test_multiple_choice_board_shows_race_by_level():
     metrics = {split: {"accuracy": value} for split, value in
                (("validation", 0.5), ("test", 0.4), ("middle/test", 0.45), ("high/test", 0.38))}
-    table = build_table([record("bert-tiny", "mc/race", 0, metrics,
+    table = build_table([record("bert-tiny-scratch", "mc/race", 0, metrics,
                                 task_cfg=task_config("mc/race"))], "multiple_choice")
     assert table.labels == ["RACE dev (acc)", "RACE (acc)", "RACE-M (acc)", "RACE-H (acc)"]
     assert table.rows[0].score is None

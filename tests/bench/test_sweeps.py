@@ -24,7 +24,7 @@ from bench.run import CONF_DIR
 from tests.bench.invoke import plmbench, read, records_under, reset_cli_state
 from tests.conftest import REPO
 
-TINY = ["model=bert-tiny", "task.max_train_samples=32", "task.max_eval_samples=16",
+TINY = ["model=bert-tiny-scratch", "task.max_train_samples=32", "task.max_eval_samples=16",
         "trainer.max_steps=2", "trainer.enable_progress_bar=false",
         "+trainer.num_sanity_val_steps=0"]
 # 6 tasks x 2 seeds; GLUE QNLI has no training split in the offline mirror: its 2 points fail
@@ -84,7 +84,7 @@ def test_a_sweeps_own_grid_is_checked_before_it_runs_with_the_command_lines_valu
     extra = sweep_params(["experiment=glue_sane", "seed=0"])
     assert [o.partition("=")[0] for o in extra] == ["task"]  # seed: the command line's
     assert len(extra[0].split(",")) == 9
-    bad = plmbench("run", "-m", "experiment=glue_sane", "model=bert-tiny", "trainer=cpu",
+    bad = plmbench("run", "-m", "experiment=glue_sane", "model=bert-tiny-scratch", "trainer=cpu",
                    "seed=0", "task.max_eval_samples=0")
     assert bad.rc == 2 and bad.out == ""
     assert bad.err_lines == ["error: task.max_eval_samples=0 leaves nothing to evaluate: cap it "
@@ -153,7 +153,7 @@ def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirr
 
 def test_a_record_whose_configuration_changed_is_not_rerun(tmp_path):
     where = tmp_path / "run"
-    write_record(where, {"overrides": ["model=bert-tiny"], "config_hash": "0" * 16})
+    write_record(where, {"overrides": ["model=bert-tiny-scratch"], "config_hash": "0" * 16})
     result = plmbench("rerun", str(where / "record.json"))
     assert result.rc == 2 and "compose to another configuration" in result.err
 

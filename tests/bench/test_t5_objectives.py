@@ -1,6 +1,6 @@
 """T5's objective study end to end at tiny size (conf/experiment/t5_objectives_tiny.yaml): one
-command pretrains t5-tiny under each of the seven objective modes with one vocabulary and one
-budget, fine-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's
+command pretrains t5-tiny-scratch under each of the seven objective modes with one vocabulary and
+one budget, fine-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's
 schema), and leaves a row per objective on the t5_objectives board with its GLUE score, ROUGE,
 BLEU and pretraining cost copied from the pretraining run it started from."""
 
@@ -18,7 +18,7 @@ OBJECTIVES = {"prefix_lm": "t5_prefix_lm", "bert_style": "t5_bert_style",
               "deshuffling": "t5_deshuffling", "mass_style": "t5_mass_style",
               "replace_spans_15": "t5_replace_spans", "drop_tokens": "t5_drop_tokens",
               "span_corruption_3": "span_corruption"}
-ROWS = {f"t5-tiny/{name}" for name in OBJECTIVES}
+ROWS = {f"t5-tiny-scratch/{name}" for name in OBJECTIVES}
 FINE_TUNING = {"glue/rte", "summarization/aeslc", "translation/wmt16_en_ro"}
 
 

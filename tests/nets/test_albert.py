@@ -113,14 +113,14 @@ def test_unsupported_checkpoint_layouts_are_refused(tokenizer, tmp_path):
 
 
 #: Lan et al. 2020, Table 1 (ALBERT-xxlarge: 223M, see below)
-TABLE_1 = {"albert-base": 12e6, "albert-large": 18e6, "albert-xlarge": 60e6,
-           "albert-xxlarge": 223e6, "bert-base": 108e6, "bert-large": 334e6}
+TABLE_1 = {"albert-base-scratch": 12e6, "albert-large-scratch": 18e6, "albert-xlarge-scratch": 60e6,
+           "albert-xxlarge-scratch": 223e6, "bert-base-scratch": 108e6, "bert-large-scratch": 334e6}
 
 
 @pytest.mark.parametrize("preset", sorted(TABLE_1))
 def test_presets_have_the_papers_parameter_counts(preset):
     """Within 3% of Table 1. The paper's 235M for ALBERT-xxlarge is not what its architecture
-    (L=12, H=4096, E=128, I=16384, V=30000) holds: the released albert-xxlarge weights and
+    (L=12, H=4096, E=128, I=16384, V=30000) holds: the released albert-xxlarge-scratch weights and
     transformers' AlbertModel have 222.6M, as ours; the other rows match the paper."""
     assert preset_parameters(preset) == pytest.approx(TABLE_1[preset], rel=0.03)
 
@@ -131,6 +131,6 @@ def test_presets_have_the_papers_parameter_counts(preset):
 ])
 def test_sharing_modes_have_the_papers_parameter_counts(sharing, embedding_size, millions):
     """ALBERT-base under each cross-layer sharing mode (Table 4)."""
-    count = preset_parameters("albert-base", f"model.sharing={sharing}",
+    count = preset_parameters("albert-base-scratch", f"model.sharing={sharing}",
                               f"model.embedding_size={embedding_size}")
     assert count == pytest.approx(millions * 1e6, rel=0.03)

@@ -104,7 +104,7 @@ def test_gpt2_small_has_the_papers_size():
     from bench.run import CONF_DIR
     from lit_models.core.build import net_config
 
-    preset = OmegaConf.load(CONF_DIR / "model" / "gpt2-small.yaml")
+    preset = OmegaConf.load(CONF_DIR / "model" / "gpt2-small-scratch.yaml")
     with torch.device("meta"):
         net = GPTLMHeadModel(net_config(GPT2, preset, preset.vocab_size, 1))
     assert sum(p.numel() for p in net.parameters()) == 124_439_808

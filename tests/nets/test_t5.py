@@ -123,8 +123,8 @@ def test_relative_position_buckets_follow_the_definition():
     assert causal[:5] == [0, 1, 7, 8, 15] and causal[8] == 31 and causal[9:] == [0] * 5
 
 
-@pytest.mark.parametrize(("preset", "parameters"), [("t5-small", 60_506_624),
-                                                     ("t5-base", 222_903_552)])
+@pytest.mark.parametrize(("preset", "parameters"), [("t5-small-scratch", 60_506_624),
+                                                     ("t5-base-scratch", 222_903_552)])
 def test_presets_have_the_papers_sizes(preset, parameters):
     """T5-small ~60M and T5-base ~220M (§3.7, Table 14), with the 32,128-entry vocabulary."""
     from omegaconf import OmegaConf

@@ -99,13 +99,13 @@ def test_masking_statistics_on_the_wikipedia_sample(mirror, minilm_path):
 
 
 def test_tiny_ssm_pretraining_run_lowers_the_loss(mirror, tmp_path):
-    args = ["model=bert-tiny", "task=pretrain/wikipedia", "objective=ssm",
+    args = ["model=bert-tiny-scratch", "task=pretrain/wikipedia", "objective=ssm",
             "task.max_train_samples=24", "task.eval_documents=6", "task.batch_size=16",
             "trainer.max_steps=12", "trainer.log_every_n_steps=1", "task.lr=2e-3",
             "trainer.enable_progress_bar=false"]
     done = plmbench("run", *args, f"results_dir={tmp_path}")
     assert done.rc == 0, done.err
-    where = run_dir(tmp_path, "pretrain/wikipedia", *args[2:], label="bert-tiny")
+    where = run_dir(tmp_path, "pretrain/wikipedia", *args[2:], label="bert-tiny-scratch")
     record = read(where)
     with open(where / "logs" / "metrics.csv") as f:
         train = [float(r["train/mlm_loss"]) for r in csv.DictReader(f) if r["train/mlm_loss"]]

@@ -1,4 +1,4 @@
-"""A tagging run's export and REALM's tagger entity finder: a bert-tiny tagger trained a few
+"""A tagging run's export and REALM's tagger entity finder: a bert-tiny-scratch tagger trained a few
 steps on NCBI-disease exports as transformers' *ForTokenClassification with equal logits; a run
 from that export with no training scores exactly as the run that trained it; ``TaggerEntities``
 gives exactly the entities of the run's own word predictions, at any batch size; Hydra builds it
@@ -21,14 +21,14 @@ from tests.bench.invoke import plmbench, plmbench_on_mirror, read, run_dir
 from tests.bench.test_smoke import assert_tagger_export_scores_as_transformers
 
 TAGS = ["O", "B-Disease", "I-Disease"]
-TINY = ["model=bert-tiny", "task=ner/ncbi_disease", "task.max_train_samples=64",
+TINY = ["model=bert-tiny-scratch", "task=ner/ncbi_disease", "task.max_train_samples=64",
         "task.max_eval_samples=24", "trainer.enable_progress_bar=false"]
 TRAINED = [*TINY, "trainer.max_steps=3", "save_model=true"]
 
 
 @pytest.fixture(scope="module")
 def tagger(tmp_path_factory) -> dict:
-    """A bert-tiny NCBI-disease tagger run with its export: {"results", "run"}."""
+    """A bert-tiny-scratch NCBI-disease tagger run with its export: {"results", "run"}."""
     done, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", "run", *TRAINED)
     assert done.rc == 0, done.err
     return {"results": results, "run": run_dir(results, "ner/ncbi_disease", *TRAINED[1:])}
@@ -100,7 +100,7 @@ def test_the_ssm_objective_finds_entities_with_the_tagger(tagger, mirror):
     date = (len(text) - 6, len(text) - 2)  # "1925": an entity overlapping it gives way
     assert objective.find(text) == sorted({date, *(
         e for e in objective.find.entities(text) if not (e[0] < date[1] and date[0] < e[1]))})
-    args = ["model=bert-tiny", "task=pretrain/wikipedia", "objective=ssm", *tagging,
+    args = ["model=bert-tiny-scratch", "task=pretrain/wikipedia", "objective=ssm", *tagging,
             "task.max_train_samples=6", "task.eval_documents=2", "task.batch_size=8",
             "trainer.max_steps=2", "trainer.enable_progress_bar=false"]
     results = tagger["results"]
@@ -118,7 +118,7 @@ def test_a_checkpoint_that_is_no_tagger_ends_in_one_line(tagger, minilm_path, mi
         TaggerEntities(f"hf:{minilm_path}")  # a sentence encoder (BertModel)
     with pytest.raises(PlmbenchError, match="use ckpt:<run dir> or hf:<dir>"):
         TaggerEntities(str(tagger["run"]))  # no ckpt: / hf:
-    args = ["model=bert-tiny", "task=pretrain/wikipedia", "objective=ssm",
+    args = ["model=bert-tiny-scratch", "task=pretrain/wikipedia", "objective=ssm",
             "+objective.entities._target_=lit_models.families.entity_tagger.TaggerEntities",
             f"+objective.entities.checkpoint=hf:{minilm_path}", "task.max_train_samples=6",
             "task.eval_documents=2", "trainer.max_steps=1", f"results_dir={tmp_path}"]

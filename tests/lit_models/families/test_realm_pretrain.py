@@ -142,7 +142,7 @@ def test_gradients_and_index_refresh(tokenizer, update_documents):
 def test_tiny_realm_pretraining_run_then_open_qa_fine_tuning(mirror, tmp_path, tokenizer):
     retriever = tmp_path / "tiny_retriever"
     to_hf(Model(get_arch("bert"), tiny(tokenizer, False, 1), tokenizer), retriever)
-    args = ["model=bert-tiny", "task=pretrain/realm_wikipedia", "objective=ssm",
+    args = ["model=bert-tiny-scratch", "task=pretrain/realm_wikipedia", "objective=ssm",
             f"task.dense.encoder=hf:{retriever}", "task.corpus.max_documents=10",
             "task.eval_documents=2", "task.max_eval_samples=16", "task.batch_size=8",
             "task.max_length=128", "task.realm.top_k=3", "task.realm.refresh_every=4",
@@ -161,9 +161,9 @@ def test_tiny_realm_pretraining_run_then_open_qa_fine_tuning(mirror, tmp_path, t
     board = plmbench("leaderboard", str(tmp_path), "--board", "pretrain")
     assert board.rc == 0, board.err
     header, _, row = [line for line in board.out.splitlines() if line.startswith("|")]
-    assert "retrieval utility" in header and row.startswith("| bert-tiny")
+    assert "retrieval utility" in header and row.startswith("| bert-tiny-scratch")
     assert f"{metrics['mlm_loss']:.3f}" in row
-    tune = ["model=bert-tiny", "task=open_qa/squad_open", "task.reader=realm",
+    tune = ["model=bert-tiny-scratch", "task=open_qa/squad_open", "task.reader=realm",
             f"init_from=ckpt:{where}", "task.max_train_samples=8", "task.max_eval_samples=4",
             "task.corpus.max_documents=2", "task.read_top_k=2", "task.max_length=128",
             "task.doc_stride=64", "task.realm.top_k=2", "task.batch_size=4",

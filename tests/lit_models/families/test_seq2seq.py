@@ -32,8 +32,8 @@ def run(results: Path, model: str, *overrides: str) -> dict:
     return execute(cfg, results / cfg.task.name)
 
 
-@pytest.mark.parametrize(("model", "objective"), [("bart-tiny", "denoising"),
-                                                  ("t5-tiny", "span_corruption")])
+@pytest.mark.parametrize(("model", "objective"), [("bart-tiny-scratch", "denoising"),
+                                                  ("t5-tiny-scratch", "span_corruption")])
 def test_pretrain_fine_tune_generate_score(model, objective, mirror, tmp_path):
     pretrained = run(tmp_path, model, "task=pretrain/wikitext", f"objective={objective}",
                      "task.splits.train=test", "task.max_train_samples=20")

@@ -64,7 +64,7 @@ def test_entity_scores_computed_by_hand():
     assert scores == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3})
 
 
-TINY = ["model=bert-tiny", "task=ner/ncbi_disease", "task.max_train_samples=64",
+TINY = ["model=bert-tiny-scratch", "task=ner/ncbi_disease", "task.max_train_samples=64",
         "task.max_eval_samples=24", "trainer.max_steps=3", "trainer.enable_progress_bar=false"]
 
 
@@ -85,5 +85,5 @@ def test_tiny_run_leaves_a_record_predictions_and_a_board_row(mirror, tmp_path):
     assert {name: outputs.metric(name, every)[0] for name in rescored} == pytest.approx(rescored)
     board = plmbench("leaderboard", str(tmp_path), "--board", "tagging")
     assert board.rc == 0, board.err
-    rows = [line for line in board.out.splitlines() if line.startswith("| bert-tiny")]
+    rows = [line for line in board.out.splitlines() if line.startswith("| bert-tiny-scratch")]
     assert len(rows) == 1 and "F1 (test)" in board.out

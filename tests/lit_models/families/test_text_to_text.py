@@ -85,7 +85,7 @@ def run(results: Path, model: str, task: str, *overrides: str) -> dict:
 
 
 def test_t5_reports_to_the_glue_board_beside_an_encoder(mirror, tmp_path):
-    t5 = run(tmp_path, "t5-tiny", "glue/rte")
+    t5 = run(tmp_path, "t5-tiny-scratch", "glue/rte")
     assert t5["status"] == "ok" and {"accuracy", "invalid"} <= set(t5["metrics"]["validation"])
     # the GLUE schema of the encoders' runs, its accuracy the record's (invalid texts: wrong)
     with (Path(t5["run_dir"]) / t5["predictions"]["validation"]).open(newline="") as handle:
@@ -94,13 +94,13 @@ def test_t5_reports_to_the_glue_board_beside_an_encoder(mirror, tmp_path):
     assert {row["label"] for row in rows} <= {"entailment", "not_entailment"}
     correct = sum(row["prediction"] == row["label"] for row in rows) / len(rows)
     assert t5["metrics"]["validation"]["accuracy"] == pytest.approx(correct)
-    assert run(tmp_path, "bert-tiny", "glue/rte")["status"] == "ok"
+    assert run(tmp_path, "bert-tiny-scratch", "glue/rte")["status"] == "ok"
     table = build_table(iter_records(tmp_path), "glue")
-    assert sorted(row.label for row in table.rows if row.score is not None) == ["bert-tiny",
-                                                                              "t5-tiny"]
-    mixture = run(tmp_path, "t5-tiny", "mixture/glue", "task.splits.eval=[rte:validation,"
+    assert sorted(row.label for row in table.rows if row.score is not None) == ["bert-tiny-scratch",
+                                                                              "t5-tiny-scratch"]
+    mixture = run(tmp_path, "t5-tiny-scratch", "mixture/glue", "task.splits.eval=[rte:validation,"
                   "sst2:validation]", "task.mixing.temperature=2.0")
     assert set(mixture["metrics"]) == {"rte:validation", "sst2:validation"}
     assert set(mixture["predictions"]) == {"rte:validation", "sst2:validation"}
     board = build_table(iter_records(tmp_path), "multitask")
-    assert [row.label for row in board.rows] == ["t5-tiny"]
+    assert [row.label for row in board.rows] == ["t5-tiny-scratch"]

@@ -27,7 +27,7 @@ from lit_models.metrics import build_metrics
 from tests import hub_fixtures
 from tests.bench.invoke import plmbench, read, records_under
 
-RUN = ["model=t5-tiny", "task=translation/wmt16_en_ro", "trainer.max_steps=3",
+RUN = ["model=t5-tiny-scratch", "task=translation/wmt16_en_ro", "trainer.max_steps=3",
        "trainer.enable_progress_bar=false", "task.generation.num_beams=2",
        "task.generation.max_new_tokens=12", "task.generation.min_new_tokens=3"]
 
@@ -94,14 +94,14 @@ def test_sources_carry_t5s_prefix_and_references_are_the_raw_targets(t5_run, wmt
 def test_the_translation_board_has_the_runs_bleu(t5_run):
     results, record = t5_run
     table = build_table(list(iter_records(results)), "translation")
-    row = {r.label: r for r in table.rows}["t5-tiny"]
+    row = {r.label: r for r in table.rows}["t5-tiny-scratch"]
     assert row.cells["translation/wmt16_en_ro BLEU"].mean == record["metrics"]["test"]["bleu"]
     assert row.cells["translation/wmt16_en_ro beams"].mean == 2
 
 
 def task_config(*overrides: str):
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=["model=t5-tiny", "task=translation/wmt16_en_ro",
+        return compose("config", overrides=["model=t5-tiny-scratch", "task=translation/wmt16_en_ro",
                                             *overrides]).task
 
 
