@@ -18,7 +18,8 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   to train on and to evaluate (``task.max_eval_samples=0`` would record an "ok" run that
   evaluated nothing), step and epoch budgets;
 - paths: the label and the task name, which name the run's directory, stay inside
-  ``results_dir`` (no ``..``, no absolute path); ``init_from`` names a directory that exists.
+  ``results_dir`` (no ``..``, no absolute path); ``init_from`` names a directory that exists
+  or a well-formed hub id.
 """
 
 from __future__ import annotations
@@ -256,13 +257,13 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
 
 
 def check_start(config: Mapping) -> None:
-    """Where the run starts: ``init_from`` names a checkpoint directory that is there, and
-    ``resume`` a known mode."""
+    """Where the run starts: ``init_from`` names a checkpoint directory that is there or a
+    well-formed hub id (resolved when the run starts, not here: no network), and ``resume`` a
+    known mode."""
     from bench.checkpoints import RESUME_MODES
 
     start = InitFrom.parse(config.get("init_from"))
-    if not start.scratch:
-        start.directory()  # one line where there is none
+    start.check()  # one line where there is none
     if config.get("resume") not in RESUME_MODES:
         raise PlmbenchError(f"resume={config.get('resume')!r} is unknown: use "
                             f"{' or '.join(RESUME_MODES)}")

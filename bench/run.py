@@ -7,10 +7,11 @@ a run killed part-way continues from its last checkpoint (``resume=auto``, bench
 ``only_failed=true`` (``plmbench run --rerun-failed``) runs only the points whose record failed.
 """
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,10 +49,12 @@ from bench.records import (
 )
 from bench.run_dir import LOG_NAME, claimed, effective_overrides, run_dir_of, run_log
 from datamodules.errors import PlmbenchError
-from lit_models.archs import get_model
+from datamodules.init_from import InitFrom
+from lit_models.archs import Arch, get_model
 from lit_models.core.family import TaskFamily
 from lit_models.core.finetune import FinetuneMethod
 from lit_models.core.footprint import parameter_count
+from lit_models.core.hf import check_checkpoint
 from lit_models.core.throughput import Throughput
 
 log = logging.getLogger("plmbench")
@@ -199,6 +202,34 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     }
 
 
+def hub_settings(config: object, key: str = "") -> Iterator[tuple[str, InitFrom]]:
+    """(dotted key, checkpoint) of every value of the resolved ``config`` that names a hub id:
+    ``init_from``, a distillation teacher, a retriever's encoder, a tagger ..."""
+    if isinstance(config, dict):
+        for name, value in config.items():
+            yield from hub_settings(value, f"{key}.{name}" if key else str(name))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            yield from hub_settings(value, f"{key}.{i}")
+    elif isinstance(config, str) and config.startswith("hf:"):
+        with contextlib.suppress(PlmbenchError):  # a text that is no checkpoint setting
+            start = InitFrom.parse(config, key)
+            if start.hub_id is not None:
+                yield key, start
+
+
+def resolve_checkpoints(cfg: DictConfig, config: dict) -> None:
+    """Before the run has a directory: every hub id the configuration names resolved into the
+    Hugging Face cache (downloaded where missing and the hub is reachable; ``datamodules.hub``),
+    and ``init_from``'s Hugging Face checkpoint read whole (``check_checkpoint``: an architecture
+    or a weight plmbench has no place for is refused here, in one line, leaving nothing)."""
+    for setting, start in hub_settings(config):
+        start.directory(setting)
+    start, model = InitFrom.parse(cfg.init_from), get_model(cfg.model.arch)
+    if start.kind == "hf" and isinstance(model, Arch):
+        check_checkpoint(start.directory(), model)
+
+
 def failure_kind(err: BaseException) -> str:
     """Whose failure it is, as a failed record keeps it: a ``PlmbenchError``'s own kind (input,
     or configuration for a diverging loss), ``environment`` (the machine: a full disk, memory),
@@ -254,6 +285,8 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "seed": cfg.seed,
         "init_from": cfg.init_from,
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
+        # which weights: a hub id's id, revision, commit and weights sha256 (datamodules.hub)
+        "checkpoint": InitFrom.parse(cfg.init_from).identity(),
         "overrides": list(overrides or []),
         "variant": list(variant),
         "config": config,
@@ -306,6 +339,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         check_accelerator(cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
         current = config_hash(config)  # once per run: the claim and the record use it
+        resolve_checkpoints(cfg, config)
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory

@@ -4,13 +4,20 @@ entity tagger).
 
 - ``scratch``: a fresh net (only where a setting allows one);
 - ``ckpt:<run dir>``: a plmbench run; its Hugging Face export is ``<run dir>/model``;
-- ``hf:<dir>``: a Hugging Face checkpoint directory (config.json, weights, tokenizer files).
+- ``hf:<dir>``: a Hugging Face checkpoint directory (config.json, weights, tokenizer files);
+- ``hf:<org>/<name>[@<revision>]`` (or a bare ``hf:<name>``, as ``hf:gpt2``): a checkpoint on the
+  Hugging Face hub, resolved through ``huggingface_hub`` and its cache (``datamodules.hub``) when
+  the run starts; a local directory of that name wins.
+
+Every setting reaches its directory through ``InitFrom.directory``, so a hub id is resolved in
+one place; ``check`` is what the config check asks (no network: an id is only validated).
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from datamodules.errors import PlmbenchError
+from datamodules.hub import HubId, parse_hub_id, resolve
 
 #: the subdirectory a run exports its net and tokenizer to (Hugging Face layout)
 EXPORT_DIR = "model"
@@ -35,7 +42,7 @@ class InitFrom:
             return cls("scratch")
         if kind in ("ckpt", "hf") and where:
             return cls(kind, where)
-        forms = "ckpt:<run dir> or hf:<dir>"
+        forms = "ckpt:<run dir>, hf:<dir> or hf:<org>/<name>[@<revision>]"
         raise PlmbenchError(f"{setting}={text!r}: use {'' if pretrained else 'scratch, '}{forms}")
 
     def __str__(self) -> str:
@@ -57,15 +64,49 @@ class InitFrom:
             return None
         return self.path.parent if self.path.name == EXPORT_DIR else self.path
 
+    @property
+    def hub_id(self) -> HubId | None:
+        """The hub id an ``hf:`` names where no local directory of that name is there; None for
+        a directory, another kind, or a text that is no valid id."""
+        if self.kind != "hf" or self.path.is_dir():
+            return None
+        return parse_hub_id(self.where)
+
+    def check(self, setting: str = "init_from") -> None:
+        """What can be checked before the run, without network: a directory that is there, or
+        a well-formed hub id (resolved only when the run starts); else one line."""
+        if not self.scratch and self.hub_id is None:
+            self.directory(setting)
+
+    def identity(self, setting: str = "init_from") -> dict | None:
+        """What a run's record keeps of the checkpoint (``record["checkpoint"]``): a hub id's id,
+        revision, commit and weights sha256 (``datamodules.hub.Snapshot.identity``), a
+        directory's path and weights sha256; None for scratch and ``ckpt:`` (whose record
+        holds its own)."""
+        if self.kind != "hf":
+            return None
+        if self.hub_id is not None:
+            return resolve(self.hub_id, setting).identity()
+        from datamodules.hub import WEIGHT_FILES, weights_sha256
+
+        directory = self.directory(setting)
+        weights = next((directory / f for f in WEIGHT_FILES if (directory / f).is_file()), None)
+        return {"directory": str(directory), "weights": weights and weights.name,
+                "weights_sha256": weights and weights_sha256(weights)}
+
     def directory(self, setting: str = "init_from") -> Path:
-        """The Hugging Face layout directory it points at: ``hf:``'s, a ``ckpt:`` run's export
-        (or the directory itself); one line naming ``setting`` where there is none."""
+        """The Hugging Face layout directory it points at: ``hf:``'s (a hub id's snapshot in the
+        cache, resolved and downloaded as needed), a ``ckpt:`` run's export (or the directory
+        itself); one line naming ``setting`` where there is none."""
+        if self.hub_id is not None:
+            return resolve(self.hub_id, setting).directory
         path = self.path
         if self.kind == "ckpt" and (path / EXPORT_DIR).is_dir():
             path = path / EXPORT_DIR
         if self.scratch or not path.is_dir():
             raise PlmbenchError(
                 f"{setting}={self}: no directory {path}; point it at a Hugging Face checkpoint "
-                f"(hf:<dir>) or a finished plmbench run saved with its model (ckpt:<run dir>)"
+                f"(hf:<dir>, or a hub id hf:<org>/<name>[@<revision>]) or a finished plmbench "
+                f"run saved with its model (ckpt:<run dir>)"
             )
         return path

@@ -25,16 +25,17 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
+from datamodules.hub import WEIGHT_FILES
 from datamodules.tokenization import load_tokenizer, save_tokenizer
 from lit_models.archs import Arch, HFLayout, Model, arch_of_model_type
 from lit_models.nets.heads import PooledClassifier
 
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 #: pretraining weights transformers' class has no place for (``HFLayout.beside``), kept beside
 #: the checkpoint's own so that transformers loads it without an unexpected key
 BESIDE_FILE = "plmbench_beside.safetensors"
@@ -79,39 +80,107 @@ def _canonical(hf_state: dict[str, Tensor], layout: HFLayout) -> dict[str, Tenso
     return state
 
 
+def _placed(net: nn.Module, state: dict[str, Tensor], layout: HFLayout
+            ) -> tuple[list[tuple[Tensor, Tensor]], list[str], list[str], set[str]]:
+    """Where ``state`` (canonical names) goes in ``net``: (parameter, tensor) pairs, the
+    checkpoint names of parameters it lacks (not ``optional``), those of other shapes, and the
+    names it places."""
+    optional = layout.optional()
+    pairs, missing, mismatched, used = [], [], [], set()
+    for name, param in net.named_parameters():  # tied parameters are listed once
+        theirs = hf_names(name, layout, net.config)
+        if not all(n in state for n in theirs):
+            if not theirs[0].startswith(optional):
+                missing += [n for n in theirs if n not in state]
+            continue
+        used.update(theirs)
+        tensor = torch.cat([state[n] for n in theirs])
+        if tensor.shape != param.shape:
+            mismatched.append(f"{theirs[0]} of shape {tuple(tensor.shape)}, "
+                              f"not {tuple(param.shape)}")
+            continue
+        pairs.append((param, tensor))
+    return pairs, missing, mismatched, used
+
+
+def _refuse(problems: dict[str, list[str]], what: str, layout: HFLayout) -> None:
+    for problem, names in problems.items():
+        if names:
+            raise PlmbenchError(
+                f"checkpoint {problem} {names[:5]}{' ...' if len(names) > 5 else ''} for {what}; "
+                f"check that config.json matches the weights and that the checkpoint is a "
+                f"{layout.model_type} model"
+            )
+
+
 def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLayout) -> None:
     """Copy weights named as in transformers (with or without the encoder prefix) into ``net``,
     a net of the architecture whose ``layout`` this is.
 
     The pooler and the pretraining heads keep their initialisation when the checkpoint lacks
     them; their weights, and fine-tuned task heads, are ignored when ``net`` has no place for
-    them. Any other missing or leftover weight raises ``PlmbenchError`` naming it.
+    them (``check_checkpoint`` has made sure some net of the architecture has). Any other
+    missing or leftover weight raises ``PlmbenchError`` naming it.
     """
     state = _canonical(hf_state, layout)
-    optional = layout.optional()
-    missing, mismatched = [], []
+    pairs, missing, mismatched, used = _placed(net, state, layout)
     with torch.no_grad():
-        for name, param in net.named_parameters():  # tied parameters are listed once
-            theirs = hf_names(name, layout, net.config)
-            if not all(n in state for n in theirs):
-                if not theirs[0].startswith(optional):
-                    missing += [n for n in theirs if n not in state]
-                continue
-            tensor = torch.cat([state.pop(n) for n in theirs])
-            if tensor.shape != param.shape:
-                mismatched.append(f"{theirs[0]} of shape {tuple(tensor.shape)}, "
-                                  f"not {tuple(param.shape)}")
-                continue
+        for param, tensor in pairs:
             param.copy_(tensor)
-    unknown = [k for k in state if not k.startswith(optional + layout.task_head_prefixes)]
-    problems = {"lacks weights": missing, "has unknown weights": unknown, "has": mismatched}
-    for problem, names in problems.items():
-        if names:
-            raise PlmbenchError(
-                f"checkpoint {problem} {names[:5]}{' ...' if len(names) > 5 else ''} for a "
-                f"{type(net).__name__}; check that config.json matches the weights and that the "
-                f"checkpoint is a {layout.model_type} model"
-            )
+    excused = layout.optional() + layout.task_head_prefixes
+    unknown = [k for k in state if k not in used and not k.startswith(excused)]
+    _refuse({"lacks weights": missing, "has unknown weights": unknown, "has": mismatched},
+            f"a {type(net).__name__}", layout)
+
+
+def _meta_weights(file: Path) -> dict[str, Tensor]:
+    """A weights file's tensors as meta tensors: their names and shapes, no data read."""
+    try:
+        if file.suffix == ".safetensors":
+            with safe_open(file, "pt") as handle:
+                return {k: torch.empty(handle.get_slice(k).get_shape(), device="meta")
+                        for k in handle.keys()}  # noqa: SIM118 (safe_open is no mapping)
+        return torch.load(file, map_location="meta", weights_only=True)
+    except Exception as err:  # any reader failure means a corrupt or foreign file
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
+
+
+def check_checkpoint(directory: str | Path, arch: Arch | None = None) -> None:
+    """Refuse, before anything is loaded, a checkpoint plmbench cannot hold whole (issue 27): an
+    architecture or config field it lacks (``read_config``), or a weight that neither its
+    encoder (with a pooler) nor its pretraining net has a place for, or of another shape, or a
+    weight the encoder needs that it lacks; each named in one ``PlmbenchError`` line. Every
+    weight is then loaded, or one the run's net does not use by design (the pretraining heads
+    under a task head, a fine-tuned task head of other labels). Reads only names and shapes.
+    ``arch``: as in ``read_config``."""
+    directory = Path(directory)
+    arch, config = read_config(directory, arch)
+    state = _meta_weights(_weights_file(directory))
+    if (directory / BESIDE_FILE).is_file():
+        state |= _meta_weights(directory / BESIDE_FILE)
+    config = replace(config, **arch.hf.weights_config(set(state)))
+    state = _canonical(state, arch.hf)
+    pooled = {"add_pooling_layer": any(k.startswith("pooler.") for k in state)}
+    with torch.device("meta"):  # the nets from_hf builds, without memory
+        encoder = arch.encoder(config, **pooled) if arch.kind == "encoder" else arch.encoder(
+            config)
+        pretraining = _pretraining_net(arch, directory, config)
+    _, missing, mismatched, used = _placed(encoder, state, arch.hf)
+    _, _, more_mismatched, more_used = _placed(pretraining, state, arch.hf)
+    unknown = [k for k in state if k not in used | more_used
+               and not k.startswith(arch.hf.task_head_prefixes)]
+    _refuse({"has weights no plmbench net has a place for": unknown, "lacks weights": missing,
+             "has": mismatched + more_mismatched},
+            f"plmbench's {arch.name} nets ({directory})", arch.hf)
+
+
+def _pretraining_net(arch: Arch, directory: Path, config) -> nn.Module:
+    """The architecture's pretraining net for a checkpoint (its ``masked_lm`` net for one saved
+    as its transformers masked-LM class: ELECTRA's generator)."""
+    if arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
+        return arch.masked_lm(config)
+    return arch.pretraining(config)
 
 
 def _read_weights(file: Path) -> dict[str, Tensor]:
@@ -188,10 +257,8 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     if with_heads and (directory / BESIDE_FILE).is_file():
         state |= _read_weights(directory / BESIDE_FILE)
     config = replace(config, **arch.hf.weights_config(set(state)))
-    if with_heads and arch.masked_lm and _architectures(directory) == [arch.hf.classes["mlm"]]:
-        net = arch.masked_lm(config)
-    elif with_heads:
-        net = arch.pretraining(config)
+    if with_heads:
+        net = _pretraining_net(arch, directory, config)
     elif arch.kind == "encoder":
         has_pooler = any(k.removeprefix(arch.hf.prefix).startswith("pooler.") for k in state)
         net = arch.encoder(config, add_pooling_layer=has_pooler)

@@ -45,9 +45,10 @@ class TaggerEntities:
 
     def __init__(self, checkpoint: str, batch_size: int = 64, max_length: int = 128) -> None:
         init = InitFrom.parse(checkpoint, "entities checkpoint", pretrained=True)
-        if not init.path.is_dir():
+        if init.hub_id is None and not init.path.is_dir():
             raise PlmbenchError(f"entities checkpoint={checkpoint!r} is no directory; pass "
-                                f"ckpt:<run dir> or hf:<dir> of a tagger ({TRAIN_ONE})")
+                                f"ckpt:<run dir>, hf:<dir> or hf:<org>/<name> of a tagger "
+                                f"({TRAIN_ONE})")
         directory = init.directory("entities checkpoint")
         labels = task_labels(directory, "tagger") if (directory / "config.json").is_file() \
             else None

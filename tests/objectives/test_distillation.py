@@ -111,7 +111,7 @@ def test_a_student_must_read_the_teachers_vocabulary(tokenizer, tmp_path):
     with pytest.raises(PlmbenchError, match="different vocabularies"):
         Distillation(teacher=pretrained_net(f"hf:{directory}")).check(
             Model(get_arch("distilbert"), student, other))
-    with pytest.raises(PlmbenchError, match="use ckpt:<run dir> or hf:<dir>"):
+    with pytest.raises(PlmbenchError, match="use ckpt:<run dir>, hf:<dir> or hf:<org>"):
         pretrained_net("scratch")
 
 

@@ -116,7 +116,7 @@ def test_a_checkpoint_that_is_no_tagger_ends_in_one_line(tagger, minilm_path, mi
     with pytest.raises(PlmbenchError, match=r"is not a tagging export \(no "
                                             r"\*ForTokenClassification in .*\); train one with"):
         TaggerEntities(f"hf:{minilm_path}")  # a sentence encoder (BertModel)
-    with pytest.raises(PlmbenchError, match="use ckpt:<run dir> or hf:<dir>"):
+    with pytest.raises(PlmbenchError, match="use ckpt:<run dir>, hf:<dir> or hf:<org>"):
         TaggerEntities(str(tagger["run"]))  # no ckpt: / hf:
     args = ["model=bert-tiny-scratch", "task=pretrain/wikipedia", "objective=ssm",
             "+objective.entities._target_=lit_models.families.entity_tagger.TaggerEntities",

@@ -1,0 +1,203 @@
+"""Checkpoints by Hugging Face hub id (DESIGN.md contract 6): ``hf:<org>/<name>[@<revision>]``.
+
+``huggingface_hub`` resolves an id into the user's Hugging Face cache (``HF_HOME``,
+``HF_HUB_CACHE``; ``HF_TOKEN`` for gated or private repositories; ``HF_HUB_OFFLINE=1`` reads the
+cache alone), downloading only what a load reads (``LOAD_FILES``: config.json, the tokenizer's
+files, and one weights file: ``model.safetensors`` where the repository has it, else
+``pytorch_model.bin``, never both). The revision (a branch, tag or commit; ``main`` by default)
+is pinned to the commit it resolved to, and the run's record names the id, that commit and the
+weights' sha256 (``identity``), so a board row says exactly which weights it measured.
+
+Everything that can go wrong (offline and not cached, a mistyped id, a missing revision, a gated
+repository without a token) is one ``PlmbenchError`` line naming the id, the cache it looked in
+and the fix. A resolution is kept for the process (a sweep resolves each id once).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from datamodules.errors import PlmbenchError
+from datamodules.files import staging_dir
+
+#: what a load reads besides the weights: config.json and every tokenizer file a published
+#: checkpoint may carry (WordPiece's vocab.txt, byte-level BPE's vocab.json + merges.txt,
+#: SentencePiece's spiece.model, the tokenizer.json the fast tokenizers write, and their configs)
+LOAD_FILES = ("config.json", "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt",
+              "spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+#: the weights files a load reads, the first one present taken (lit_models.core.hf.WEIGHT_FILES)
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+DEFAULT_REVISION = "main"
+#: a revision: a branch, a tag (``v1.0``), a commit or a pull request's ref (``refs/pr/1``)
+REVISION = re.compile(r"[\w.\-/]+")
+
+
+@dataclass(frozen=True)
+class HubId:
+    """A checkpoint's hub id and revision, as ``hf:<repo_id>[@<revision>]`` writes them."""
+
+    repo_id: str
+    revision: str = DEFAULT_REVISION
+
+    def __str__(self) -> str:
+        return self.repo_id + ("" if self.revision == DEFAULT_REVISION else f"@{self.revision}")
+
+
+def parse_hub_id(text: str) -> HubId | None:
+    """``org/name[@revision]`` (or a bare ``name``, as ``gpt2``) as a ``HubId``; None where the
+    text is no valid hub id (a path, a malformed name), by ``huggingface_hub``'s own rules."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    repo_id, at, revision = text.partition("@")
+    if at and not REVISION.fullmatch(revision):
+        return None
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        return None
+    return HubId(repo_id, revision or DEFAULT_REVISION)
+
+
+def cache_dir() -> Path:
+    """The hub cache ``huggingface_hub`` reads and writes (``HF_HUB_CACHE``, else
+    ``$HF_HOME/hub``)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A resolved checkpoint: the snapshot directory in the cache (or ``to``), the commit its
+    revision resolved to and the weights file in it."""
+
+    hub_id: HubId
+    directory: Path
+    commit: str
+    weights: Path
+
+    def identity(self) -> dict:
+        """What a run's record keeps of it (``record["checkpoint"]``)."""
+        return {"id": self.hub_id.repo_id, "revision": self.hub_id.revision,
+                "commit": self.commit, "weights": self.weights.name,
+                "weights_sha256": weights_sha256(self.weights)}
+
+
+def _refusal(setting: str, hub_id: HubId, err: Exception) -> PlmbenchError:
+    """One line for a failed resolution: the id, what went wrong, where it looked, the fix."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    name = f"{setting}=hf:{hub_id}"
+    fetch = f"`plmbench models fetch {hub_id.repo_id}"
+    fetch += f" --revision {hub_id.revision}`" if hub_id.revision != DEFAULT_REVISION else "`"
+    where = f"the Hugging Face cache {cache_dir()}"
+    if isinstance(err, RevisionNotFoundError):
+        why = (f"the hub has no revision {hub_id.revision!r} of {hub_id.repo_id}; name a branch, "
+               "tag or commit it has")
+    elif isinstance(err, GatedRepoError):
+        why = (f"{hub_id.repo_id} is gated: accept its terms on huggingface.co and set HF_TOKEN "
+               "to a token of that account")
+    elif isinstance(err, RepositoryNotFoundError):
+        why = (f"the hub has no model {hub_id.repo_id!r} (or it is private: set HF_TOKEN); check "
+               "the spelling")
+    elif isinstance(err, LocalEntryNotFoundError) or constants.HF_HUB_OFFLINE:
+        why = (f"{hub_id} is not in {where} and the hub is not reachable"
+               f"{' (HF_HUB_OFFLINE=1)' if constants.HF_HUB_OFFLINE else ''}; run {fetch} on a "
+               "machine with internet (HF_HUB_CACHE pointed at this cache, or --to DIR and "
+               "hf:DIR/...), or set HF_HUB_OFFLINE=0 where the hub is reachable; check the "
+               "spelling of the id and revision")
+        return PlmbenchError(f"{name}: {why}")
+    else:
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        why = f"the hub refused it ({type(err).__name__}: {first}); retry, or check the id"
+    return PlmbenchError(f"{name}: {why} (looked in {where})")
+
+
+def _download(hub_id: HubId) -> Snapshot:
+    """``hub_id``'s load files and one weights file in the cache, by ``huggingface_hub``."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    directory = Path(snapshot_download(hub_id.repo_id, revision=hub_id.revision,
+                                       allow_patterns=list(LOAD_FILES)))
+    commit = directory.name  # a cache snapshot is named by its commit
+    missing: Exception | None = None
+    for name in WEIGHT_FILES:  # safetensors where the repository has it, else the pickle
+        try:
+            weights = Path(hf_hub_download(hub_id.repo_id, name, revision=commit))
+        except (EntryNotFoundError, LocalEntryNotFoundError) as err:
+            missing = missing or err
+            continue
+        return Snapshot(hub_id, directory, commit, weights)
+    assert missing is not None
+    raise missing
+
+
+def _resolved(hub_id: HubId, setting: str) -> Snapshot:
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
+
+    try:
+        return _download(hub_id)
+    except (HfHubHTTPError, LocalEntryNotFoundError, HFValidationError, OSError) as err:
+        raise _refusal(setting, hub_id, err) from None
+
+
+@functools.cache
+def resolve(hub_id: HubId, setting: str = "init_from") -> Snapshot:
+    """``hub_id`` resolved into the cache (downloaded where it is missing and the hub is
+    reachable), once per process; one ``PlmbenchError`` line, naming ``setting``, where it
+    cannot be."""
+    return _resolved(hub_id, setting)
+
+
+def fetch(hub_id: HubId, to: Path | None = None) -> Path:
+    """``plmbench models fetch``: ``hub_id`` into the cache (huggingface_hub shows its own
+    progress bars), and with ``to`` copied from there into the plain directory
+    ``<to>/<org>--<name>`` (usable as ``hf:<that directory>`` on a machine without internet,
+    the cache's symlinks followed); the directory it is in."""
+    snapshot = _resolved(hub_id, "models fetch")
+    if to is None:
+        return snapshot.directory
+    target = Path(to) / hub_id.repo_id.replace("/", "--")
+    tmp = staging_dir(target)
+    try:
+        for name in [*LOAD_FILES, snapshot.weights.name]:
+            if (snapshot.directory / name).is_file():
+                shutil.copyfile(snapshot.directory / name, tmp / name)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def cached_snapshot(hub_id: HubId) -> Path | None:
+    """The cached snapshot directory of ``hub_id`` holding its config.json and a weights file;
+    None where the cache lacks either (no network is used)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    config = try_to_load_from_cache(hub_id.repo_id, "config.json", revision=hub_id.revision)
+    if not isinstance(config, str):
+        return None
+    directory = Path(config).parent
+    return directory if any((directory / name).is_file() for name in WEIGHT_FILES) else None
+
+
+def weights_sha256(file: Path) -> str:
+    """The sha256 of a weights file's bytes (what the hub's LFS pointer names it by)."""
+    with open(file, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
