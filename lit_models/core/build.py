@@ -31,6 +31,12 @@ PRESET_KEYS = frozenset({
     "init_from",            # the default init_from (conf/config.yaml)
     "objective",            # the preset's pretraining objective (bench/run.py normalize)
     "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
+    "finetune_batch_size",  # a released checkpoint's paper recipe, read by the GLUE tasks
+    "finetune_epochs",      # (conf/task/glue/_base.yaml; warmup and layer-wise decay also by
+    "finetune_max_length",  # SQuAD's): batch size, epochs, input length, warmup share and
+    "finetune_warmup_ratio",  # layer-wise lr decay (ELECTRA, Clark et al. 2020, Table 7)
+    "finetune_layerwise_lr_decay",
+    "parameters",           # a released checkpoint's published parameter count (plmbench models)
     "pretrain_lr",          # pretraining tasks' lr and batch size (conf/task/pretrain/_base.yaml)
     "pretrain_batch_size",
     "pretrain_max_length",  # the paper's pretraining recipe (conf/task/pretrain/_base.yaml):

@@ -2,8 +2,8 @@
 
 Guu et al. 2020 (REALM), §3.4: "we identify salient spans using a BERT-based tagger trained on
 CoNLL-2003 data to identify named entities". ``TaggerEntities`` loads a tagging export (a run of
-``plmbench run model=bert-base-scratch task=ner/conll2003 save_model=true`` as ``ckpt:<run dir>``, or
-any ``*ForTokenClassification`` directory with BIO tags as ``hf:<dir>``) and is the callable
+``plmbench run model=bert-base-cased task=ner/conll2003 save_model=true`` as ``ckpt:<run dir>``,
+or any ``*ForTokenClassification`` directory with BIO tags as ``hf:<dir>``) and is the callable
 ``text -> [(start, end)]`` that ``SalientSpans(entities=...)`` takes. A text is split into words
 as CoNLL-2003 is tokenised (``WORDS``: punctuation a word of its own, "U.S." and "Jean-Paul"
 whole), the words are tagged as the tagging family tags them (``LitTagger``: the tag of each

@@ -47,8 +47,14 @@ def analysed(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PLMBENCH_DATA", str(mirror))
-        common = ["run", "model=bert-tiny-scratch", "task=analysis/attention", f"init_from=hf:{checkpoint}",
-                  f"results_dir={results}", *RUN]
+        common = [
+            "run",
+            "model=bert-tiny-scratch",
+            "task=analysis/attention",
+            f"init_from=hf:{checkpoint}",
+            f"results_dir={results}",
+            *RUN,
+        ]
         result = plmbench(*common)
         assert result.rc == 0, result.err[-3000:]
         no_parse = plmbench(*common, "task.dependencies.split=nope", "label=without-parses")

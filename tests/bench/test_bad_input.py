@@ -165,27 +165,47 @@ def outside(env: Path, result: Result) -> None:
 
 
 KINDS = {
-    "unknown model preset": Kind(["model=bert-huge"], [
-        "model=bert-huge: there is no conf/model/bert-huge.yaml", "did you mean model=bert-large-scratch?",
-        "bert-tiny-scratch"]),
+    "unknown model preset": Kind(
+        ["model=bert-huge-scratch"],
+        [
+            "model=bert-huge-scratch: there is no conf/model/bert-huge-scratch.yaml",
+            "did you mean model=bert-large-scratch?",
+            "bert-tiny-scratch",
+        ],
+    ),
     "unknown task": Kind(["task=glue/rtee"], ["task=glue/rtee", "did you mean task=glue/rte?"]),
     "unknown trainer preset": Kind(["trainer=cpus"], ["did you mean trainer=cpu?"]),
     "unknown launcher": Kind(["hydra/launcher=lokal"], ["did you mean hydra/launcher=local?"]),
-    "misspelled key": Kind(["trainer.max_step=3"], [
-        "trainer.max_step=3: unknown key trainer.max_step (did you mean trainer.max_steps?)"]),
-    "misspelled key with +": Kind(["+trainer.max_step=3"], [
-        "unknown key trainer.max_step (did you mean trainer.max_steps?)"]),
-    "misspelled model key": Kind(["model.hiden_size=64"], [
-        "unknown key model.hiden_size (did you mean model.hidden_size?)"]),
-    "misspelled model key with +": Kind(["+model.hiden_size=64"], [
-        "model=bert-tiny-scratch (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"]),
-    "misspelled key in a preset of one's own": Kind([], [
-        "model=my-bert (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"],
-        setup=own_preset),
-    "misspelled keys in a task YAML of one's own": Kind([], [
-        "task mine/rte: unknown keys task.metircs (did you mean task.metrics?); "
-        "task.text_fileds (did you mean task.text_fields?)"],
-        setup=lambda env: own_task(env, fields="text_fileds", metrics="metircs")),
+    "misspelled key": Kind(
+        ["trainer.max_step=3"],
+        ["trainer.max_step=3: unknown key trainer.max_step (did you mean trainer.max_steps?)"],
+    ),
+    "misspelled key with +": Kind(
+        ["+trainer.max_step=3"], ["unknown key trainer.max_step (did you mean trainer.max_steps?)"]
+    ),
+    "misspelled model key": Kind(
+        ["model.hiden_size=64"], ["unknown key model.hiden_size (did you mean model.hidden_size?)"]
+    ),
+    "misspelled model key with +": Kind(
+        ["+model.hiden_size=64"],
+        [
+            "model=bert-tiny-scratch (bert): unknown key model.hiden_size "
+            "(did you mean model.hidden_size?)"
+        ],
+    ),
+    "misspelled key in a preset of one's own": Kind(
+        [],
+        ["model=my-bert (bert): unknown key model.hiden_size (did you mean model.hidden_size?)"],
+        setup=own_preset,
+    ),
+    "misspelled keys in a task YAML of one's own": Kind(
+        [],
+        [
+            "task mine/rte: unknown keys task.metircs (did you mean task.metrics?); "
+            "task.text_fileds (did you mean task.text_fields?)"
+        ],
+        setup=lambda env: own_task(env, fields="text_fileds", metrics="metircs"),
+    ),
     "misspelled objective key": Kind(
         ["task=pretrain/wikitext", "objective=mlm", "objective.mlm_probabilty=0.2"],
         ["unknown key objective.mlm_probabilty (did you mean objective.mlm_probability?)"]),
@@ -196,27 +216,41 @@ KINDS = {
     "epochs below -1": Kind(["trainer.max_epochs=-5"], ["trainer.max_epochs=-5",
                                                         "-1 for no limit"]),
     "a seed that is no number": Kind(["seed=first"], ["seed='first': a seed is a whole number"]),
-    "a model size that is no number": Kind(["model.num_hidden_layers=two"], [
-        "model.num_hidden_layers='two' is not of type int"]),
-    "negative learning rate": Kind(["optim.lr=-1e-4"], [
-        "optim.lr=-0.0001: a learning rate is a positive number"]),
+    "a model size that is no number": Kind(
+        ["model.num_hidden_layers=two"], ["model.num_hidden_layers='two' is not of type int"]
+    ),
+    "negative learning rate": Kind(
+        ["optim.lr=-1e-4"], ["optim.lr=-0.0001: a learning rate is a positive number"]
+    ),
     "zero learning rate": Kind(["optim.lr=0"], ["optim.lr=0:", "0 trains nothing"]),
-    "nothing to evaluate": Kind(["task.max_eval_samples=0"], [
-        "task.max_eval_samples=0 leaves nothing to evaluate"]),
-    "nothing to train on": Kind(["task.max_train_samples=0"], [
-        "task.max_train_samples=0 leaves nothing to train on"]),
-    "a label that leaves results_dir": Kind(["label=../../../escaped"], [
-        "label='../../../escaped' would place the run outside results_dir"], extra=outside),
-    "an absolute label": Kind(["label=/escaped"], ["label='/escaped' would place the run"],
-                              extra=outside),
-    "a task name that leaves results_dir": Kind([], [
-        "task.name='../../escaped' would place the run outside results_dir"],
-        setup=lambda env: own_task(env, name="../../escaped"), extra=outside),
-    "a split name that leaves the run directory": Kind(["task.splits.eval=[../../../escaped]"], [
-        "task.splits='../../../escaped' would place the run outside results_dir"],
-        extra=outside),
-    "a checkpoint directory that is not there": Kind(["init_from=ckpt:/no/such/run"], [
-        "init_from=ckpt:/no/such/run: no directory /no/such/run"]),
+    "nothing to evaluate": Kind(
+        ["task.max_eval_samples=0"], ["task.max_eval_samples=0 leaves nothing to evaluate"]
+    ),
+    "nothing to train on": Kind(
+        ["task.max_train_samples=0"], ["task.max_train_samples=0 leaves nothing to train on"]
+    ),
+    "a label that leaves results_dir": Kind(
+        ["label=../../../escaped"],
+        ["label='../../../escaped' would place the run outside results_dir"],
+        extra=outside,
+    ),
+    "an absolute label": Kind(
+        ["label=/escaped"], ["label='/escaped' would place the run"], extra=outside
+    ),
+    "a task name that leaves results_dir": Kind(
+        [],
+        ["task.name='../../escaped' would place the run outside results_dir"],
+        setup=lambda env: own_task(env, name="../../escaped"),
+        extra=outside,
+    ),
+    "a split name that leaves the run directory": Kind(
+        ["task.splits.eval=[../../../escaped]"],
+        ["task.splits='../../../escaped' would place the run outside results_dir"],
+        extra=outside,
+    ),
+    "a checkpoint directory that is not there": Kind(
+        ["init_from=ckpt:/no/such/run"], ["init_from=ckpt:/no/such/run: no directory /no/such/run"]
+    ),
     "unknown init_from": Kind(["init_from=bert"], ["init_from='bert': use scratch"]),
     "unknown resume mode": Kind(["resume=always"], [
         "resume='always' is unknown: use auto or never"]),
@@ -296,40 +330,72 @@ KINDS = {
         "results directory", "does not exist"], run=False),
     "leaderboard --out where nothing can be written": Kind(
         ["leaderboard", "{results}", "--out", "{unwritable}/board.md"],
-        ["cannot write", "board.md", "pass --out a path in a writable directory"], run=False),
+        ["cannot write", "board.md", "pass --out a path in a writable directory"],
+        run=False,
+    ),
     "leaderboard --out into a read-only directory": Kind(
         ["leaderboard", "{results}", "--out", "{readonly}/board.md"],
         ["cannot write", "board.md (Permission denied)", "pass --out a path in a writable"],
-        run=False),
-    "rerun of a file that is no record": Kind(["rerun", "{results}"], [
-        "is no readable run record"], run=False),
-    "an unknown command": Kind(["bogus"], ["plmbench: argument cmd: invalid choice: 'bogus'",
-                                           "see plmbench --help"], run=False),
-    "an option value argparse refuses": Kind(["leaderboard", "{results}", "--stat", "mode"], [
-        "argument --stat: invalid choice: 'mode'", "see plmbench leaderboard --help"], run=False),
-    "an unknown board score": Kind(["leaderboard", "{results}", "--aggregate", "nope"], [
-        "board 'glue' has no aggregate 'nope'; use one of glue, bert_table1"], run=False),
+        run=False,
+    ),
+    "rerun of a file that is no record": Kind(
+        ["rerun", "{results}"], ["is no readable run record"], run=False
+    ),
+    "an unknown command": Kind(
+        ["bogus"],
+        ["plmbench: argument cmd: invalid choice: 'bogus'", "see plmbench --help"],
+        run=False,
+    ),
+    "an option value argparse refuses": Kind(
+        ["leaderboard", "{results}", "--stat", "mode"],
+        ["argument --stat: invalid choice: 'mode'", "see plmbench leaderboard --help"],
+        run=False,
+    ),
+    "an unknown board score": Kind(
+        ["leaderboard", "{results}", "--aggregate", "nope"],
+        ["board 'glue' has no aggregate 'nope'; use one of glue, bert_table1"],
+        run=False,
+    ),
     "references a board does not have": Kind(
         ["leaderboard", "{results}", "--board", "pretrain", "--references"],
-        ["board 'pretrain' names no published references", "leave out --references"], run=False),
+        ["board 'pretrain' names no published references", "leave out --references"],
+        run=False,
+    ),
     "significance on a board without a score": Kind(
         ["significance", "a", "b", "{results}", "--board", "pretrain"],
-        ["board 'pretrain' has no score to compare rows by"], run=False),
-    "significance of rows the board lacks": Kind(["significance", "a", "b", "{results}"], [
-        "no row 'a' on board 'glue'; it has no rows"], run=False),
+        ["board 'pretrain' has no score to compare rows by"],
+        run=False,
+    ),
+    "significance of rows the board lacks": Kind(
+        ["significance", "a", "b", "{results}"],
+        ["no row 'a' on board 'glue'; it has no rows"],
+        run=False,
+    ),
     "significance with no resamples": Kind(
         ["significance", "a", "b", "{results}", "--resamples", "0"],
-        ["argument --resamples: '0' is no integer >= 1"], run=False),
-    "submission of results without predictions": Kind(["submit", "glue", "{results}"], [
-        "results has GLUE predictions; run the tasks with task.predict_splits=[test]"], run=False,
-        setup=lambda env: _truncated_record(env), extra=lambda env, result: _warned(env, result)),
-    "claims of an experiment without claims": Kind(["claims", "experiment=domain_tiny"], [
-        "holds no claims: pass experiment=claims_small or experiment=claims_tiny"], run=False),
-    "claims that are not there": Kind(["claims", "experiment=claims_tiny", "study.claims=[nope]"],
-                                      ["study.claims names ['nope'], which are no claims"],
-                                      run=False),
-    "unknown study": Kind(["study", "experiment=domian"], ["did you mean experiment=domain?"],
-                          run=False),
+        ["argument --resamples: '0' is no integer >= 1"],
+        run=False,
+    ),
+    "submission of results without predictions": Kind(
+        ["submit", "glue", "{results}"],
+        ["results has GLUE predictions; run the tasks with task.predict_splits=[test]"],
+        run=False,
+        setup=lambda env: _truncated_record(env),
+        extra=lambda env, result: _warned(env, result),
+    ),
+    "claims of an experiment without claims": Kind(
+        ["claims", "experiment=domain_tiny"],
+        ["holds no claims: pass experiment=claims_small or experiment=claims_tiny"],
+        run=False,
+    ),
+    "claims that are not there": Kind(
+        ["claims", "experiment=claims_tiny", "study.claims=[nope]"],
+        ["study.claims names ['nope'], which are no claims"],
+        run=False,
+    ),
+    "unknown study": Kind(
+        ["study", "experiment=domian"], ["did you mean experiment=domain?"], run=False
+    ),
 }
 
 
@@ -342,7 +408,8 @@ def _truncated_record(env: Path) -> list[str]:
 
 def _warned(env: Path, result: Result) -> None:
     """The record it could not read is named, not left out in silence."""
-    assert f"warning: {env}/results/glue/rte/bert-tiny-scratch/seed0/record.json: not used" in result.err
+    record = f"{env}/results/glue/rte/bert-tiny-scratch/seed0/record.json"
+    assert f"warning: {record}: not used" in result.err
 
 
 def _null_texts(path: Path, table: pa.Table) -> None:

@@ -148,8 +148,16 @@ def test_crowded_labels_never_overlap_or_leave_their_plot_and_the_frontier_is_dr
 
 def test_reference_rows_are_a_table_of_their_own_and_marked_points(page, tmp_path):
     rte = task_config("glue/rte", [{"label": "RTE (acc)", "value": "metrics.validation.accuracy"}])
-    records = [record("bert-tiny-scratch", "glue/rte", seed, {"validation": {"accuracy": 0.6 + seed / 50}},
-                      task_cfg=rte) for seed in range(3)]
+    records = [
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            seed,
+            {"validation": {"accuracy": 0.6 + seed / 50}},
+            task_cfg=rte,
+        )
+        for seed in range(3)
+    ]
     table = build_table(records, "glue")
     table.references = load_references("glue_dev")
     path = tmp_path / "board.html"

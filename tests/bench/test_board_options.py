@@ -109,7 +109,8 @@ def test_sweep_rows_are_named_by_the_values_that_tell_them_apart(tmp_path, capsy
     text = leaderboard(capsys, tmp_path)
     rows = rows_of(text)
     # the learning rate alone tells the points apart: the batch size is left to the legend
-    assert sorted(rows) == sorted(f"{model} lr={lr}" for model in ("bert-tiny-scratch", "electra-small-scratch")
+    assert sorted(rows) == sorted(f"{model} lr={lr}"
+                                  for model in ("bert-tiny-scratch", "electra-small-scratch")
                                   for lr, _ in POINTS.values())
     for model in ("bert-tiny-scratch", "electra-small-scratch"):
         for lr, batch in POINTS.values():
@@ -117,7 +118,10 @@ def test_sweep_rows_are_named_by_the_values_that_tell_them_apart(tmp_path, capsy
     # a row's name is its own: with one point alone on the board it is the label
     alone = tmp_path / "alone"
     write_all(alone, [r for r in records if r["config"]["optim"]["lr"] == 3e-5])
-    assert sorted(rows_of(leaderboard(capsys, alone))) == ["bert-tiny-scratch", "electra-small-scratch"]
+    assert sorted(rows_of(leaderboard(capsys, alone))) == [
+        "bert-tiny-scratch",
+        "electra-small-scratch",
+    ]
 
 
 def test_compare_matches_a_configuration_whatever_else_either_side_holds(tmp_path, capsys):
@@ -150,10 +154,14 @@ def test_best_on_dev_says_which_point_it_chose(tmp_path, capsys):
     assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
                  "--format", "csv"]) == 0
     out, err = capsys.readouterr()
-    assert f"best-on-dev: bert-tiny-scratch glue/rte: {point('bert-tiny-scratch', 'glue/rte')}" in err
+    assert (
+        f"best-on-dev: bert-tiny-scratch glue/rte: {point('bert-tiny-scratch', 'glue/rte')}" in err
+    )
     rows = {row["model"]: row for row in csv.DictReader(io.StringIO(out))}
-    assert rows["bert-tiny-scratch"]["selected"] == (f"glue/mrpc: {point('bert-tiny-scratch', 'glue/mrpc')}; "
-                                             f"glue/rte: {point('bert-tiny-scratch', 'glue/rte')}")
+    assert rows["bert-tiny-scratch"]["selected"] == (
+        f"glue/mrpc: {point('bert-tiny-scratch', 'glue/mrpc')}; "
+        f"glue/rte: {point('bert-tiny-scratch', 'glue/rte')}"
+    )
     assert main(["leaderboard", str(tmp_path), "--no-baselines", "--select", "best-on-dev",
                  "--format", "json"]) == 0
     board = json.loads(capsys.readouterr().out)
@@ -188,7 +196,9 @@ def test_compare_shows_both_means_and_their_difference(tmp_path, capsys):
     mark = " ~" if p >= 0.05 else ""
     assert rows["bert-tiny-scratch"]["RTE (acc)"] == f"{before:.1f} → {before + 1:.1f} (+1.0){mark}"
     # the rows both sides have are tested per task and on the score (Welch: no predictions)
-    assert tests.startswith("bert-tiny-scratch: B = ") and "electra-small-scratch: B = " not in tests  # A only
+    assert (
+        tests.startswith("bert-tiny-scratch: B = ") and "electra-small-scratch: B = " not in tests
+    )  # A only
     assert "| **aggregate** |" in tests and "| Welch |" in tests
     assert rows["electra-small-scratch"]["RTE (acc)"].startswith("only A: ")
     assert rows["roberta-tiny-scratch"]["RTE (acc)"] == "only B: 50.0"

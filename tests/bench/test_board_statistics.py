@@ -183,13 +183,13 @@ def test_reference_rows_are_their_own_table_with_sources():
     table.references = load_references("glue_dev")
     text = render_markdown(table)
     measured, published = text.split("### Published dev results (not measured here, not ranked)")
-    assert "BERT-base" not in measured and "ModernBERT-base ‡" in published
+    assert "bert-base-uncased" not in measured and "ModernBERT-base ‡" in published
     assert "Sanh et al. 2019 (DistilBERT), Table 1" in published
     assert "Warner et al. 2024 (ModernBERT), Table 5" in published
-    assert "86.7?" in published  # BERT-base's MNLI: one figure, matched or not unsaid
-    bert = next(r for r in table.references if r.label == "BERT-base")
+    assert "86.7?" in published  # bert-base-uncased's MNLI: one figure, matched or not unsaid
+    bert = next(r for r in table.references if r.label == "bert-base-uncased")
     assert bert.score == 79.5 and bert.values["CoLA (MCC)"] == 56.3
     assert [r["label"] for r in json.loads(render_json(table))["references"]] == [
-        "BERT-base", "DistilBERT", "ELECTRA-Small++", "RoBERTa-base", "DeBERTa-v3-base",
-        "ModernBERT-base"]
+        "bert-base-uncased", "distilbert-base-uncased", "electra-small-discriminator",
+        "roberta-base", "DeBERTa-v3-base", "ModernBERT-base", "roberta-large", "deberta-base"]
     assert render_csv(table) == render_csv(build_table(records, "glue"))  # measured rows only

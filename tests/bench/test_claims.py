@@ -53,7 +53,8 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     assert set(rows) == {"dynamic_masking", "albert_parameters", "head_pruning", "t5_objectives"}
     masking = rows["dynamic_masking"]
     assert masking[2].startswith("Liu et al. 2019 (RoBERTa), §4.1")
-    assert masking[3].startswith("bert-tiny-scratch: ") and masking[4].startswith("bert-tiny-scratch/dynamic: ")
+    assert masking[3].startswith("bert-tiny-scratch: ")
+    assert masking[4].startswith("bert-tiny-scratch/dynamic: ")
     assert masking[9] in VERDICTS
     # the effect is the GLUE board's difference of the two rows, with its interval
     records = list(iter_records(results))
@@ -61,7 +62,9 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     a, b = find_row(table, "bert-tiny-scratch"), find_row(table, "bert-tiny-scratch/dynamic")
     assert masking[6].startswith(f"{b.score - a.score:+.2f} [") or masking[6].startswith("+0 ex")
     # the cost: the training FLOPs of the four runs behind the two rows
-    behind = [r for r in records if r["label"] in ("bert-tiny-scratch", "bert-tiny-scratch/dynamic")]
+    behind = [
+        r for r in records if r["label"] in ("bert-tiny-scratch", "bert-tiny-scratch/dynamic")
+    ]
     flops = sum(r["throughput"].get("train_flops") or 0 for r in behind)
     assert len(behind) == 4 and masking[10].startswith(f"{flops:.3g} FLOPs")
     # T5's objectives: two encoder-decoders pretrained under one budget, each fine-tuned on RTE;
@@ -71,14 +74,17 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     assert t5[4].startswith("t5-tiny-scratch/span_corruption: ")
     assert t5[9] in VERDICTS
     pretraining = {r["label"]: r["throughput"]["train_flops"] for r in records
-                   if r["task"] == "pretrain/wikipedia" and r["label"].startswith("t5-tiny-scratch/")}
-    assert pretraining["t5-tiny-scratch/span_corruption"] < pretraining["t5-tiny-scratch/bert_style"]
+                   if r["task"] == "pretrain/wikipedia"
+                   and r["label"].startswith("t5-tiny-scratch/")}
+    assert (pretraining["t5-tiny-scratch/span_corruption"]
+            < pretraining["t5-tiny-scratch/bert_style"])
     # head pruning: the fine-tuned model against itself with 40% of its heads cut out, both
     # scored on one dev set (the pruned one without a training step)
     pruning = rows["head_pruning"]
     assert pruning[3].startswith("bert-tiny-scratch/heads-all: ")
     assert pruning[4].startswith("bert-tiny-scratch/heads-pruned: ")
-    a, b = find_row(table, "bert-tiny-scratch/heads-all"), find_row(table, "bert-tiny-scratch/heads-pruned")
+    a = find_row(table, "bert-tiny-scratch/heads-all")
+    b = find_row(table, "bert-tiny-scratch/heads-pruned")
     assert pruning[6].startswith(f"{b.score - a.score:+.2f} [") or pruning[6].startswith("+0 ex")
     assert b.parameters < a.parameters and pruning[9] in VERDICTS
     (pruned,) = [r for r in records if r["label"] == "bert-tiny-scratch/heads-pruned"]
@@ -88,7 +94,8 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     assert 0.6 * heads <= analysis["analysis"]["pruned"]["heads_kept"] < heads
     # ALBERT-xxlarge holds 222.6M, not Table 1's 235M; the other counts match within 3%
     assert rows["albert_parameters"][9] == "contradicted"
-    assert rows["albert_parameters"][6].startswith("albert-xxlarge-scratch: 222.6M for 235M (-5.3%)")
+    assert rows["albert_parameters"][6].startswith(
+        "albert-xxlarge-scratch: 222.6M for 235M (-5.3%)")
     assert "| albert-xxlarge-scratch | 235M | 222.6M | no |" in text
     assert "| albert-base-scratch | 12M | 11.7M | yes |" in text
     page = (results / "claims.html").read_text()

@@ -247,7 +247,10 @@ def test_leaderboard_markdown_and_csv_show_the_record(rte_run, tmp_path):
     written = plmbench("leaderboard", str(results), "--format", "csv", "--out", str(out))
     assert written.rc == 0 and written.out.strip() == f"wrote {out}"
     rows = csv_rows(out)
-    assert sorted(rows) == ["baseline (no training) †", "bert-tiny-scratch"]  # and the majority class
+    assert sorted(rows) == [
+        "baseline (no training) †",
+        "bert-tiny-scratch",
+    ]  # and the majority class
     row = rows["bert-tiny-scratch"]
     assert float(row["RTE (acc) mean"]) == pytest.approx(100 * accuracy, abs=1e-4)
     assert float(row["RTE (acc) std"]) == 0.0 and row["RTE (acc) n"] == "1"
@@ -432,9 +435,10 @@ def assert_one_error_line(result: Result, *fragments: str) -> str:
 
 def test_unknown_model_preset_is_one_line_naming_the_nearest_and_the_presets(mirror, tmp_path):
     results = tmp_path / "results"
-    result = plmbench("run", *TINY[1:], "model=bert-huge", f"results_dir={results}")
+    result = plmbench("run", *TINY[1:], "model=bert-huge-scratch", f"results_dir={results}")
     assert result.rc == 2
-    line = assert_one_error_line(result, "model=bert-huge: there is no conf/model/bert-huge.yaml",
+    line = assert_one_error_line(result, "model=bert-huge-scratch: there is no "
+                                 "conf/model/bert-huge-scratch.yaml",
                                  "did you mean model=bert-large-scratch?")
     options = line.split("options: ")[1].split(" (")[0].split(", ")
     assert {"bert-tiny-scratch", "bert-base-scratch"} <= set(options)

@@ -1,10 +1,10 @@
 """The compression study end to end at tiny size (conf/experiment/compression_tiny.yaml): one
-command fine-tunes a bert-tiny-scratch teacher on RTE rows, measures it, quantizes it to int8, prunes
-half its heads (Michel et al. 2019's curve in the record, the pruned model exported smaller) and
-distils it into a one-layer DistilBERT student, itself quantized; the compression board gives
-every row's score, parameters, size and CPU latency against the teacher's. One study (about a
-minute on two cores) serves every test here: the four compression paths only meet on one
-board."""
+command fine-tunes a bert-tiny-scratch teacher on RTE rows, measures it, quantizes it to int8,
+prunes half its heads (Michel et al. 2019's curve in the record, the pruned model exported
+smaller) and distils it into a one-layer DistilBERT student, itself quantized; the compression
+board gives every row's score, parameters, size and CPU latency against the teacher's. One
+study (about a minute on two cores) serves every test here: the four compression paths only meet
+on one board."""
 
 from __future__ import annotations
 

@@ -21,12 +21,26 @@ from tests.bench.invoke import plmbench, read, run_dir
 DDP = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "trainer.precision=32-true"]
 CASES = {
     # 41 questions: an odd number of windows, so the sampler pads one process's share
-    "squad": ("bert-tiny-scratch", ["task=squad/v1", "task.max_eval_samples=41", "task.max_length=128",
-                            "task.doc_stride=32", "task.max_train_samples=8"]),
+    "squad": (
+        "bert-tiny-scratch",
+        [
+            "task=squad/v1",
+            "task.max_eval_samples=41",
+            "task.max_length=128",
+            "task.doc_stride=32",
+            "task.max_train_samples=8",
+        ],
+    ),
     # at least 4 generated tokens each, so the untrained net writes text ROUGE can score
-    "summarization": ("bart-tiny-scratch", ["task=summarization/aeslc", "task.max_eval_samples=9",
-                                    "task.max_train_samples=8",
-                                    "task.generation.min_new_tokens=4"]),
+    "summarization": (
+        "bart-tiny-scratch",
+        [
+            "task=summarization/aeslc",
+            "task.max_eval_samples=9",
+            "task.max_train_samples=8",
+            "task.generation.min_new_tokens=4",
+        ],
+    ),
 }
 
 

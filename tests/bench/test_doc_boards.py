@@ -34,7 +34,8 @@ def doc_with_board(tmp_path: Path, accuracy: float) -> tuple[Path, Path]:
     results = tmp_path / "results"
     for seed in (0, 1):
         write_record(results / f"rte/seed{seed}",
-                     record("bert-tiny-scratch", "glue/rte", seed, {"validation": {"accuracy": accuracy}}))
+                     record("bert-tiny-scratch", "glue/rte", seed,
+                            {"validation": {"accuracy": accuracy}}))
     doc = tmp_path / "page.md"
     doc.write_text(f"Intro.\n\n<!-- plmbench leaderboard {results} --no-baselines -->\n"
                    "OLD-BODY\n<!-- end plmbench -->\n\nOutro.\n", encoding="utf-8")

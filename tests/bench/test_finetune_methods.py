@@ -1,6 +1,6 @@
 """The fine-tuning methods end to end at tiny size (conf/experiment/finetune_methods_tiny.yaml):
-one command fine-tunes bert-tiny-scratch on RTE under every method (full, frozen, a frozen scalar mix,
-adapters, ULMFiT), each run leaves a record that counts what it trained, and the
+one command fine-tunes bert-tiny-scratch on RTE under every method (full, frozen, a frozen scalar
+mix, adapters, ULMFiT), each run leaves a record that counts what it trained, and the
 finetune_methods board has a row per method, its trained parameters in a column and on the
 HTML plot's cost axis. A frozen encoder feeds NER's tagging head too, and a method that cannot
 apply (frozen pretraining) is refused in one line."""

@@ -3,7 +3,7 @@ fine-tuned and saved, ``task=analysis/head_pruning init_from=ckpt:<that run>`` e
 same dev examples, and the curve's unpruned point (every head kept) is the run's own score, to the
 last digit. The pruned model's evaluation after the curve once overwrote that point (the module's
 metrics dict was the curve's own), so the pruned model here must score otherwise: a point that
-took its score would show. A scratch bert-tiny-scratch trained for a few steps predicts one class for
+took its score would show. A bert-tiny-scratch trained for a few steps predicts one class for
 every example (pruned or not, the same score); MiniLM fine-tuned for 5 steps does not, which
 makes this test about 40 s of CPU: the one end-to-end check of the curve against its run."""
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 from datamodules.init_from import InitFrom
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench, read, records_under
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 from tests.hub_cache import ARCHS, ORG, TAG, lay_into_cache, offline_cache, session_hub_cache
 
 transformers = require("transformers")
@@ -62,8 +62,8 @@ def test_a_run_from_a_hub_id_loads_the_cached_commit_and_records_it(preset, offl
     root, built = offline
     cached = built[PRESETS[preset]]
     results = tmp_path / "results"
-    result = plmbench("run", f"model={preset}-tiny", f"init_from={cached.spec()}", *TINY,
-                      f"results_dir={results}")
+    result = plmbench("run", f"model={tiny_preset_name(preset)}", f"init_from={cached.spec()}",
+                      *TINY, f"results_dir={results}")
     assert result.rc == 0, result.err
     (path,) = records_under(results)
     record = read(path.parent)
@@ -114,7 +114,8 @@ def test_a_revision_the_cache_lacks_is_one_line_and_no_run_directory(offline, tm
 
 def test_a_malformed_id_is_refused_by_the_config_check(offline, tmp_path):
     results = tmp_path / "results"
-    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny-scratch", "init_from=hf:a/b/c..d",
+    line = _leaves_nothing(results, plmbench("run", "model=bert-tiny-scratch",
+                                             "init_from=hf:a/b/c..d",
                                              *TINY, f"results_dir={results}"))
     assert "init_from=hf:a/b/c..d: no directory a/b/c..d" in line and "hf:<org>/<name>" in line
 
@@ -183,7 +184,8 @@ def test_a_hub_id_in_any_checkpoint_setting_is_resolved_before_the_run(offline, 
     _, built = offline
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=bert-tiny-scratch", f"init_from={built['bert'].spec()}", "task=perplexity/domains",
+        "run", "model=bert-tiny-scratch", f"init_from={built['bert'].spec()}",
+        "task=perplexity/domains",
         f"task.vocabulary_reference=hf:{ORG}/absent", f"results_dir={results}"))
     assert f"task.vocabulary_reference=hf:{ORG}/absent: {ORG}/absent is not in" in line
 

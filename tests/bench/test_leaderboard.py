@@ -218,8 +218,9 @@ def test_a_new_task_without_columns_gets_derived_ones():
 
     # one eval split: the label is "<task> <metric>" alone
     single = task_config("glue/single", None, metrics=["matthews"])
-    single_record = record("bert-tiny-scratch", "glue/single", 0, {"validation": {"matthews": 0.25}},
-                           task_cfg=single)
+    single_record = record(
+        "bert-tiny-scratch", "glue/single", 0, {"validation": {"matthews": 0.25}}, task_cfg=single
+    )
     only = build_table([single_record], "glue")
     assert only.labels == ["glue/single matthews"]
     assert only.rows[0].score == pytest.approx(25.0)
@@ -231,9 +232,15 @@ def test_failed_and_foreign_records_are_ignored():
     no_config = record("bert-tiny-scratch", "glue/rte", 5, {"validation": {"accuracy": 0.0}})
     del no_config["config"]
     extra = [
-        record("bert-tiny-scratch", "glue/rte", 9, {"validation": {"accuracy": 0.0}}, status="failed"),
-        record("bert-tiny-scratch", "glue/rte", 8, {"validation": {"accuracy": 0.0}}, board="pretrain"),
-        record("bert-tiny-scratch", "glue/ax", 7, {"test": {"accuracy": 0.0}}, task_cfg=ax),  # no columns
+        record(
+            "bert-tiny-scratch", "glue/rte", 9, {"validation": {"accuracy": 0.0}}, status="failed"
+        ),
+        record(
+            "bert-tiny-scratch", "glue/rte", 8, {"validation": {"accuracy": 0.0}}, board="pretrain"
+        ),
+        record(
+            "bert-tiny-scratch", "glue/ax", 7, {"test": {"accuracy": 0.0}}, task_cfg=ax
+        ),  # no columns
         record("bert-tiny-scratch", "glue/rte", 6, {"validation": {"f1": 0.0}}),  # no value shown
         no_config,  # a record without its task config has no columns
     ]
@@ -250,11 +257,15 @@ def test_failed_and_foreign_records_are_ignored():
 
 def test_missing_tasks_give_dashes_and_a_partial_task_count():
     records, values = sweep()
-    only_rte = [r for r in records if r["model"] == "electra-small-scratch" or r["task"] == "glue/rte"]
+    only_rte = [
+        r for r in records if r["model"] == "electra-small-scratch" or r["task"] == "glue/rte"
+    ]
     table = build_table(only_rte, "glue")
     tiny = next(row for row in table.rows if row.label == "bert-tiny-scratch")
     assert tiny.n_scored == 1
-    assert tiny.score == pytest.approx(100 * statistics.mean(values["bert-tiny-scratch"]["RTE (acc)"]))
+    assert tiny.score == pytest.approx(
+        100 * statistics.mean(values["bert-tiny-scratch"]["RTE (acc)"])
+    )
     line = next(line for line in render_markdown(table).splitlines() if "bert-tiny-scratch" in line)
     assert line.count("–") == 4 and "(1/9 tasks)" in line
 
@@ -271,12 +282,28 @@ def test_single_seed_has_zero_std_and_a_rerun_replaces_its_seed():
 
 def test_one_label_under_two_protocols_gets_two_tagged_rows():
     records = [
-        record("bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.6}}, protocol="abcdef99"),
-        record("bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, protocol="123456ff"),
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            0,
+            {"validation": {"accuracy": 0.6}},
+            protocol="abcdef99",
+        ),
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            0,
+            {"validation": {"accuracy": 0.5}},
+            protocol="123456ff",
+        ),
         record("electra-small-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.4}}),
     ]
     labels = [row.label for row in build_table(records, "glue").rows]
-    assert labels == ["bert-tiny-scratch [abcdef]", "bert-tiny-scratch [123456]", "electra-small-scratch"]
+    assert labels == [
+        "bert-tiny-scratch [abcdef]",
+        "bert-tiny-scratch [123456]",
+        "electra-small-scratch",
+    ]
 
 
 def test_output_is_the_same_bytes_twice_and_in_any_record_order():
@@ -321,8 +348,16 @@ def test_scaled_and_raw_columns_on_one_board():
                                    col("RTE loss", "metrics.validation.loss", scale=1,
                                        format=".3f", score=False)])
     accs, losses = [0.61, 0.64, 0.66], [0.7123, 0.6981, 0.6544]
-    records = [record("bert-tiny-scratch", "glue/rte", seed, {"validation": {"accuracy": a, "loss": x}},
-                      task_cfg=cfg) for seed, (a, x) in enumerate(zip(accs, losses, strict=True))]
+    records = [
+        record(
+            "bert-tiny-scratch",
+            "glue/rte",
+            seed,
+            {"validation": {"accuracy": a, "loss": x}},
+            task_cfg=cfg,
+        )
+        for seed, (a, x) in enumerate(zip(accs, losses, strict=True))
+    ]
     table = build_table(records, "glue")
     text = render_markdown(table)
     header, row = markdown_table(text)
@@ -389,8 +424,10 @@ def test_pretrain_board_shows_losses_as_they_are_and_has_no_score():
 
 
 def test_a_label_two_tasks_share_is_tagged_with_its_task():
-    records = [pretrain_record("bert-tiny-scratch", 0, 3.0),
-               pretrain_record("bert-tiny-scratch", 0, 4.0, task="pretrain/wikitext", split="validation")]
+    records = [
+        pretrain_record("bert-tiny-scratch", 0, 3.0),
+        pretrain_record("bert-tiny-scratch", 0, 4.0, task="pretrain/wikitext", split="validation"),
+    ]
     table = build_table(records, "pretrain")
     # wikitext is first in the board's task_order
     assert table.labels[:2] == ["MLM loss [pretrain/wikitext]", "perplexity [pretrain/wikitext]"]
@@ -524,7 +561,9 @@ def test_bad_board_configs_are_named(config, fragment):
 
 def test_a_bad_column_in_a_record_is_listed_with_its_task_not_a_crash():
     cfg = task_config("glue/rte", [{"label": "RTE (acc)"}])  # no value
-    bad = record("bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, task_cfg=cfg)
+    bad = record(
+        "bert-tiny-scratch", "glue/rte", 0, {"validation": {"accuracy": 0.5}}, task_cfg=cfg
+    )
     table = build_table([bad], "glue")
     assert table.rows == []
     (unused,) = table.unused

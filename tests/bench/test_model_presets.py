@@ -33,7 +33,10 @@ def test_the_command_line_wins():
     cfg = composed("model=bert-base-scratch", "task=pretrain/wikipedia", "task.lr=3e-4",
                    "task.batch_size=64")
     assert (cfg.optim.lr, cfg.task.batch_size) == (3e-4, 64)
-    assert composed("model=bert-base-scratch", "task=pretrain/wikipedia", "optim.lr=2e-4").optim.lr == 2e-4
+    assert (
+        composed("model=bert-base-scratch", "task=pretrain/wikipedia", "optim.lr=2e-4").optim.lr
+        == 2e-4
+    )
 
 
 def test_every_scratch_preset_names_its_pretraining_rates():

@@ -78,8 +78,11 @@ def test_closed_book_bart_and_the_board(mirror, results):
     header, _, *lines = [line for line in done.out.splitlines() if line.startswith("|")]
     assert "open_qa/squad_open EM" in header and "open_qa/squad_open R@20" in header
     labels = sorted(line.split("|")[1].strip() for line in lines)
-    assert labels == ["bart-tiny-scratch (auto, dense, Flat)", "bert-tiny-scratch (auto, bm25, bm25s lucene)",
-                      "bert-tiny-scratch (auto, dense, Flat)"]
+    assert labels == [
+        "bart-tiny-scratch (auto, dense, Flat)",
+        "bert-tiny-scratch (auto, bm25, bm25s lucene)",
+        "bert-tiny-scratch (auto, dense, Flat)",
+    ]
 
 
 def test_dpr_bi_encoder_trains_and_serves_open_qa(mirror, results):

@@ -19,7 +19,7 @@ from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
 from lit_models.core.hf import hf_state_dict
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 
 transformers = require("transformers")
 
@@ -42,7 +42,7 @@ def args(**changes) -> argparse.Namespace:
 
 
 def arch_config(name: str):
-    return arch_and_config(model_config([f"model={name}-tiny"]))
+    return arch_and_config(model_config([f"model={tiny_preset_name(name)}"]))
 
 
 #: the suite measures BERT end to end; every architecture with -m benchmark (the workloads of
@@ -53,7 +53,7 @@ MEASURED = [name if name == "bert" else pytest.param(name, marks=pytest.mark.ben
 
 @pytest.mark.parametrize("name", MEASURED)
 def test_every_architecture_is_measured_against_transformers(name):
-    report = measure(args(), [f"model={name}-tiny"])
+    report = measure(args(), [f"model={tiny_preset_name(name)}"])
     assert sorted([w["step"] for w in report["workloads"]] + report["skipped"]) == sorted(STEPS)
     assert report["skipped"] == SKIPPED[name]
     for workload in report["workloads"]:
@@ -209,7 +209,21 @@ def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
     [workload] = report["workloads"]
     for r in workload["results"].values():
         assert r["mfu"] == pytest.approx(r["tflops_per_s"] * 1e12 / peak)
-    done = plmbench("perf", "--precision", "bf16-mixed", "--steps", "inference", "--repeats", "1",
-                    "--warmup", "0", "--batch-size", "2", "--seq-len", "16", "model=bert-tiny-scratch")
+    done = plmbench(
+        "perf",
+        "--precision",
+        "bf16-mixed",
+        "--steps",
+        "inference",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--batch-size",
+        "2",
+        "--seq-len",
+        "16",
+        "model=bert-tiny-scratch",
+    )
     assert done.rc == 0, done.err
     assert "bf16-mixed; MFU against" in done.out and "measured bf16 matmul peak" in done.out

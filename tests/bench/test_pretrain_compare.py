@@ -16,7 +16,7 @@ from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")
 ABLATIONS = {"bert-tiny-scratch/dynamic", "bert-tiny-scratch/dynamic-no-nsp"}
-ROWS = {f"{arch}-tiny" for arch in ARCHS} | ABLATIONS
+ROWS = {f"{arch}-tiny-scratch" for arch in ARCHS} | ABLATIONS
 #: each row's recipe as the boards show it: the presets' papers, the ablations' one change each
 RECIPES = {
     "bert-tiny-scratch": "mlm_nsp: NSP, static x10 tokens, 64 tok (pairs)",

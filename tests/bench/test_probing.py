@@ -23,7 +23,8 @@ RUN = ["run", "task=probing/ner", "init_from=scratch", f"task.max_train_samples=
 
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory):
-    """Records of bert-tiny-scratch (2 layers) and distilbert-tiny-scratch (1 layer), in one results directory."""
+    """Records of bert-tiny-scratch (2 layers) and distilbert-tiny-scratch (1 layer), in one results
+    directory."""
     result, results = plmbench_on_mirror(tmp_path_factory, "ncbi_disease", *RUN,
                                          "model=bert-tiny-scratch")
     assert result.rc == 0, result.err[-3000:]

@@ -31,7 +31,7 @@ from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_h
 from lit_models.families.open_qa.family import OpenQA
 from lit_models.families.tagging import LitTagger
 from tests import hub_fixtures
-from tests.conftest import MIRROR_CANDIDATES, require
+from tests.conftest import MIRROR_CANDIDATES, require, tiny_preset_name
 
 TASKS = sorted(
     str(path.relative_to(CONF_DIR / "task").with_suffix(""))
@@ -69,7 +69,7 @@ def compose_run(arch: str, task: str, *overrides: str):
     if task.startswith(TARGETED) and not any(o.startswith("init_from=") for o in overrides):
         overrides = ("task.target=glue/rte", *overrides)  # no fine-tuned run named: its task
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[f"model={arch}-tiny", f"task={task}", *TINY,
+        cfg = compose("config", overrides=[f"model={tiny_preset_name(arch)}", f"task={task}", *TINY,
                                            *overrides])
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
@@ -214,7 +214,7 @@ def smoke_env(mirror_with_stand_ins, tmp_path_factory):
 
 def test_every_registered_architecture_has_a_tiny_preset():
     presets = {path.stem for path in (CONF_DIR / "model").glob("*.yaml")}
-    assert {f"{arch}-tiny" for arch in [*ARCHS, *BASELINES]} <= presets
+    assert {tiny_preset_name(arch) for arch in [*ARCHS, *BASELINES]} <= presets
 
 
 def expected_metrics(cfg, arch: str, split: str) -> set[str]:

@@ -136,8 +136,15 @@ def test_a_new_glue_style_task_yaml_reaches_the_leaderboard(env, tmp_path):
 
 
 def test_nsp_with_an_architecture_without_its_head_is_one_line(env):
-    result = plmbench("run", "model=roberta-tiny-scratch", "task=pretrain/wikitext", "objective=mlm_nsp",
-                      "task.splits.train=test", "task.max_train_samples=4", f"results_dir={env}")
+    result = plmbench(
+        "run",
+        "model=roberta-tiny-scratch",
+        "task=pretrain/wikitext",
+        "objective=mlm_nsp",
+        "task.splits.train=test",
+        "task.max_train_samples=4",
+        f"results_dir={env}",
+    )
     assert result.rc == 2
     (line,) = [line for line in result.err_lines if line.startswith("error:")]
     assert "next-sentence-prediction head" in line and "leave objective= out" in line

@@ -99,8 +99,9 @@ def test_a_run_predicts_its_test_split_whole_and_submits_it(mirror, tmp_path):
 
 @functools.cache
 def composed_task(task: str) -> dict:
-    return OmegaConf.to_container(compose_config([f"task={task}", "model=bert-tiny-scratch"], "").task,
-                                  resolve=True)
+    return OmegaConf.to_container(
+        compose_config([f"task={task}", "model=bert-tiny-scratch"], "").task, resolve=True
+    )
 
 
 def fake_run(results: Path, task: str, seed: int, predictions: dict[str, list[str]],
@@ -120,10 +121,21 @@ def fake_run(results: Path, task: str, seed: int, predictions: dict[str, list[st
         metrics = {"validation": dict.fromkeys(task_config["metrics"], dev),
                    "validation_matched": {"accuracy": dev},
                    "validation_mismatched": {"accuracy": dev}}
-    write_record(where, {
-        "status": "ok", "label": "bert-tiny-scratch", "model": "bert-tiny-scratch", "task": task, "seed": seed,
-        "board": "glue", "run_dir": str(where), "predictions": files, "metrics": metrics,
-        "config": {"task": task_config, "init_from": init_from}})
+    write_record(
+        where,
+        {
+            "status": "ok",
+            "label": "bert-tiny-scratch",
+            "model": "bert-tiny-scratch",
+            "task": task,
+            "seed": seed,
+            "board": "glue",
+            "run_dir": str(where),
+            "predictions": files,
+            "metrics": metrics,
+            "config": {"task": task_config, "init_from": init_from},
+        },
+    )
     return where
 
 

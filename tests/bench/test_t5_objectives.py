@@ -1,6 +1,6 @@
 """T5's objective study end to end at tiny size (conf/experiment/t5_objectives_tiny.yaml): one
-command pretrains t5-tiny-scratch under each of the seven objective modes with one vocabulary and one
-budget, fine-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's
+command pretrains t5-tiny-scratch under each of the seven objective modes with one vocabulary and
+one budget, fine-tunes every checkpoint on RTE, AESLC and WMT'16 En-Ro (a fixture in the hub's
 schema), and leaves a row per objective on the t5_objectives board with its GLUE score, ROUGE,
 BLEU and pretraining cost copied from the pretraining run it started from."""
 

@@ -2,9 +2,9 @@
 ``torch.compile``, and that a run applies them to whatever task it runs.
 
 Then every preset a user picks, end to end on CPU with only what a CPU cannot do mapped away: the
-smoke study (conf/experiment/smoke.yaml: bert-tiny-scratch pretrained with MLM alone and fine-tuned on RTE
-from that checkpoint, a SQuAD reader, a BART summariser evaluated on generated text, an open-QA
-reader over a FAISS index of MiniLM vectors) under
+smoke study (conf/experiment/smoke.yaml: bert-tiny-scratch pretrained with MLM alone and fine-tuned
+on RTE from that checkpoint, a SQuAD reader, a BART summariser evaluated on generated text, an
+open-QA reader over a FAISS index of MiniLM vectors) under
 
 - ``trainer=cpu``, as it is;
 - ``trainer=gpu`` with ``trainer.accelerator=cpu``: bf16-mixed autocast on CPU, the global-norm

@@ -36,7 +36,7 @@ from lit_models.archs import Arch, Model
 from lit_models.core.build import net_config
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.core.hf import from_hf, load_head, to_hf
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT, TOLERANCE, randomize_
 
 BATCH, LENGTH = 2, 12
@@ -49,8 +49,8 @@ def vocabulary(spec: TokenizerSpec) -> TextTokenizer:
 
 
 def tiny_preset(arch: Arch):
-    """The architecture's tiny preset (``conf/model/<arch>-tiny.yaml``)."""
-    return OmegaConf.load(CONF_DIR / "model" / f"{arch.name}-tiny.yaml")
+    """The architecture's tiny preset (``conf/model/<arch>-tiny-scratch.yaml``)."""
+    return OmegaConf.load(CONF_DIR / "model" / f"{tiny_preset_name(arch.name)}.yaml")
 
 
 def transformers_class(arch: Arch, role: str):

@@ -12,6 +12,7 @@ from datamodules.collate import encoder_inputs
 from datamodules.packing import collate_packed, pack_examples
 from lit_models.archs import ARCHS, get_arch
 from lit_models.core.build import net_config
+from tests.conftest import tiny_preset_name
 from tests.nets.parity import TOLERANCE, randomize_
 
 VOCAB = 120
@@ -24,7 +25,8 @@ PACKABLE = sorted(name for name, arch in ARCHS.items()
 
 def pretraining_net(name: str, **changes):
     arch = get_arch(name)
-    preset = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{name}-tiny.yaml"))
+    path = CONF_DIR / "model" / f"{tiny_preset_name(name)}.yaml"
+    preset = OmegaConf.to_container(OmegaConf.load(path))
     roles = {role: i for i, (role, _) in enumerate(arch.tokenizer.tokens)}
     config = net_config(arch, {**preset, **changes}, VOCAB, roles["pad"])
     return randomize_(arch.pretraining(config)), roles, config

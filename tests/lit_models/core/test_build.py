@@ -12,7 +12,7 @@ from datamodules.init_from import InitFrom
 from lit_models.archs import Model, get_arch
 from lit_models.core.build import build_net
 from lit_models.core.hf import from_hf, to_hf
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT
 
 transformers = require("transformers")
@@ -22,7 +22,8 @@ SCRATCH = InitFrom.parse("scratch")
 
 
 def tiny(arch: str, **overrides) -> dict:
-    preset = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{arch}-tiny.yaml"))
+    path = CONF_DIR / "model" / f"{tiny_preset_name(arch)}.yaml"
+    preset = OmegaConf.to_container(OmegaConf.load(path))
     return {**preset, "vocab_size": 300, **overrides}
 
 

@@ -24,9 +24,20 @@ from tests.conftest import require
 
 transformers = require("transformers")
 
-PRESETS = ["bert-tiny-scratch", "roberta-tiny-scratch", "albert-tiny-scratch", "distilbert-tiny-scratch", "electra-tiny-scratch",
-           "spanbert-tiny-scratch", "deberta-tiny-scratch", "xlnet-tiny-scratch", "longformer-tiny-scratch", "gpt2-tiny-scratch",
-           "t5-tiny-scratch", "bart-tiny-scratch"]
+PRESETS = [
+    "bert-tiny-scratch",
+    "roberta-tiny-scratch",
+    "albert-tiny-scratch",
+    "distilbert-tiny-scratch",
+    "electra-tiny-scratch",
+    "spanbert-tiny-scratch",
+    "deberta-tiny-scratch",
+    "xlnet-tiny-scratch",
+    "longformer-tiny-scratch",
+    "gpt2-tiny-scratch",
+    "t5-tiny-scratch",
+    "bart-tiny-scratch",
+]
 TAGS = ["O", "B-Disease", "I-Disease"]
 
 

@@ -24,7 +24,7 @@ from datamodules.collate import pad_collate
 from lit_models.archs import get_arch
 from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, hf_checkpoint
-from tests.conftest import REPO, require
+from tests.conftest import REPO, require, tiny_preset_name
 
 spm = require("sentencepiece")
 transformers = require("transformers")
@@ -42,7 +42,8 @@ def write_checkpoint(directory: Path, arch_name: str, vocab_size: int, **ids) ->
     from omegaconf import OmegaConf
 
     arch = get_arch(arch_name)
-    preset = OmegaConf.to_container(OmegaConf.load(REPO / "conf/model" / f"{arch_name}-tiny.yaml"))
+    path = REPO / "conf/model" / f"{tiny_preset_name(arch_name)}.yaml"
+    preset = OmegaConf.to_container(OmegaConf.load(path))
     pad = ids.get("pad_token_id")
     config = net_config(arch, preset, vocab_size, pad if pad is not None else 0)
     for key, value in ids.items():
@@ -139,8 +140,9 @@ def test_gpt2_as_published_loads_and_pads_with_its_end_of_text_token(gpt2_dir):
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor]:
-    """As the published t5-small-scratch: spiece.model (pad 0, </s> 1, <unk> 2) and the model; the 100
-    sentinels are no pieces: transformers numbers them after the vocabulary, <extra_id_0> last."""
+    """As the published google-t5/t5-small: spiece.model (pad 0, </s> 1, <unk> 2) and the model;
+    the 100 sentinels are no pieces: transformers numbers them after the vocabulary,
+    <extra_id_0> last."""
     directory = tmp_path_factory.mktemp("t5")
     sp = train_spm(directory / "spiece.model", pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
     write_checkpoint(directory, "t5", sp.get_piece_size() + 100, pad_token_id=0,

@@ -18,7 +18,7 @@ from lit_models.archs import ARCHS, Model, get_arch
 from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, has_task_head, load_head, task_head_names, to_hf
 from lit_models.families.multiple_choice import LitMultipleChoice, multiple_choice_head
-from tests.conftest import require
+from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT, TOLERANCE, randomize_
 
 EXPORTED = sorted(name for name, arch in ARCHS.items() if "multiple_choice" in arch.hf.classes)
@@ -28,7 +28,8 @@ B, C = 2, 3
 def tiny_model(arch_name: str):
     """Our tiny encoder of the architecture, its multiple-choice head and a tokenizer."""
     arch = get_arch(arch_name)
-    preset = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{arch_name}-tiny.yaml"))
+    path = CONF_DIR / "model" / f"{tiny_preset_name(arch_name)}.yaml"
+    preset = OmegaConf.to_container(OmegaConf.load(path))
     tokenizer = train_tokenizer(arch.tokenizer, TEXT, vocab_size=200, lowercase=False)
     config = net_config(arch, preset, tokenizer.vocab_size, tokenizer.special.pad)
     net = arch.encoder(config)

@@ -173,9 +173,16 @@ def test_board_rows_match_scikit_learn_and_are_cached(mirror, monkeypatch):
 def test_a_run_reports_to_the_spoilers_board_beside_both_rows(mirror, tmp_path, monkeypatch):
     monkeypatch.setenv("PLMBENCH_DATA", str(mirror))
     results = tmp_path / "results"
-    run = plmbench("run", "model=bert-tiny-scratch", "task=spoilers/goodreads", "trainer.max_steps=1",
-                   "task.max_eval_samples=null", "task.tfidf.min_df=1",
-                   f"results_dir={results}", "trainer.enable_progress_bar=false")
+    run = plmbench(
+        "run",
+        "model=bert-tiny-scratch",
+        "task=spoilers/goodreads",
+        "trainer.max_steps=1",
+        "task.max_eval_samples=null",
+        "task.tfidf.min_df=1",
+        f"results_dir={results}",
+        "trainer.enable_progress_bar=false",
+    )
     assert run.rc == 0, run.err
     board = plmbench("leaderboard", str(results), "--board", "spoilers", "--format", "json")
     labels = {row["label"] for row in json.loads(board.out)["rows"]}
