@@ -81,8 +81,10 @@ class InitFrom:
         if self.scratch or self.hub_id is not None:
             return
         directory = self.directory(setting)
-        if self.kind == "hf" or directory.name == EXPORT_DIR:
-            check_hf_directory(directory, (CONFIG_FILES, WEIGHT_FILES))
+        if self.kind == "hf" or directory.name == EXPORT_DIR:  # no config.json: name all it lacks
+            missing_config = not (directory / CONFIG_FILES[0]).is_file()
+            check_hf_directory(directory, EVERY_FILE if missing_config
+                               else (CONFIG_FILES, WEIGHT_FILES))
 
     def identity(self, setting: str = "init_from") -> dict | None:
         """What a run's record keeps of the checkpoint (``record["checkpoint"]``): a hub id's id,

@@ -164,7 +164,7 @@ def test_reference_rows_are_a_table_of_their_own_and_marked_points(page, tmp_pat
     path.write_text(render_html(table), encoding="utf-8")
     page.goto(path.as_uri())
     assert page.locator("#board tbody tr").count() == 1  # never among the measured rows
-    assert page.locator("#references tbody tr").count() == len(table.references) == 6
+    assert page.locator("#references tbody tr").count() == len(table.references) == 8
     # every reference row with an RTE accuracy is a diamond on the RTE forest plot
     diamonds = page.locator("svg.forest polygon.reference")
     assert diamonds.count() == sum("RTE (acc)" in r.values for r in table.references)

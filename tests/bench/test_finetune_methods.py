@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench.board_config import Board
+from bench.claims import HEADER
 from bench.leaderboard import Cell, build_table
 from bench.records import iter_records
 from tests.bench.invoke import plmbench, plmbench_on_mirror
@@ -127,10 +128,11 @@ def test_the_feature_based_claim_compares_frozen_features_with_fine_tuning(tmp_p
             for label in ("bert-tiny-scratch/full", "bert-tiny-scratch/frozen-sum"))
     (row,) = [line for line in (results / "claims.md").read_text().splitlines()
               if line.startswith("| feature_based")]
-    cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells[2].startswith("Devlin et al. 2019 (BERT), §5.3, Table 7")
-    assert cells[5].startswith(f"{b.score - a.score:+.2f} [")
-    assert cells[6] in ("supported", "contradicted", "inconclusive")
+    cells = dict(zip(HEADER, (c.strip() for c in row.split("|")[1:-1]), strict=True))
+    assert cells["paper"].startswith("Devlin et al. 2019 (BERT), §5.3, Table 7")
+    assert cells["test"] == "B not worse than A by more than 1 point"  # the claim's margin
+    assert cells["effect B - A [95% CI]"].startswith(f"{b.score - a.score:+.2f} [")
+    assert cells["verdict"] in ("supported", "contradicted", "inconclusive", "no evidence")
 
 
 def test_a_method_whose_weights_transformers_cannot_hold_refuses_save_model(tmp_path_factory):

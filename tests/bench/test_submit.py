@@ -88,12 +88,12 @@ def test_a_run_predicts_its_test_split_whole_and_submits_it(mirror, tmp_path):
     done = plmbench("submit", "glue", str(results), "--allow-missing")
     assert done.rc == 0, done.err
     assert "10 of 11 files missing" in done.err
-    written = results / "submissions/glue-bert-tiny.zip"
+    written = results / "submissions/glue-bert-tiny-scratch.zip"
     files = read_zip(written)
     assert list(files) == ["WNLI.tsv"]
     check_format(files)
     assert [row[1] for row in files["WNLI.tsv"][1:]] == [r["prediction"] for r in rows]
-    sources = json.loads((written.parent / "glue-bert-tiny.zip.sources.json").read_text())
+    sources = json.loads((written.parent / "glue-bert-tiny-scratch.zip.sources.json").read_text())
     assert sources["files"]["WNLI.tsv"]["run_dir"] == str(where)
 
 

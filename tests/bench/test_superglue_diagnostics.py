@@ -96,7 +96,7 @@ def test_an_rte_model_predicts_the_diagnostics_and_submits_them(mirror, tmp_path
     # the submission: SuperGLUE's file names, one {"idx", "label"} a line, every row once
     submitted = plmbench("submit", "superglue", str(results))
     assert submitted.rc == 0, submitted.err
-    with zipfile.ZipFile(results / "submissions/superglue-bert-tiny.zip") as zf:
+    with zipfile.ZipFile(results / "submissions/superglue-bert-tiny-scratch.zip") as zf:
         assert sorted(zf.namelist()) == ["AX-b.jsonl", "AX-g.jsonl"]
         for name, rows in (("AX-b.jsonl", axb), ("AX-g.jsonl", axg)):
             lines = [json.loads(line) for line in zf.read(name).decode().splitlines()]

@@ -27,9 +27,33 @@ from tests.conftest import REPO
 TINY = ["model=bert-tiny-scratch", "task.max_train_samples=32", "task.max_eval_samples=16",
         "trainer.max_steps=2", "trainer.enable_progress_bar=false",
         "+trainer.num_sanity_val_steps=0"]
-# 6 tasks x 2 seeds; GLUE QNLI has no training split in the offline mirror: its 2 points fail
-SWEEP = ["run", "-m", *TINY, "task=glue/rte,glue/sst2,glue/mrpc,glue/cola,glue/wnli,glue/qnli",
+# 6 tasks x 2 seeds; STS-B's training file is made unreadable (broken_mirror): its 2 points
+# pass the config check (the file is there) and fail on their input when they run
+SWEEP = ["run", "-m", *TINY, "task=glue/rte,glue/sst2,glue/mrpc,glue/cola,glue/wnli,glue/stsb",
          "seed=0,1"]
+
+
+@pytest.fixture
+def broken_mirror(mirror, tmp_path, monkeypatch) -> Path:
+    """The real mirror linked in, but for glue/stsb's train.parquet: bytes no reader takes."""
+    root = tmp_path / "mirror"
+    for dataset in mirror.iterdir():
+        if dataset.is_dir() and dataset.name != "glue":
+            (root / dataset.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / dataset.name).symlink_to(dataset, target_is_directory=True)
+    for config in (mirror / "glue").iterdir():
+        if config.name != "stsb":
+            (root / "glue" / config.name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "glue" / config.name).symlink_to(config, target_is_directory=True)
+    stsb = root / "glue" / "stsb"
+    stsb.mkdir(parents=True)
+    for split in (mirror / "glue" / "stsb").glob("*.parquet"):
+        if split.name == "train.parquet":
+            (stsb / split.name).write_bytes(b"not parquet" * 50)
+        else:
+            (stsb / split.name).symlink_to(split)
+    monkeypatch.setenv("PLMBENCH_DATA", str(root))
+    return root
 
 
 def composed(*overrides: str):
@@ -95,7 +119,8 @@ def run_ids(root: Path) -> dict[str, str]:
     return {str(p): json.loads(p.read_text())["run_id"] for p in records_under(root)}
 
 
-def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirror, tmp_path):
+def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(broken_mirror,
+                                                                           tmp_path):
     results = tmp_path / "results"
     args = [*SWEEP, f"results_dir={results}"]
     sweep = subprocess.Popen([sys.executable, "-m", "bench.cli", *args], cwd=REPO,
@@ -111,8 +136,8 @@ def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirr
     assert 3 <= len(records_under(results)) < 12  # interrupted part-way
     first = run_ids(results)
     resumed = plmbench(*args)
-    assert resumed.rc == 2  # the two failures are bad input (missing data), one line each
-    assert sum("glue/qnli" in line for line in resumed.err_lines if "error:" in line) == 2
+    assert resumed.rc == 2  # the two failures are bad input (an unreadable file), one line each
+    assert sum("glue/stsb" in line for line in resumed.err_lines if "error:" in line) == 2
     after = run_ids(results)
     assert len(after) == 12 and all(after[p] == first[p] for p in first)
     records = [json.loads(Path(p).read_text()) for p in after]
@@ -127,20 +152,20 @@ def test_an_interrupted_sweep_resumes_lists_its_failures_and_reruns_nothing(mirr
              if not label.startswith(("parameters", "trained parameters", "pretraining"))}
     assert {c["n"] for c in cells.values()} == {2} and len(cells) == 6
     assert {c["n"] for label, c in row["cells"].items() if label not in cells} == {10}
-    assert [(f["task"], f["seed"]) for f in board["failures"]] == [("glue/qnli", 0),
-                                                                     ("glue/qnli", 1)]
+    assert [(f["task"], f["seed"]) for f in board["failures"]] == [("glue/stsb", 0),
+                                                                     ("glue/stsb", 1)]
     markdown = plmbench("leaderboard", str(results)).out
     assert "Failed runs (2)" in markdown and "baseline (no training) †" in markdown
 
-    # the ok points are skipped; the two that failed on their input (QNLI's missing training
-    # split) are tried again, as a fixed input would be, and fail the same way
+    # the ok points are skipped; the two that failed on their input (STS-B's unreadable
+    # training file) are tried again, as a fixed input would be, and fail the same way
     again = plmbench(*args)
     retried = {p for p, run_id in run_ids(results).items() if run_id != after[p]}
-    assert again.rc == 2 and len(retried) == 2 and all("qnli" in p for p in retried)
+    assert again.rc == 2 and len(retried) == 2 and all("stsb" in p for p in retried)
     after = run_ids(results)
     failed_only = plmbench(*args[:1], "--rerun-failed", *args[1:])
     changed = {p for p, run_id in run_ids(results).items() if run_id != after[p]}
-    assert failed_only.rc == 2 and len(changed) == 2 and all("qnli" in p for p in changed)
+    assert failed_only.rc == 2 and len(changed) == 2 and all("stsb" in p for p in changed)
 
     # `plmbench rerun` repeats one record's configuration exactly, replacing its record
     ok = next(r for r in records if r["status"] == "ok")
@@ -187,3 +212,15 @@ def _clean():
     reset_cli_state()
     yield
     reset_cli_state()
+
+
+def test_a_sweep_with_a_point_whose_data_is_missing_runs_nothing(mirror, tmp_path):
+    """Every point is checked before the first runs: QNLI's training split, which the offline
+    mirror lacks, stops the sweep in one line with nothing written (not ten runs and two
+    failed records)."""
+    results = tmp_path / "results"
+    result = plmbench("run", "-m", *TINY, "task=glue/rte,glue/qnli", f"results_dir={results}")
+    assert result.rc == 2
+    assert [line for line in result.err_lines if line.startswith("error:")] == [
+        result.err_lines[-1]] and "glue/qnli split train not found" in result.err_lines[-1]
+    assert records_under(results) == []

@@ -41,9 +41,9 @@ def test_bert_base_pretraining_beats_transformers_at_half_the_peak():
 
 
 def base_preset(name: str) -> str:
-    """The architecture's BERT-base-sized preset (GPT-2's is called small)."""
-    return next(f"{name}-{size}" for size in ("base", "small")
-                if (CONF_DIR / "model" / f"{name}-{size}.yaml").is_file())
+    """The architecture's BERT-base-sized from-scratch preset (GPT-2's is called small)."""
+    return next(f"{name}-{size}-scratch" for size in ("base", "small")
+                if (CONF_DIR / "model" / f"{name}-{size}-scratch.yaml").is_file())
 
 
 @pytest.mark.parametrize("preset", sorted(base_preset(name) for name in ARCHS))
