@@ -37,6 +37,7 @@ measurement needs them), so help and the boards answer in a fraction of a second
 """
 
 import argparse
+import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -110,18 +111,36 @@ def cmd_run(args: list[str]) -> int:
     # every configuration composes and passes its checks before the first one runs, and before
     # Lightning and torch load (seconds of CPU), so a config error comes at once
     configs = list(command_configs(args))
-    for directory in sorted({str(cfg.results_dir) for _, cfg in configs}):
-        check_writable(Path(directory))
+    directories = [Path(d) for d in sorted({str(cfg.results_dir) for _, cfg in configs})]
+    for directory in directories:
+        check_writable(directory)
     from bench import run
 
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
-    run.main()
+    fresh = [top for top in map(first_missing, directories) if top is not None]
+    try:
+        run.main()
+    finally:  # Hydra makes results_dir at start: a command that wrote nothing leaves none behind
+        for top in fresh:
+            if top.is_dir() and not any(path.is_file() for path in top.rglob("*")):
+                shutil.rmtree(top)
     for line, _ in run.FAILURES:
         print(f"error: {line}", file=sys.stderr)
     if not run.FAILURES:
         return 0
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
+
+
+def first_missing(directory: Path) -> Path | None:
+    """The outermost directory on ``directory``'s path that does not exist yet (None: it exists),
+    what making it would create."""
+    missing = None
+    for path in [directory, *directory.parents]:
+        if path.exists():
+            return missing
+        missing = path
+    return missing
 
 
 def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:

@@ -9,6 +9,7 @@ computes the config hash that says "same experiment" across checkouts and seeds.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.metadata
 import json
@@ -206,10 +207,16 @@ def software_versions() -> dict:
 
 
 def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``."""
+    """Fail before anything is written if runs could not leave their records in ``directory``:
+    its nearest existing ancestor (itself, once it exists) must be a directory that takes a
+    file. Nothing is created, so a command refused later leaves no empty results directory."""
+    existing = Path(os.path.abspath(directory))
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=directory):
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as err:
         raise PlmbenchError(
