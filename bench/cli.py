@@ -25,6 +25,7 @@
     plmbench docs [--write] [FILE ...]     the boards in README.md and docs/ rendered again from
                                            their committed records (exit 1: some differ)
     plmbench data list                     what the local mirror ($PLMBENCH_DATA) holds
+    plmbench data verify                   every file against the mirror's manifest.json
     plmbench data mirror DATASET [CONFIG] [--hub-id ID]
                                            write the mirror from the hub (needs internet); a
                                            file-published dataset (goodreads_spoilers) from its file
@@ -242,6 +243,8 @@ def cmd_data(args: argparse.Namespace) -> int:
         for path in mirror_dataset(args.dataset, args.config, args.hub_id):
             print(path)
         return 0
+    if args.data_cmd == "verify":
+        return verify_data(mirror_root())
     entries = list_mirror()
     if not entries:
         print(f"no datasets under {mirror_root()}: point PLMBENCH_DATA at a mirror, or fill one "
@@ -252,6 +255,22 @@ def cmd_data(args: argparse.Namespace) -> int:
     print(f"mirror: {mirror_root()}")
     print(aligned(["dataset", "config", "split", "rows", "MB"], rows, numeric={3, 4}))
     return 0
+
+
+def verify_data(root: Path) -> int:
+    """``plmbench data verify``: 0 when every file matches the mirror's manifest, else 1."""
+    from datamodules.mirror_manifest import MANIFEST, verify_mirror
+
+    listed, differing = verify_mirror(root)
+    print(f"mirror: {root}")
+    if not differing:
+        print(f"all {listed} files match {MANIFEST}")
+        return 0
+    print(aligned(["file", "problem", "detail"],
+                  [[d.file, d.problem, d.detail] for d in differing], numeric=set()))
+    print(f"{len(differing)} file(s) differ from {MANIFEST} ({listed} listed): restore them from "
+          f"the sources {MANIFEST} names, or mirror them again")
+    return 1
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -390,6 +409,8 @@ def parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help="the local data mirror")
     data_sub = data.add_subparsers(dest="data_cmd", required=True)
     data_sub.add_parser("list", help="datasets, configs and splits the mirror holds")
+    data_sub.add_parser("verify", help="check every file against the mirror's manifest.json "
+                        "(sha256); exit 1 naming each file missing, altered or unlisted")
     mirror = data_sub.add_parser("mirror", help="download a dataset from the hub into the mirror")
     mirror.add_argument("dataset", help="hub dataset id, e.g. glue")
     mirror.add_argument("config", nargs="?", help="dataset config, e.g. mnli")
