@@ -291,10 +291,12 @@ VERDICT_COLUMN = HEADER.index("verdict") + 1
 
 def _legend(results: Sequence[Result], correction: str) -> str:
     tested = sum(r.p is not None for r in results)
+    adjusted = {0: "no claim was tested, so none is adjusted",
+                1: f"one claim tested, so {NAMES[correction]} leaves its p as it is"}.get(
+        tested, f"adjusted for the {tested} claims tested together by {NAMES[correction]}")
     return (f"Verdicts are at this scale (the budget, examples and seeds of this report; "
             f"bench/claims.py), read at α = {ALPHA:.2f} (two-sided) from each claim's p-value, "
-            f"adjusted for the {tested} claim{'s' * (tested != 1)} tested together by "
-            f"{NAMES[correction]}: supported or contradicted where the adjusted p is below α, "
+            f"{adjusted}: supported or contradicted where the adjusted p is below α, "
             "by the direction of B - A against the claim's null (0; -margin for a "
             "non-inferiority claim), inconclusive otherwise. No evidence: a row is not above "
             "its task's trivial baseline (the best constant predictor on the same examples) by "
@@ -360,10 +362,10 @@ def render_html(results: list[Result], title: str, unused: Sequence[Unused] = ()
             f"{details}</body></html>\n")
 
 
-def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 1000
-           ) -> list[Result]:
-    """Evaluate every claim of ``cfg`` on the records under ``results_dir``, adjusted for each
-    other by ``study.correction``; write claims.md and claims.html there."""
+def evaluate_all(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 1000
+                 ) -> tuple[list[Result], list[Unused], str]:
+    """Every claim of ``cfg`` evaluated on the records under ``results_dir``, adjusted for each
+    other by ``study.correction``: (results, records not used, the correction's name)."""
     correction = (cfg.get("study") or {}).get("correction") or DEFAULT
     adjust([], correction)  # an unknown correction: one line before any work
     records, unused = read_records(results_dir)
@@ -372,6 +374,13 @@ def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 
     results = [evaluate(claim_id, spec, records, resamples, aso_iterations, correction)
                for claim_id, spec in claims_of(cfg).items()]
     decide(results, correction)
+    return results, unused, correction
+
+
+def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 1000
+           ) -> list[Result]:
+    """``evaluate_all``, written to claims.md and claims.html under ``results_dir``."""
+    results, unused, correction = evaluate_all(cfg, results_dir, resamples, aso_iterations)
     title = f"Claims of the literature at this scale ({results_dir})"
     atomic_write_text(results_dir / "claims.md",
                       render_markdown(results, title, unused, correction))
@@ -379,8 +388,29 @@ def report(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: int = 
     return results
 
 
+#: ``plmbench claims --from-records ...``: report on the records already under results_dir, run
+#: nothing and write nothing (how the docs render a committed study's report)
+FROM_RECORDS = "--from-records"
+
+
 def cmd_claims(overrides: list[str]) -> int:
-    """``plmbench claims OVERRIDES``: run the claims' arms, then write and print the report."""
+    """``plmbench claims [--from-records] OVERRIDES``: run the claims' arms, then write and print
+    the report; with ``--from-records`` only print the report of the records there are."""
+    from_records = FROM_RECORDS in overrides
+    overrides = [o for o in overrides if o != FROM_RECORDS]
+    if from_records:
+        cfg = composed(overrides)
+        results_dir = Path(cfg.results_dir)
+        if not results_dir.is_dir():
+            raise PlmbenchError(f"{FROM_RECORDS}: no results directory {results_dir}; run "
+                                f"`plmbench claims {' '.join(overrides)}` first or fix "
+                                "results_dir")
+        results, unused, correction = evaluate_all(cfg, results_dir,
+                                                   cfg.study.get("resamples", 1000),
+                                                   cfg.study.get("aso_iterations", 1000))
+        title = f"Claims of the literature at this scale ({results_dir})"
+        print(render_markdown(results, title, unused, correction), end="")
+        return 0
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")
     claims = claims_of(composed(overrides))

@@ -29,8 +29,9 @@ from datamodules.files import atomic_write_text
 #: a rendered block: its command (after ``plmbench``) and the text between the markers
 BLOCK = re.compile(r"(<!-- plmbench (?P<command>[^\n]*?) -->\n)(?P<body>.*?)"
                    r"(<!-- end plmbench -->)", re.DOTALL)
-#: the commands a block may name: they read records and write nothing
-COMMANDS = ("leaderboard", "significance")
+#: the commands a block may name: they read records and write nothing (claims only with
+#: ``--from-records``)
+COMMANDS = ("leaderboard", "significance", "claims")
 
 
 def doc_files(root: Path) -> list[Path]:
@@ -42,9 +43,10 @@ def doc_files(root: Path) -> list[Path]:
 def render_command(command: str, main: Callable[[list[str]], int]) -> str:
     """What ``plmbench COMMAND`` prints (``main``: the CLI's entry point), run in-process."""
     argv = shlex.split(command)
-    if not argv or argv[0] not in COMMANDS:
-        raise PlmbenchError(f"<!-- plmbench {command} -->: a docs block renders one of "
-                            f"{', '.join(COMMANDS)}; fix the marker")
+    if not argv or argv[0] not in COMMANDS or (argv[0] == "claims"
+                                                  and "--from-records" not in argv):
+        raise PlmbenchError(f"<!-- plmbench {command} -->: a docs block renders "
+                            f"leaderboard, significance or claims --from-records; fix the marker")
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(argv)

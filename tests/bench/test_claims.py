@@ -16,7 +16,7 @@ from bench.leaderboard import build_table
 from bench.records import iter_records
 from bench.significance import find_row
 from bench.study import composed, needed, study_runs
-from tests.bench.invoke import plmbench_on_mirror
+from tests.bench.invoke import plmbench, plmbench_on_mirror
 
 CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,t5_objectives]"
 
@@ -100,6 +100,23 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     assert "| albert-base-scratch | 12M | 11.7M | yes |" in text
     page = (results / "claims.html").read_text()
     assert page.count("<tr class=") == 4 and "Liu et al. 2019 (RoBERTa)" in page
+
+
+def test_the_report_renders_again_from_the_records_alone(report, tmp_path, monkeypatch):
+    """``--from-records`` (how the docs render a committed study) prints the same report from
+    the records, with no data mirror, and runs and writes nothing."""
+    done, results = report
+    before = {path: path.stat().st_mtime_ns for path in results.rglob("*")}
+    monkeypatch.setenv("PLMBENCH_DATA", str(tmp_path))  # an empty mirror: no task data
+    again = plmbench("claims", "--from-records", "experiment=claims_tiny", CHOSEN,
+                     f"results_dir={results}")
+    assert again.rc == 0, again.err[-2000:]
+    assert again.out == (results / "claims.md").read_text()
+    assert {path: path.stat().st_mtime_ns for path in results.rglob("*")} == before
+    missing = plmbench("claims", "--from-records", "experiment=claims_tiny",
+                       f"results_dir={tmp_path / 'none'}")
+    assert missing.rc == 2 and "--from-records: no results directory" in missing.err
+    assert not (tmp_path / "none").exists()
 
 
 def test_the_parameter_count_is_the_albert_tests(report):

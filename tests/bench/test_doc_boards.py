@@ -25,8 +25,10 @@ def test_every_board_in_the_docs_is_what_its_committed_records_render(monkeypatc
     blocks = [m for path in files for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
     assert blocks, "README.md and docs/ show no rendered board"
     for match in blocks:  # each reads records that are committed, not a local results/ folder
-        where = match.group("command").split()[1]
-        assert where.startswith("docs/results/") and (REPO / where).is_dir(), match.group(0)
+        where = [word.removeprefix("results_dir=") for word in match.group("command").split()
+                 if "docs/results/" in word]
+        assert len(where) == 1 and where[0].startswith("docs/results/"), match.group(0)
+        assert (REPO / where[0]).is_dir(), match.group(0)
     assert check(files, cli.main) == []
 
 
@@ -55,11 +57,15 @@ def test_a_stale_board_is_listed_and_written_in_place(tmp_path, monkeypatch, cap
     assert plmbench("docs", str(doc)).rc == 0  # rendered: nothing differs any more
 
 
-def test_a_block_naming_a_command_that_writes_is_refused(tmp_path):
+@pytest.mark.parametrize("command", ["run model=bert-tiny-scratch",
+                                     "claims experiment=claims_tiny"])  # runs the arms
+def test_a_block_naming_a_command_that_writes_is_refused(tmp_path, command):
     doc = tmp_path / "page.md"
-    doc.write_text("<!-- plmbench run model=bert-tiny-scratch -->\nx\n<!-- end plmbench -->\n")
-    with pytest.raises(PlmbenchError, match="renders one of leaderboard"):
+    doc.write_text(f"<!-- plmbench {command} -->\nx\n<!-- end plmbench -->\n")
+    with pytest.raises(PlmbenchError, match="renders leaderboard, significance or claims "
+                                            "--from-records"):
         check([doc], cli.main)
+    assert not (tmp_path / "results").exists()
 
 
 def test_a_block_over_missing_records_names_its_command(tmp_path):

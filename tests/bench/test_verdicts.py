@@ -241,7 +241,7 @@ def test_claims_over_constant_predictors_are_no_evidence(tmp_path):
     assert float(masking[8]) > 0 and masking[7] != "–"  # its MDE and its (adjusted) p
     assert "learned-a: +" in text and "above it" in text
     assert rows["rtd_vs_mlm"][9] == "not run"
-    assert "adjusted for the 1 claim tested together by Holm" in text
+    assert "one claim tested, so Holm leaves its p as it is" in text
     assert 'class="no-evidence"' in (tmp_path / "claims.html").read_text()
 
 
