@@ -134,13 +134,22 @@ class Board:
     #: page, as one curve per row over the number (the probing board's accuracy by layer); ""
     #: draws none
     curves: str = ""
+    #: the board the records it shows were written for, where it is a second view of another
+    #: board's records (the head-pruning curves of the compression board's pruning runs); ""
+    #: its own name
+    reads: str = ""
+
+    @property
+    def records_of(self) -> str:
+        """The ``board`` a record names to be shown on this board."""
+        return self.reads or self.name
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
         """A board from its YAML's mapping, checked; PlmbenchError naming the bad key."""
         known = {"name", "title", "task_order", "defaults", "aggregate", "note", "rows", "columns",
                  "reference", "aggregates", "references", "size",
-                 "finetune_columns", "curves"}
+                 "finetune_columns", "curves", "reads"}
         check_keys(config, known, where)
         name = config.get("name")
         if not isinstance(name, str) or not name:
@@ -188,6 +197,7 @@ class Board:
             note=str(config.get("note") or ""),
             reference=reference,
             curves=str(config.get("curves") or ""),
+            reads=str(config.get("reads") or ""),
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 

@@ -67,7 +67,8 @@ def build_tables(records: Iterable[Mapping], board: Board | str, stat: str = "me
     """The board's tables, one per evaluation set of its runs (module docstring)."""
     board = get_board(board) if isinstance(board, str) else board
     records, unused = list(records), list(unused)
-    mine = [r for r in records if r.get("board") == board.name and isinstance(r.get("task"), str)]
+    mine = [r for r in records
+            if r.get("board") == board.records_of and isinstance(r.get("task"), str)]
     found = sections(mine, _row_of(board), _is_run)
     if not found:
         return [build_table(records, board, stat, unused)]

@@ -157,7 +157,7 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):
-        records += baseline_records(records, board.name)
+        records += baseline_records(records, board.records_of)
     tables = build_tables(records, board, getattr(args, "stat", "mean"), unused)
     for table in tables:
         for line in selection_lines(table):  # which grid point each row and task stands for

@@ -53,11 +53,15 @@ STATS = ("mean", "median")
 
 
 def _at(record: Mapping, path: str) -> object:
+    """The value at a dotted ``path``; a number indexes a list (``analysis.curve.3.score``)."""
     value: object = record
     for key in path.split("."):
-        if not isinstance(value, Mapping) or key not in value:
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        elif isinstance(value, Mapping) and key in value:
+            value = value[key]
+        else:
             return None
-        value = value[key]
     return value
 
 
@@ -223,7 +227,7 @@ def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dic
     """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
     chosen: dict[tuple, Mapping] = {}
     for record in records:
-        if record.get("status") != status or record.get("board") != board.name:
+        if record.get("status") != status or record.get("board") != board.records_of:
             continue
         if not isinstance(record.get("task"), str):  # read_records lists such files as unused
             continue

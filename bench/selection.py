@@ -32,7 +32,7 @@ def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
     settings_of: dict[tuple, dict[str, dict]] = defaultdict(dict)
     directions: dict[tuple, bool] = {}
     for record in records:
-        if record.get("status") != "ok" or record.get("board") != board.name:
+        if record.get("status") != "ok" or record.get("board") != board.records_of:
             continue
         try:
             columns = _record_columns(record, board)
@@ -57,7 +57,7 @@ def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
     kept = []
     for record in records:
         key = (record.get("label"), record.get("task"))
-        if key not in best or record.get("board") != board.name:
+        if key not in best or record.get("board") != board.records_of:
             kept.append(record)
         elif record.get("protocol_hash") == best[key]:
             kept.append({**record, "protocol_hash": SELECTED, "selected": chosen[key]})

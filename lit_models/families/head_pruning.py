@@ -114,7 +114,8 @@ class HeadPruning(TargetFamily):
             "metric": metric, "split": split, "step": task["step"],
             "heads": shape[0] * shape[1], "layers": shape[0],
             "curve": [{"heads_kept": s.heads_kept, "share_kept": s.heads_kept / steps[0].heads_kept,
-                       "metrics": s.metrics, "removed": s.removed,
+                       "score": s.metrics[split][metric], "metrics": s.metrics,
+                       "removed": s.removed,
                        "importance": None if s.importance is None else s.importance.tolist()}
                       for s in steps],
             "pruned": None if kept is None else {

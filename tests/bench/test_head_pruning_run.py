@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.records import iter_records
 from tests.bench.invoke import plmbench
 from tests.conftest import require
@@ -43,3 +45,10 @@ def test_the_curves_unpruned_point_is_the_runs_own_score(mirror, tmp_path):
     assert record["metrics"]["validation"] == pruned["masked_metrics"]["validation"]
     assert record["metrics"]["validation"] != run["metrics"]["validation"]
     assert Path(record["run_dir"], record["analysis"]["page"]).is_file()
+    # each point's score is the target's metric, and the curve board shows it (x100) by step
+    assert [p["score"] for p in curve] == [p["metrics"]["validation"]["accuracy"] for p in curve]
+    board = plmbench("leaderboard", str(results), "--board", "head_pruning", "--format", "csv")
+    assert board.rc == 0, board.err
+    (row,) = [line.split(",") for line in board.out.splitlines() if line.startswith("pruned,")]
+    header = board.out.splitlines()[0].split(",")
+    assert float(row[header.index("step 1 mean")]) == pytest.approx(100 * curve[1]["score"])
