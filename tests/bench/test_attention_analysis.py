@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import Model, get_arch
 from lit_models.core.hf import to_hf

@@ -4,7 +4,7 @@ the BiLSTMs on capped RTE; each leaves an ok record of the preset with its metri
 
 import pytest
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from tests.bench.invoke import plmbench_on_mirror, read, records_under
 
 TINY = ["trainer.max_steps=2", "trainer.enable_progress_bar=false"]

@@ -1,4 +1,4 @@
-"""Columns that are no contest (bench/board_score.py, bench/board_config.py): a config setting
+"""Columns that are no contest (bench/boards/score.py, bench/boards/config.py): a config setting
 shown as a column (SQuAD's max length, a beam count) and a size that does not vary with the seed
 get no best star; a record that holds its parameter count shows it, whether its family counts
 the encoder alone (``encoder_parameters``) or the whole net with its heads (``parameters``: a
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.board_config import get_board
-from bench.board_score import BEST
-from bench.board_text import render_markdown
-from bench.leaderboard import build_table
+from bench.boards.config import get_board
+from bench.boards.score import BEST
+from bench.boards.table import build_table
+from bench.boards.text import render_markdown
 from tests.bench.test_leaderboard import col, markdown_table, record, task_config
 
 SQUAD = task_config("squad/v1", [col("EM", "metrics.validation.exact_match"),

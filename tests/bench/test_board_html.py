@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.board_html import render_html
-from bench.board_plots import pareto
-from bench.board_sections import build_tables
-from bench.board_text import cell_text
-from bench.leaderboard import build_table
-from bench.references import load_references
+from bench.boards.html import render_html
+from bench.boards.plots import pareto
+from bench.boards.references import load_references
+from bench.boards.sections import build_tables
+from bench.boards.table import build_table
+from bench.boards.text import cell_text
 from tests.bench.test_leaderboard import TASKS, record, sweep, task_config
 from tests.conftest import in_ci, require
 

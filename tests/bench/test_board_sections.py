@@ -1,4 +1,4 @@
-"""A board over runs scored on different examples (bench/eval_sets.py, bench/board_sections.py):
+"""A board over runs scored on different examples (bench/eval_sets.py, bench/boards/sections.py):
 runs capped at 16 and at 128 RTE dev examples are two tables, each with the majority-class
 baseline of its own examples (checked against scikit-learn on the mirror's labels); a baseline
 whose labels are not those the runs were scored on is left out with a note; ``plmbench
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
-from bench.board_sections import build_tables, render_tables
+from bench.boards.sections import build_tables, render_tables
 from bench.compose import compose_config
 from bench.eval_sets import eval_set
 from bench.records import read_records, write_record

@@ -12,12 +12,12 @@ import statistics
 import pytest
 from scipy import stats as scipy_stats
 
-from bench.board_config import get_board
-from bench.board_score import BEST, SCORE, TIED
-from bench.board_text import render_csv, render_json, render_markdown
-from bench.leaderboard import build_table
-from bench.references import load_references
-from bench.stats import Estimate, difference, weighted_sum
+from bench.boards.config import get_board
+from bench.boards.references import load_references
+from bench.boards.score import BEST, SCORE, TIED
+from bench.boards.stats import Estimate, difference, weighted_sum
+from bench.boards.table import build_table
+from bench.boards.text import render_csv, render_json, render_markdown
 from datamodules.errors import PlmbenchError
 from tests.bench.test_leaderboard import col, record, sweep, task_config
 

@@ -1,7 +1,7 @@
-"""The claims report (bench/claims.py): the registry composes at both sizes with every claim's
-runs in its study (the verdict rules: tests/bench/test_verdicts.py); and claims_tiny end to end
-on four claims (one with pretraining runs, head pruning with its own runs, the parameter count, T5's
-objectives on an encoder-decoder; the others' arms are the same machinery, runs of
+"""The claims report (bench/studies/claims.py): the registry composes at both sizes with every
+claim's runs in its study (the verdict rules: tests/bench/test_verdicts.py); and claims_tiny end to
+end on four claims (one with pretraining runs, head pruning with its own runs, the parameter count,
+T5's objectives on an encoder-decoder; the others' arms are the same machinery, runs of
 pretrain_compare and study entries):
 claims.md and claims.html name each claim's paper, arms, effect with its interval, verdict and
 cost, the effect being the board's difference of the two rows and the cost the FLOPs of the runs
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.claims import VERDICTS, claims_of, preset_parameters
-from bench.leaderboard import build_table
+from bench.boards.significance import find_row
+from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.significance import find_row
-from bench.study import composed, needed, study_runs
+from bench.studies.claims import VERDICTS, claims_of, preset_parameters
+from bench.studies.study import composed, needed, study_runs
 from tests.bench.invoke import plmbench_on_mirror
 
 CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,t5_objectives]"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.board_text import render_markdown
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
+from bench.boards.text import render_markdown
 from bench.records import iter_records
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench, plmbench_on_mirror

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.board_text import render_csv, render_markdown
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
+from bench.boards.text import render_csv, render_markdown
 from bench.records import iter_records
 from tests.bench.invoke import plmbench_on_mirror
 

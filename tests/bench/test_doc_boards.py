@@ -1,4 +1,4 @@
-"""The boards in README.md and docs/ are rendered from committed records (bench/doc_boards.py):
+"""The boards in README.md and docs/ are rendered from committed records (bench/boards/docs.py):
 the repository's own docs render unchanged, and a stale or broken block is caught."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import cli
-from bench.doc_boards import BLOCK, check, doc_files
+from bench.boards.docs import BLOCK, check, doc_files
 from bench.records import write_record
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench

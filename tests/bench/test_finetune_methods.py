@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench.board_config import Board
-from bench.claims import HEADER
-from bench.leaderboard import Cell, build_table
+from bench.boards.config import Board
+from bench.boards.table import Cell, build_table
 from bench.records import iter_records
+from bench.studies.claims import HEADER
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 
 METHODS = {"full", "frozen", "frozen-mix", "adapters", "ulmfit"}

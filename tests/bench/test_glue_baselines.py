@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
 from tests.bench.invoke import plmbench_on_mirror
 

@@ -1,4 +1,4 @@
-"""Leaderboards (bench/leaderboard.py) against an independent computation with statistics.
+"""Leaderboards (bench/boards/table.py) against an independent computation with statistics.
 
 Records are built here as dicts carrying their own task config (``config.task``), as runs write
 them, so no training is needed; the board YAMLs are the shipped ones under conf/board/.
@@ -15,9 +15,9 @@ import statistics
 import pytest
 from scipy import stats as scipy_stats
 
-from bench.board_config import BOARD_DIR, Board, get_board, known_boards
-from bench.board_text import render_csv, render_markdown
-from bench.leaderboard import build_table
+from bench.boards.config import BOARD_DIR, Board, get_board, known_boards
+from bench.boards.table import build_table
+from bench.boards.text import render_csv, render_markdown
 from bench.records import iter_records, write_record
 from datamodules.errors import PlmbenchError
 
@@ -482,7 +482,7 @@ def test_shipped_task_yamls_give_the_glue_columns_and_resolve_the_pretrain_split
     from omegaconf import OmegaConf
 
     from bench.compose import resolve_target
-    from bench.run import CONF_DIR
+    from bench.run.execute import CONF_DIR
 
     records = []
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -627,7 +627,7 @@ def test_bad_board_columns_and_rows_are_one_line():
 
 
 def test_a_board_extends_another_and_a_cycle_is_one_line(tmp_path, monkeypatch):
-    import bench.board_config as board_config
+    import bench.boards.config as board_config
 
     for name in ("glue", "distill"):
         (tmp_path / f"{name}.yaml").write_text((BOARD_DIR / f"{name}.yaml").read_text())

@@ -6,7 +6,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from lit_models.archs import BASELINES
 
 PRESETS = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
@@ -68,6 +68,6 @@ def encoder_parameters(V, H, L, I, P, T, E=None, shared=False) -> int:  # noqa: 
 def test_small_presets_are_bert_smalls_sizes(preset, sizes):
     """The small presets of the papers without one (RoBERTa, ALBERT) take BERT-Small's L=4, H=512
     (Turc et al. 2019): their parameter counts are those sizes' by hand."""
-    from bench.claims import preset_parameters
+    from bench.studies.claims import preset_parameters
 
     assert preset_parameters(preset) == encoder_parameters(**sizes)

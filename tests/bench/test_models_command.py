@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench import models
+from bench.run import models
 from datamodules.hub import LOAD_FILES
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench

@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from bench.perf import arch_and_config, measure, model_config, render, step_flops
-from bench.perf_cli import ATTENTION, STEPS
-from bench.perf_workloads import WORKLOADS, pretrain
+from bench.perf.measure import arch_and_config, measure, model_config, render, step_flops
+from bench.perf.options import ATTENTION, STEPS
+from bench.perf.workloads import WORKLOADS, pretrain
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.perf import measure, model_config, render, step_flops
-from bench.perf_bilstm import BILSTM_WORKLOADS, lstm_flops
-from bench.perf_workloads import BASELINE_WORKLOADS
+from bench.perf.bilstm import BILSTM_WORKLOADS, lstm_flops
+from bench.perf.measure import measure, model_config, render, step_flops
+from bench.perf.workloads import BASELINE_WORKLOADS
 
 CPU = torch.device("cpu")
 

@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from bench.perf import model_config
-from bench.perf_generation import IMPLEMENTATIONS, measure, render
+from bench.perf.generation import IMPLEMENTATIONS, measure, render
+from bench.perf.measure import model_config
 from datamodules.errors import PlmbenchError
 from tests.conftest import require
 

@@ -4,8 +4,8 @@
 import pytest
 import torch
 
-from bench.perf import model_config
-from bench.perf_length import length_scaling
+from bench.perf.length import length_scaling
+from bench.perf.measure import model_config
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror

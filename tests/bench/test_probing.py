@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bench.board_html import render_html
-from bench.leaderboard import build_table
+from bench.boards.html import render_html
+from bench.boards.table import build_table
 from bench.records import iter_records
 from tests.bench.invoke import mirror_with, plmbench, plmbench_on_mirror
 from tests.bench.test_cli import assert_one_error_line

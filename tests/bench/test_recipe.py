@@ -1,7 +1,7 @@
-"""A pretraining run's recipe line (bench/recipe.py) names how long it trained: its steps, or, for a
-run bounded by epochs alone (max_steps -1), its epochs."""
+"""A pretraining run's recipe line (bench/run/recipe.py) names how long it trained: its steps, or,
+for a run bounded by epochs alone (max_steps -1), its epochs."""
 
-from bench.recipe import recipe_of
+from bench.run.recipe import recipe_of
 
 
 def config(max_steps: int, max_epochs: int) -> dict:

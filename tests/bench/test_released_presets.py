@@ -10,12 +10,12 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
+from bench.boards.table import build_table
 from bench.compose import points
-from bench.config_check import check_config
-from bench.leaderboard import build_table
 from bench.records import iter_records
-from bench.run import CONF_DIR
-from bench.study import composed, study_runs
+from bench.run.config_check import check_config
+from bench.run.execute import CONF_DIR
+from bench.studies.study import composed, study_runs
 from datamodules.errors import PlmbenchError
 from datamodules.hub import parse_hub_id
 from datamodules.init_from import InitFrom
@@ -135,7 +135,7 @@ def test_every_published_study_composes_with_no_network(study, monkeypatch, tmp_
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     # what the data mirror holds is not what this test is about (the offline mirror lacks SQuAD
     # v2.0's training split, which the config check's data check would name)
-    monkeypatch.setattr("bench.config_check.check_data", lambda task: None)
+    monkeypatch.setattr("bench.run.config_check.check_data", lambda task: None)
     board, accelerator = STUDIES[study]
     cfg = composed([f"experiment={study}"])
     assert cfg.study.board == board

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import records
-from bench.checkpoints import CHECKPOINT_DIR, LAST
+from bench.run.checkpoints import CHECKPOINT_DIR, LAST
 from datamodules import files
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, read, records_under

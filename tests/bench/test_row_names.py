@@ -1,4 +1,4 @@
-"""Short, stable, unique row names (bench/board_points.py): rows of one model whose configs differ
+"""Short, stable, unique row names (bench/boards/points.py): rows of one model whose configs differ
 in many keys (a learning rate, the checkpoint each starts from, the net's sizes) are named by the
 fewest settings that tell them apart, not by a dump of every difference; the whole difference is
 one column (CSV, JSON), one legend line (Markdown) or one tooltip (HTML) away, and ``plmbench
@@ -11,11 +11,11 @@ import io
 import json
 import re
 
-from bench.board_html import render_html
-from bench.board_sections import build_tables
-from bench.board_text import render_csv, render_markdown
+from bench.boards.html import render_html
+from bench.boards.sections import build_tables
+from bench.boards.significance import find_row
+from bench.boards.text import render_csv, render_markdown
 from bench.records import read_records, write_record
-from bench.significance import find_row
 from tests.bench.invoke import plmbench
 from tests.bench.test_leaderboard import record
 from tests.bench.test_significance import RTE

@@ -1,4 +1,4 @@
-"""The paired bootstrap over examples and seeds (bench/bootstrap.py), its per-example metrics
+"""The paired bootstrap over examples and seeds (bench/boards/bootstrap.py), its per-example metrics
 (bench/example_outputs.py) and ``plmbench significance`` / ``leaderboard --compare``, against
 hand computations: the bootstrap distributions of two small cases are worked out exactly, the
 resampled metrics on all rows equal scikit-learn's and scipy's."""
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from bench.bootstrap import ColumnSpec, TaskArms, paired_bootstrap
+from bench.boards.bootstrap import ColumnSpec, TaskArms, paired_bootstrap
+from bench.boards.significance import compare, find_row
+from bench.boards.table import build_table
 from bench.example_outputs import REGRESSION, Outputs, classification, read_outputs
-from bench.leaderboard import build_table
 from bench.records import write_record
-from bench.significance import compare, find_row
 from tests.bench.invoke import plmbench
 from tests.bench.test_leaderboard import col, record, task_config
 from tests.conftest import require

@@ -1,6 +1,6 @@
 """Every task YAML with the tiny preset of every registered architecture and baseline model
 (word vectors, ELMo's biLM, the BiLSTMs): one training step and one evaluation each, through
-``bench.run.execute``, each leaving an ok record with metrics.
+``bench.run.execute.execute``, each leaving an ok record with metrics.
 
 A task YAML that no longer composes or builds, or an architecture that cannot train on a task
 family, fails here. Splits the offline mirror lacks (MNLI, QQP, QNLI train, WikiText train,
@@ -21,7 +21,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from bench.run import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize
 from datamodules import goodreads, universal_dependencies
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
+from bench.boards.submit import GLUE
 from bench.compose import compose_config
 from bench.records import write_record
-from bench.submit import GLUE
 from tests.bench.invoke import plmbench, read, run_dir
 
 #: the submission format as GLUE's server states it: file -> (rows, vocabulary; None: a score)

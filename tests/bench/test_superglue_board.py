@@ -6,8 +6,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from bench.leaderboard import build_table
-from bench.run import CONF_DIR
+from bench.boards.table import build_table
+from bench.run.execute import CONF_DIR
 from tests.bench.test_leaderboard import record
 
 #: the validation metrics of one model on each SuperGLUE task

@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
 from bench.records import read_record, write_record
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from tests.bench.invoke import plmbench, read, records_under, reset_cli_state
 from tests.conftest import REPO
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
 from tests import hub_fixtures
 from tests.bench.invoke import plmbench

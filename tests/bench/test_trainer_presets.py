@@ -17,8 +17,8 @@ open-QA reader over a FAISS index of MiniLM vectors) under
 - ``hydra/launcher=slurm``: the smoke runs as one job array through hydra-submitit-launcher with
   the preset's parameters, submitit's debug executor in place of sbatch (the jobs' pickled
   submissions run one after another in this process), ``trainer=gpu`` inside as slurm.yaml's
-  one GPU per task asks. A study is one job on a cluster (bench/study.py): the study column is
-  the others'.
+  one GPU per task asks. A study is one job on a cluster (bench/studies/study.py): the study column
+  is the others'.
 
 Each run leaves an ok record and a row on its board. GPU-only paths: docs/gpu.md, tests/gpu/.
 """
@@ -36,10 +36,10 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from bench.launch import check_accelerator
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
+from bench.run.launch import check_accelerator
 from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import (
@@ -87,7 +87,7 @@ def test_threads_are_one_on_cpu_and_torchs_default_on_gpus():
 
 def test_trainer_threads_set_torchs_threads_and_leave_the_hash_alone():
     from bench.records import config_hash
-    from bench.run import DEFAULT_THREADS, set_threads
+    from bench.run.execute import DEFAULT_THREADS, set_threads
 
     try:
         set_threads(1)

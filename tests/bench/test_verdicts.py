@@ -1,5 +1,5 @@
-"""Verdicts that cannot call noise a result (bench/claims.py, bench/significance.py,
-bench/trivial.py, bench/corrections.py, the MDE of bench/stats.py):
+"""Verdicts that cannot call noise a result (bench/studies/claims.py, bench/boards/significance.py,
+bench/boards/trivial.py, bench/boards/corrections.py, the MDE of bench/boards/stats.py):
 
 - two rows that predict a constant class are no evidence for a claim (``plmbench claims`` end to
   end over records written directly), a claim with no rows is "not run", and only the claims
@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from bench.bootstrap import ColumnSpec, TaskArms, observed, paired_bootstrap
-from bench.claims import margin, null_of, stated_test
-from bench.claims import verdict as claim_verdict
-from bench.corrections import adjust
+from bench.boards.bootstrap import ColumnSpec, TaskArms, observed, paired_bootstrap
+from bench.boards.corrections import adjust
+from bench.boards.significance import IDENTICAL, NO_DIFFERENCE, Line, render, verdict
+from bench.boards.stats import ALPHA, POWER, Difference, minimum_detectable_effect
 from bench.example_outputs import Outputs, classification
-from bench.significance import IDENTICAL, NO_DIFFERENCE, Line, render, verdict
-from bench.stats import ALPHA, POWER, Difference, minimum_detectable_effect
+from bench.studies.claims import margin, null_of, stated_test
+from bench.studies.claims import verdict as claim_verdict
 from tests.bench.invoke import plmbench
 from tests.bench.test_significance import fake_run
 

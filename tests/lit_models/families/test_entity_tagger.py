@@ -13,7 +13,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from safetensors.torch import load_file
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from lit_models.core.hf import task_labels
 from lit_models.families.entity_tagger import TaggerEntities
