@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from bench.boards.bootstrap import RESAMPLES
 from bench.boards.points import row_names
+from bench.boards.rows import Row
 from bench.boards.significance import compare, render
 from bench.boards.stats import Estimate, difference
-from bench.boards.table import MISSING, Row, Table
+from bench.boards.table import MISSING, Table
 from datamodules.errors import PlmbenchError
 
 NOT_SIGNIFICANT = " ~"

@@ -34,13 +34,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from bench.boards.cells import Cell
 from datamodules.errors import PlmbenchError
 from datamodules.keys import check_keys, nearest
-
-if TYPE_CHECKING:
-    from bench.boards.table import Cell
 
 #: where the board YAMLs live: <repo>/conf/board/<name>.yaml
 BOARD_DIR = Path(__file__).resolve().parents[2] / "conf" / "board"

@@ -18,8 +18,9 @@ import re
 
 from bench.boards.plots import Item, forest, heatmap, scatter
 from bench.boards.points import point_text
+from bench.boards.rows import Row
 from bench.boards.score import task_scores
-from bench.boards.table import Row, Table
+from bench.boards.table import Table
 from bench.boards.text import (
     REFERENCE_MARK,
     footnote,

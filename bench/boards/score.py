@@ -23,13 +23,11 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from bench.boards.cells import Cell
 from bench.boards.config import Board, Column
+from bench.boards.rows import Row
 from bench.boards.stats import Estimate, difference, weighted_sum
-
-if TYPE_CHECKING:
-    from bench.boards.table import Cell, Row
 
 #: a row's mark on a column: its best value, or one not significantly different from it
 BEST, TIED = "best", "tied"

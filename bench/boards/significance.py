@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from bench.boards.bootstrap import RESAMPLES, ColumnSpec, TaskArms, paired_bootstrap
 from bench.boards.config import Board, Column
 from bench.boards.corrections import DEFAULT, NAMES, adjust
+from bench.boards.rows import Row
 from bench.boards.score import scoring_weights, task_seed_scores
 from bench.boards.stats import (
     ALPHA,
@@ -45,7 +46,7 @@ from bench.boards.stats import (
     difference,
     weighted_sum,
 )
-from bench.boards.table import Row, Table
+from bench.boards.table import Table
 from bench.example_outputs import read_outputs
 from datamodules.errors import PlmbenchError
 

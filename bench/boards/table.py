@@ -33,15 +33,15 @@ import fnmatch
 import hashlib
 import json
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
+from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
-from bench.boards.points import full_name, row_names, row_points, settings
+from bench.boards.points import row_names, row_points, settings
+from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score
-from bench.boards.stats import Estimate
 from bench.records import Unused
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
@@ -79,85 +79,6 @@ def lookup(record: Mapping, path: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One (row, column): a value over seeds, unscaled (as the records hold it)."""
-
-    mean: float
-    std: float  # sample standard deviation, 0 for a single seed
-    median: float
-    n: int
-    values: tuple[float, ...] = ()  # one per seed, sorted
-    #: (seed, value) pairs sorted by seed: a row's seeds matched across its columns
-    seeds: tuple[tuple[str, float], ...] = ()
-
-    @classmethod
-    def of(cls, pairs: list[tuple[str, float]]) -> Cell:
-        values = sorted(value for _, value in pairs)  # the same in any record order
-        std = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.mean(values), std, statistics.median(values), len(values),
-                   tuple(values), tuple(sorted(pairs)))
-
-    def center(self, stat: str) -> float:
-        """The cell's value under ``stat`` (one of STATS)."""
-        return self.median if stat == "median" else self.mean
-
-    @property
-    def estimate(self) -> Estimate:
-        """The mean over seeds with the variance of that mean (``bench/boards/stats.py``)."""
-        return Estimate.of(self.values)
-
-    def interval(self) -> tuple[float, float] | None:
-        """The 95% t-interval of the mean over seeds, unscaled; None for one seed."""
-        return self.estimate.interval()
-
-
-@dataclass
-class Row:
-    """One model under one protocol; ``cells`` maps column labels to their aggregates."""
-
-    label: str
-    protocol_hash: str
-    cells: dict[str, Cell]
-    score: float | None  # scaled as the columns are; None when the board has no aggregate
-    n_scored: int  # tasks (task_macro) or columns (mean) the score covers
-    baseline: bool = False  # computed from the data alone, with no training
-    parameters: int | None = None  # the model's parameter count (largest over its records; a
-    # fine-tuning record's without its task's head, the same model's size on every task), or
-    # on a board of ``size: trained_parameters`` the most its fine-tuning method trained
-    compute: float | None = None  # pretraining FLOPs: its own, or those of its init_from run
-    share: float | None = None  # score / the board's reference row's score
-    parameter_share: float | None = None  # parameters / the reference row's parameters
-    #: the score as an estimate over seeds (its interval); None without one
-    score_estimate: Estimate | None = None
-    texts: dict[str, str] = field(default_factory=dict)  # ``text: column`` values by label
-    #: column label (or board_score.SCORE) -> BEST or TIED (bench/boards/score.py)
-    marks: dict[str, str] = field(default_factory=dict)
-    #: the records behind the row, by task (what ``plmbench significance`` resamples)
-    records: dict[str, list[Mapping]] = field(default_factory=dict, repr=False)
-    #: per task, the grid point best-on-dev selection chose (bench.boards.selection: point, dev, n)
-    selected: dict[str, dict] = field(default_factory=dict)
-    record_label: str = ""  # the records' label (``label`` may add the point's values)
-    settings: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
-    #: the settings that differ from the other rows of its label, all of them: what its short
-    #: name (``label``) abbreviates (bench/boards/points.py)
-    point: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        """The row's name with every differing setting (what boards showed before short names,
-        still accepted by ``plmbench significance``)."""
-        return full_name(self.record_label, self.point)
-
-    def key(self, board: Board) -> tuple[str, str]:
-        """What identifies the row whatever other records a table holds: its records' label and,
-        unless the board makes a row of a label's every protocol, its protocol."""
-        return self.record_label, self.protocol_hash if board.rows == "protocol" else ""
-
-    def score_interval(self) -> tuple[float, float] | None:
-        return None if self.score_estimate is None else self.score_estimate.interval()
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from bench.boards.config import Column
 from bench.boards.points import point_text
+from bench.boards.rows import Row
 from bench.boards.score import BEST, SCORE, TIED
 from bench.boards.selection import selection_lines
-from bench.boards.table import MISSING, Row, Table
+from bench.boards.table import MISSING, Table
 from datamodules import strict_json
 
 BASELINE_MARK = " †"

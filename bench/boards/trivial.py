@@ -31,10 +31,10 @@ import numpy as np
 
 from bench.boards.bootstrap import RESAMPLES, TaskArms, paired_bootstrap
 from bench.boards.config import Board, Column
+from bench.boards.rows import Row
 from bench.boards.score import scoring_weights
 from bench.boards.significance import column_specs, seed_outputs
 from bench.boards.stats import Difference
-from bench.boards.table import Row
 from bench.example_outputs import Outputs
 from datamodules.errors import PlmbenchError
 

@@ -52,10 +52,10 @@ from omegaconf import OmegaConf
 
 from bench.boards.config import get_board
 from bench.boards.corrections import DEFAULT, NAMES, adjust
+from bench.boards.rows import Row
 from bench.boards.sections import build_tables
 from bench.boards.significance import Line, compare, find_rows, mde_text, render
 from bench.boards.stats import ALPHA, POWER
-from bench.boards.table import Row
 from bench.boards.trivial import Learned, learned
 from bench.records import Unused, read_record, read_records
 from bench.studies.study import composed, run_study

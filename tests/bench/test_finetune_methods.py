@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench.boards.cells import Cell
 from bench.boards.config import Board
-from bench.boards.table import Cell, build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
 from bench.studies.claims import HEADER
 from tests.bench.invoke import plmbench, plmbench_on_mirror
