@@ -33,7 +33,7 @@ import faiss
 import numpy as np
 from omegaconf import OmegaConf
 
-from bench.run.execute import CONF_DIR
+from bench.compose import CONF_DIR
 from datamodules import strict_json
 from datamodules.sources import load_split
 from lit_models.core.retrievers import load_bi_encoder
