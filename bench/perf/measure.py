@@ -1,7 +1,8 @@
 """``plmbench perf``: our nets against their ``transformers`` counterparts, step by step.
 
-For a model preset (any registered architecture), each step of ``bench/perf/workloads.py``
-(pretraining, classification fine-tuning, inference) runs as our implementation and as
+For a model preset (any registered architecture), each step the families register
+(``lit_models/core/perf_registry.py``, ``lit_models/families/transformer_perf.py``: pretraining,
+classification fine-tuning, inference) runs as our implementation and as
 transformers' class with ``sdpa`` and with ``eager`` attention, same config, weights and batch, in
 one process. Steps are timed interleaved (one step of each implementation in turn, so a
 shared or throttling machine slows all of them alike) after warm-up; the median is reported as
@@ -20,9 +21,10 @@ non-pad tokens/s, with
         [--precision 32-true|bf16-mixed] [--threads N] [--repeats 7] [--warmup 3] [--device cuda]
         [--json FILE]
 
-Models that are no Transformer have steps of their own: ELMo's biLM against the same biLM on
-``torch.nn.LSTM`` (``bench/perf/workloads.py``), the GLUE baselines' BiLSTM on its own
-(``bench/perf/bilstm.py``: its LSTM FLOPs counted by hand).
+Models that are no Transformer register steps of their own (``BASELINE_WORKLOADS``): ELMo's
+biLM against the same biLM on ``torch.nn.LSTM`` (``lit_models/families/bilm_perf.py``), the GLUE
+baselines' BiLSTM on its own (``lit_models/families/bilstm_perf.py``: its LSTM FLOPs counted by
+hand).
 
 ``--lengths 512,1024,...`` measures instead the encoder's memory and time against sequence length
 next to full attention (``bench/perf/length.py``: Longformer's linear cost); ``--generate`` the
@@ -37,20 +39,14 @@ from collections.abc import Callable
 import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from bench.perf.bilstm import BILSTM_WORKLOADS
 from bench.perf.options import STEPS
 from bench.perf.timing import saved_activation_bytes, step_memory, time_interleaved
-from bench.perf.workloads import (
-    BASELINE_WORKLOADS,
-    WORKLOADS,
-    Workload,
-    special_ids,
-)
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_arch
 from lit_models.core.peak_flops import cpu_matmul_peak, device_peak_flops
+from lit_models.families.perf_workloads import BASELINE_WORKLOADS, WORKLOADS, Workload, special_ids
 
 aten = torch.ops.aten
 
@@ -178,9 +174,8 @@ def measure(args: argparse.Namespace, overrides: list[str]) -> dict:
     unknown = set(args.steps) - set(STEPS)
     if unknown:
         raise PlmbenchError(f"--steps {sorted(unknown)}: use some of {list(STEPS)}")
-    baselines = {**BASELINE_WORKLOADS, **BILSTM_WORKLOADS}
-    if model_cfg.arch in baselines:  # a model that is no Transformer: its own steps
-        name, builders = model_cfg.arch, baselines[model_cfg.arch]
+    if model_cfg.arch in BASELINE_WORKLOADS:  # a model that is no Transformer: its own steps
+        name, builders = model_cfg.arch, BASELINE_WORKLOADS[model_cfg.arch]
 
         def build(step: str) -> Workload | None:
             return builders[step](model_cfg, args.batch_size, args.seq_len, device) if (

@@ -2,18 +2,16 @@
 answers without importing torch; the measurement modules (``bench/perf/measure.py``,
 ``bench/perf/length.py``, ``bench/perf/generation.py``) load once the options are known.
 
-The steps and attention implementations are named here, where the options list them;
-``bench/perf/workloads.py`` builds one workload per (step, implementation).
+The steps and attention implementations are named with the workloads' registry
+(``lit_models/core/perf_registry.py``, which loads no torch); the families register one workload
+per step, each with its implementations.
 """
 
 import argparse
 from pathlib import Path
 
 from bench.arguments import OneLineParser
-
-#: transformers' attention implementations each reference is measured with
-ATTENTION = ("sdpa", "eager")
-STEPS = ("pretrain", "finetune", "inference")
+from lit_models.core.perf_registry import ATTENTION, STEPS
 
 
 def parser() -> OneLineParser:

@@ -13,11 +13,12 @@ import torch
 
 from bench.perf.measure import arch_and_config, measure, model_config, render, step_flops
 from bench.perf.options import ATTENTION, STEPS
-from bench.perf.workloads import WORKLOADS, pretrain
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
 from lit_models.core.hf import hf_state_dict
+from lit_models.families.perf_workloads import WORKLOADS
+from lit_models.families.transformer_perf import pretrain
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
 from tests.conftest import require, tiny_preset_name
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.perf.bilstm import BILSTM_WORKLOADS, lstm_flops
 from bench.perf.measure import measure, model_config, render, step_flops
-from bench.perf.workloads import BASELINE_WORKLOADS
+from lit_models.families.bilstm_perf import lstm_flops
+from lit_models.families.perf_workloads import BASELINE_WORKLOADS
 
 CPU = torch.device("cpu")
 
@@ -75,7 +75,7 @@ def test_the_bilstm_steps_are_measured_against_their_flop_bound(attention):
     model = model_config(overrides)
     for workload, train in zip(report["workloads"], (True, False), strict=True):
         torch.manual_seed(0)
-        built = BILSTM_WORKLOADS["bilstm"][workload["step"]](model, 3, 8, CPU)
+        built = BASELINE_WORKLOADS["bilstm"][workload["step"]](model, 3, 8, CPU)
         impl = built.implementations["plmbench"]
         c = impl.net.config
         lstm = lstm_flops(built.tokens, c.input_dim, c.hidden_size, c.num_layers, train) + (

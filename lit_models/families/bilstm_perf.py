@@ -1,4 +1,5 @@
-"""``plmbench perf model=bilstm-*``: the GLUE baselines' BiLSTM (Wang et al. 2019, §5;
+"""``plmbench perf model=bilstm-*``'s workloads (registered in
+``lit_models/core/perf_registry.py``): the GLUE baselines' BiLSTM (Wang et al. 2019, §5;
 ``lit_models/nets/bilstm.py``) timed on its training step (``finetune``: a pair classifier, as on
 MRPC / STS-B / RTE, over learned word embeddings of the preset's width, attention as the preset
 says) and its forward (``inference``), against its FLOP bound.
@@ -18,8 +19,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from bench.perf.workloads import Implementation, Workload
 from datamodules.errors import PlmbenchError
+from lit_models.core.perf_registry import Implementation, Workload, register_workload
 from lit_models.families.bilstm import BiLSTMModel, bilstm_config
 from lit_models.families.bilstm_inputs import WordVectorsInput
 from lit_models.nets.bilstm import BiLSTMClassifier
@@ -93,6 +94,5 @@ def bilstm_step(step: str) -> Callable[..., Workload]:
     return build
 
 
-#: ``plmbench perf``'s steps of the BiLSTM baselines (``BASELINE_WORKLOADS``' form)
-BILSTM_WORKLOADS = {"bilstm": {"finetune": bilstm_step("finetune"),
-                               "inference": bilstm_step("inference")}}
+for _step in ("finetune", "inference"):
+    register_workload(_step, model="bilstm")(bilstm_step(_step))

@@ -1,4 +1,5 @@
-"""What ``plmbench perf`` times: each step of an architecture as our nets run it and as its
+"""``plmbench perf``'s workloads of every Transformer architecture (registered in
+``lit_models/core/perf_registry.py``): each step of an architecture as our nets run it and as its
 ``transformers`` counterpart runs it, with the same config, weights and batch, in one process.
 
 The registration names everything (``Arch``: its nets, kind and ``hf.classes``), so every
@@ -17,30 +18,21 @@ registered architecture is measured the same way:
 - ``inference``: the backbone's forward (``classes["encoder"]``) on the fine-tuning batch (an
   encoder-decoder's on its pretraining batch), without gradients.
 
-Models that are no Transformer register their own workloads (``BASELINE_WORKLOADS``): ELMo's biLM
-(``pretrain``: the forward and backward LM loss over a batch of spelled sentences, softmax over the
-preset's vocabulary; ``inference``: its layers), against the same biLM whose LSTMs are
-``torch.nn.LSTM`` (cuDNN on GPU) with the same weights and no clipping ("torch nn.LSTM";
-transformers has no ELMo). Its FLOPs are ours (torch's counter has no formula for the fused LSTM).
+Models that are no Transformer register their own workloads (``BASELINE_WORKLOADS``), beside
+their families: ELMo's biLM (``bilm_perf.py``), the GLUE baselines' BiLSTM (``bilstm_perf.py``).
 
 Training steps are forward, backward and a fused AdamW update (as ``configure_optimizer``); each
 implementation's ``run()`` returns the loss (training) or last hidden state (inference) that
 ``tests/bench/test_perf.py`` compares across implementations.
 """
 
-import copy
-import random
 import re
-import string
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bench.perf.options import ATTENTION
-from datamodules.bilm import collate_sentences
 from datamodules.collate import (
     IGNORE_INDEX,
     add_label_positions,
@@ -48,39 +40,18 @@ from datamodules.collate import (
     encoder_inputs,
     label_positions,
 )
-from datamodules.words import BOS, EOS
 from lit_models.archs import Arch
 from lit_models.core.hf import hf_checkpoint
-from lit_models.families.bilm import elmo_config
+from lit_models.core.perf_registry import (
+    ATTENTION,
+    Implementation,
+    Workload,
+    on_device,
+    register_workload,
+    special_ids,
+)
 from lit_models.families.classify import LitClassifier
-from lit_models.nets.elmo import ElmoLanguageModel
-from lit_models.nets.lstm import TorchLSTM
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
-
-
-@dataclass
-class Implementation:
-    net: nn.Module
-    run: Callable[[], Tensor]  # the step's loss (training) or last hidden state (inference)
-    counted: bool = True  # False: its FLOPs are ours (a kernel torch's counter cannot count)
-    uncounted_flops: int = 0  # FLOPs of kernels torch's counter cannot count, counted by hand
-
-
-@dataclass
-class Workload:
-    step: str  # one of STEPS
-    train: bool
-    batch: dict[str, Tensor]  # ours (transformers reads the same tensors)
-    tokens: int  # non-pad tokens per step
-    shape: str  # "32 x 128", for the report
-    implementations: dict[str, Implementation] = field(default_factory=dict)
-    #: why a transformers attention implementation could not be measured
-    unavailable: dict[str, str] = field(default_factory=dict)
-
-
-def special_ids(arch: Arch) -> dict[str, int]:
-    """Role -> id of a scratch vocabulary of ``arch`` (its special tokens come first)."""
-    return {role: i for i, (role, _) in enumerate(arch.tokenizer.tokens)}
 
 
 def _ids(arch: Arch, config, batch: int, length: int, generator: torch.Generator) -> Tensor:
@@ -173,10 +144,6 @@ def reference(arch: Arch, net: nn.Module, kind: str, attention: str,
     return model.to(next(net.parameters()).device)
 
 
-def _on(device: torch.device, batch: dict[str, Tensor]) -> dict[str, Tensor]:
-    return {key: value.to(device) for key, value in batch.items()}
-
-
 def _inputs(batch: dict[str, Tensor], keys: tuple[str, ...]) -> dict:
     """The ``keys`` a batch holds: token types only where the architecture reads them."""
     return {k: batch[k] for k in keys if k in batch}
@@ -196,6 +163,7 @@ def _with_references(workload: Workload, build: Callable[[str], Implementation])
     return workload
 
 
+@register_workload("pretrain")
 def pretrain(arch: Arch, config, batch_size: int, length: int,
              device: torch.device) -> Workload | None:
     """None where no step of ours has a transformers counterpart (XLNet)."""
@@ -204,7 +172,7 @@ def pretrain(arch: Arch, config, batch_size: int, length: int,
     if "mlm" not in arch.hf.classes:
         return None
     ours = (arch.masked_lm or arch.pretraining)(config).to(device)
-    batch = _on(device, mlm_batch(arch, config, batch_size, length))
+    batch = on_device(device, mlm_batch(arch, config, batch_size, length))
     workload = Workload("pretrain", True, batch, batch_size * length, f"{batch_size} x {length}")
     workload.implementations["plmbench"] = Implementation(ours, lambda: masked_lm_loss(
         ours(**encoder_inputs(batch)).last_hidden_state, batch["labels"], ours.mlm_head,
@@ -224,7 +192,7 @@ def _generative_pretrain(arch: Arch, config, batch_size: int, length: int,
     cross-entropy over the labelled target positions (ours computes their logits only)."""
     seq2seq = arch.kind == "encoder-decoder"
     ours = arch.pretraining(config).to(device)
-    batch = _on(device, (seq2seq_batch if seq2seq else causal_batch)(arch, config, batch_size,
+    batch = on_device(device, (seq2seq_batch if seq2seq else causal_batch)(arch, config, batch_size,
                                                                        length))
     inputs = {k: batch[k] for k in ("input_ids", "decoder_input_ids") if k in batch}
     positions = label_positions(batch)
@@ -247,6 +215,7 @@ def _generative_pretrain(arch: Arch, config, batch_size: int, length: int,
     return _with_references(workload, theirs)
 
 
+@register_workload("finetune")
 def finetune(arch: Arch, config, batch_size: int, length: int,
              device: torch.device) -> Workload | None:
     """None where the architecture has no classification head (or transformers no class)."""
@@ -255,7 +224,7 @@ def finetune(arch: Arch, config, batch_size: int, length: int,
     encoder = arch.encoder(config)
     head = arch.classification_head(config, 2, 0.1)
     module = LitClassifier(encoder, arch.capabilities, head, 2, [], [], {}).to(device)
-    batch = _on(device, padded_batch(arch, config, batch_size, length))
+    batch = on_device(device, padded_batch(arch, config, batch_size, length))
     workload = Workload("finetune", True, batch, int(batch["attention_mask"].sum()),
                         f"{batch_size} x {length}")
     workload.implementations["plmbench"] = Implementation(
@@ -270,16 +239,17 @@ def finetune(arch: Arch, config, batch_size: int, length: int,
     return _with_references(workload, theirs)
 
 
+@register_workload("inference")
 def inference(arch: Arch, config, batch_size: int, length: int,
               device: torch.device) -> Workload:
     ours = arch.encoder(config).to(device)
     if arch.kind == "encoder-decoder":
-        batch = _on(device, seq2seq_batch(arch, config, batch_size, length))
+        batch = on_device(device, seq2seq_batch(arch, config, batch_size, length))
         keys, tokens = ("input_ids", "decoder_input_ids"), 2 * batch_size * length
         shape = f"{batch_size} x ({length} + {length})"
         inputs = {k: batch[k] for k in keys}
     else:
-        batch = _on(device, padded_batch(arch, config, batch_size, length))
+        batch = on_device(device, padded_batch(arch, config, batch_size, length))
         keys, tokens = ("input_ids", "attention_mask", "token_type_ids"), int(
             batch["attention_mask"].sum())
         shape = f"{batch_size} x {length}"
@@ -296,67 +266,3 @@ def inference(arch: Arch, config, batch_size: int, length: int,
     return _with_references(workload, theirs)
 
 
-#: step -> its workload builder, (arch, config, batch size, length, device) -> Workload (None:
-#: the step does not apply to the architecture)
-WORKLOADS: dict[str, Callable[..., Workload | None]] = {
-    "pretrain": pretrain, "finetune": finetune, "inference": inference}
-
-
-def spelled_batch(batch: int, length: int, vocab_size: int) -> dict[str, Tensor]:
-    """Sentences of random words (3 to 10 letters) between <S> and </S>, of ``length`` words down
-    to a quarter of it, batched as ``datamodules/bilm.py`` batches them: ``input_ids`` (softmax
-    targets), ``char_ids`` [B, T, 50], ``attention_mask``."""
-    rng = random.Random(4)
-    examples = []
-    for row in range(batch):
-        size = length if row == 0 else rng.randint(max(3, length // 4), length)
-        words = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 10)))
-                 for _ in range(size - 2)]
-        examples.append({"input_ids": [rng.randrange(4, vocab_size) for _ in range(size)],
-                         "words": " ".join([BOS, *words, EOS])})
-    return collate_sentences(examples, pad_id=0)
-
-
-def _elmo_pair(model_cfg, batch_size: int, length: int, device: torch.device):
-    """Our biLM of the preset's sizes, a spelled batch, and the biLM with torch.nn.LSTMs."""
-    ours = ElmoLanguageModel(elmo_config(model_cfg, model_cfg["vocab_size"], 0)).to(device)
-    reference = copy.deepcopy(ours)
-    for layers in (reference.encoder.forward_layers, reference.encoder.backward_layers):
-        for index, layer in enumerate(layers):
-            layers[index] = TorchLSTM(layer)
-    batch = _on(device, spelled_batch(batch_size, length, model_cfg["vocab_size"]))
-    return ours, reference, batch
-
-
-def elmo_pretrain(model_cfg, batch_size: int, length: int, device: torch.device) -> Workload:
-    ours, reference, batch = _elmo_pair(model_cfg, batch_size, length, device)
-    mask = batch["attention_mask"].bool()
-    workload = Workload("pretrain", True, batch, int(mask.sum()), f"{batch_size} x {length}")
-
-    def loss(net: ElmoLanguageModel) -> Callable[[], Tensor]:
-        def run() -> Tensor:
-            out = net.losses(batch["char_ids"], batch["input_ids"], mask)
-            return (out["forward_nll"] + out["backward_nll"]) / (2 * out["predictions"])
-        return run
-
-    workload.implementations["plmbench"] = Implementation(ours, loss(ours))
-    workload.implementations["torch nn.LSTM"] = Implementation(reference, loss(reference),
-                                                               counted=False)
-    return workload
-
-
-def elmo_inference(model_cfg, batch_size: int, length: int, device: torch.device) -> Workload:
-    ours, reference, batch = _elmo_pair(model_cfg, batch_size, length, device)
-    mask = batch["attention_mask"].bool()
-    workload = Workload("inference", False, batch, int(mask.sum()), f"{batch_size} x {length}")
-    for name, net in (("plmbench", ours), ("torch nn.LSTM", reference)):
-        workload.implementations[name] = Implementation(
-            net, lambda net=net: net.encoder(batch["char_ids"], mask).layers,
-            counted=name == "plmbench")
-    return workload
-
-
-#: the workloads of models that are no Transformer, by preset ``arch``: step -> builder (model
-#: preset, batch size, length, device) -> Workload
-BASELINE_WORKLOADS: dict[str, dict[str, Callable[..., Workload]]] = {
-    "elmo": {"pretrain": elmo_pretrain, "inference": elmo_inference}}
