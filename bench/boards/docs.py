@@ -10,7 +10,7 @@ records committed under ``docs/results/<study>/``)::
 
 ``plmbench docs`` renders every such block again and lists the files whose text differs (exit
 1); ``--write`` puts the rendered text in place. The test suite runs the check over the
-repository's own docs (tests/bench/test_doc_boards.py), so a change to the boards' code or to
+repository's own docs (tests/bench/boards/test_doc_boards.py), so a change to the boards' code or to
 the records that moves a number fails until the docs are rendered again.
 """
 

@@ -16,7 +16,8 @@
 
 Text widths are upper bounds (``char_width``: per character class, at least DejaVu Sans's
 advance, the widest of the common sans-serif faces), so a label drawn in any of them fits the
-box it was placed in; the browser test measures the drawn labels (tests/bench/test_board_html.py).
+box it was placed in; the browser test measures the drawn labels
+(tests/bench/boards/test_board_html.py).
 """
 
 from __future__ import annotations

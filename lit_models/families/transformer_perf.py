@@ -23,7 +23,7 @@ their families: ELMo's biLM (``bilm_perf.py``), the GLUE baselines' BiLSTM (``bi
 
 Training steps are forward, backward and a fused AdamW update (as ``configure_optimizer``); each
 implementation's ``run()`` returns the loss (training) or last hidden state (inference) that
-``tests/bench/test_perf.py`` compares across implementations.
+``tests/bench/perf/test_perf.py`` compares across implementations.
 """
 
 import re

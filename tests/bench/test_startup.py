@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.records import write_record
-from tests.bench.test_leaderboard import TASKS, record
+from tests.bench.boards.test_leaderboard import TASKS, record
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what no help, board or config error needs

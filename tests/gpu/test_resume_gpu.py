@@ -1,6 +1,6 @@
 """Resuming on a GPU: the CUDA generators' states go into a run's checkpoints and come back when
 the resumed run starts training (bench/run/checkpoints.py, RngState), so dropout after a resume
-draws what the uninterrupted run drew (on CPU: tests/bench/test_resume.py)."""
+draws what the uninterrupted run drew (on CPU: tests/bench/run/test_resume.py)."""
 
 import torch
 

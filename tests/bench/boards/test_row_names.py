@@ -16,9 +16,9 @@ from bench.boards.sections import build_tables
 from bench.boards.significance import find_row
 from bench.boards.text import render_csv, render_markdown
 from bench.records import read_records, write_record
+from tests.bench.boards.test_leaderboard import record
+from tests.bench.boards.test_significance import RTE
 from tests.bench.invoke import plmbench
-from tests.bench.test_leaderboard import record
-from tests.bench.test_significance import RTE
 
 #: four runs of one model: each starts from another checkpoint, and the learning rate, the
 #: net's sizes and the step count differ between them in every way a sweep could

@@ -21,7 +21,7 @@ from bench.boards.references import load_references
 from bench.boards.sections import build_tables
 from bench.boards.table import build_table
 from bench.boards.text import cell_text
-from tests.bench.test_leaderboard import TASKS, record, sweep, task_config
+from tests.bench.boards.test_leaderboard import TASKS, record, sweep, task_config
 from tests.conftest import in_ci, require
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from bench.boards.table import build_table
 from bench.run.execute import CONF_DIR
-from tests.bench.test_leaderboard import record
+from tests.bench.boards.test_leaderboard import record
 
 #: the validation metrics of one model on each SuperGLUE task
 SUPERGLUE = {

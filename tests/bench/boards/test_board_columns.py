@@ -12,7 +12,7 @@ from bench.boards.config import get_board
 from bench.boards.score import BEST
 from bench.boards.table import build_table
 from bench.boards.text import render_markdown
-from tests.bench.test_leaderboard import col, markdown_table, record, task_config
+from tests.bench.boards.test_leaderboard import col, markdown_table, record, task_config
 
 SQUAD = task_config("squad/v1", [col("EM", "metrics.validation.exact_match"),
                                  col("max length", "config.task.max_length", score=False,

@@ -22,7 +22,7 @@ from datamodules.init_from import InitFrom
 from lit_models.archs import ARCHS, BASELINES, get_arch
 from lit_models.core.build import check_preset
 from tests.bench.invoke import plmbench
-from tests.bench.test_model_presets import encoder_parameters
+from tests.bench.run.test_model_presets import encoder_parameters
 
 
 def _preset(name: str):

@@ -19,8 +19,8 @@ from lit_models.archs import Model, get_arch
 from lit_models.core.hf import to_hf
 from lit_models.nets.bert import BertConfig, BertModel
 from tests import hub_fixtures
+from tests.bench.boards.test_board_html import page  # noqa: F401 (the Chromium page fixture)
 from tests.bench.invoke import plmbench
-from tests.bench.test_board_html import page  # noqa: F401 (the Chromium page fixture)
 from tests.conftest import MIRROR_CANDIDATES
 from tests.nets.parity import TEXT
 

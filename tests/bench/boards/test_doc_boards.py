@@ -11,10 +11,10 @@ from bench import cli
 from bench.boards.docs import BLOCK, check, doc_files
 from bench.records import write_record
 from datamodules.errors import PlmbenchError
+from tests.bench.boards.test_leaderboard import record
 from tests.bench.invoke import plmbench
-from tests.bench.test_leaderboard import record
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_every_board_in_the_docs_is_what_its_committed_records_render(monkeypatch):

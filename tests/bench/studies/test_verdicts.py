@@ -26,8 +26,8 @@ from bench.boards.stats import ALPHA, POWER, Difference, minimum_detectable_effe
 from bench.example_outputs import Outputs, classification
 from bench.studies.claims import margin, null_of, stated_test
 from bench.studies.claims import verdict as claim_verdict
+from tests.bench.boards.test_significance import fake_run
 from tests.bench.invoke import plmbench
-from tests.bench.test_significance import fake_run
 
 ACCURACY = [ColumnSpec("acc", "validation", "accuracy", 1.0)]
 

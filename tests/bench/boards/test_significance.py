@@ -19,8 +19,8 @@ from bench.boards.significance import compare, find_row
 from bench.boards.table import build_table
 from bench.example_outputs import REGRESSION, Outputs, classification, read_outputs
 from bench.records import write_record
+from tests.bench.boards.test_leaderboard import col, record, task_config
 from tests.bench.invoke import plmbench
-from tests.bench.test_leaderboard import col, record, task_config
 from tests.conftest import require
 
 sklearn = require("sklearn.metrics")

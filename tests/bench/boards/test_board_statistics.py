@@ -19,7 +19,7 @@ from bench.boards.stats import Estimate, difference, weighted_sum
 from bench.boards.table import build_table
 from bench.boards.text import render_csv, render_json, render_markdown
 from datamodules.errors import PlmbenchError
-from tests.bench.test_leaderboard import col, record, sweep, task_config
+from tests.bench.boards.test_leaderboard import col, record, sweep, task_config
 
 
 def test_cell_intervals_are_scipys_t_intervals():

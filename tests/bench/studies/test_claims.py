@@ -1,7 +1,7 @@
 """The claims report (bench/studies/claims.py): the registry composes at both sizes with every
-claim's runs in its study (the verdict rules: tests/bench/test_verdicts.py); and claims_tiny end to
-end on four claims (one with pretraining runs, head pruning with its own runs, the parameter count,
-T5's objectives on an encoder-decoder; the others' arms are the same machinery, runs of
+claim's runs in its study (the verdict rules: tests/bench/studies/test_verdicts.py); and claims_tiny
+end to end on four claims (one with pretraining runs, head pruning with its own runs, the parameter
+count, T5's objectives on an encoder-decoder; the others' arms are the same machinery, runs of
 pretrain_compare and study entries):
 claims.md and claims.html name each claim's paper, arms, effect with its interval, verdict and
 cost, the effect being the board's difference of the two rows and the cost the FLOPs of the runs

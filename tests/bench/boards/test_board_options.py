@@ -16,7 +16,7 @@ from scipy import stats as scipy_stats
 
 from bench.cli import main
 from bench.records import write_record
-from tests.bench.test_leaderboard import TASKS, markdown_table, record, split_metric, sweep
+from tests.bench.boards.test_leaderboard import TASKS, markdown_table, record, split_metric, sweep
 
 
 def write_all(directory, records) -> None:

@@ -20,9 +20,9 @@ from bench.boards.sections import build_tables, render_tables
 from bench.compose import compose_config
 from bench.eval_sets import eval_set
 from bench.records import read_records, write_record
+from tests.bench.boards.test_leaderboard import record
+from tests.bench.boards.test_significance import RTE, fake_run
 from tests.bench.invoke import plmbench
-from tests.bench.test_leaderboard import record
-from tests.bench.test_significance import RTE, fake_run
 from tests.conftest import require
 
 sk = require("sklearn.metrics")
