@@ -1,7 +1,7 @@
 """Command-line options parsed as every other input is checked: a bad one is one line.
 
 argparse prints its usage and then the error, several lines, and exits; plmbench's commands
-(``bench/cli.py``, ``bench/perf.py``) parse with ``OneLineParser``, whose errors are a
+(``bench/cli.py``, ``bench/perf/measure.py``) parse with ``OneLineParser``, whose errors are a
 ``PlmbenchError`` like any other bad input: one line naming the option and where its help is,
 exit status 2.
 """

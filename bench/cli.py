@@ -79,7 +79,7 @@ def cmd_rerun(path: str) -> int:
 
 def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfig"]]:
     """(overrides, composed config) of every run ``plmbench run ARGS`` would make, each checked
-    (``bench.config_check.check_config``); nothing for a command that only asks for help."""
+    (``bench.run.config_check.check_config``); nothing for a command that only asks for help."""
     from bench.compose import (
         INFO_FLAGS,
         compose_config,
@@ -89,7 +89,7 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
         split_command,
         sweep_params,
     )
-    from bench.config_check import check_config
+    from bench.run.config_check import check_config
 
     flags, overrides = split_command(args)
     if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
@@ -115,7 +115,7 @@ def cmd_run(args: list[str]) -> int:
     directories = [Path(d) for d in sorted({str(cfg.results_dir) for _, cfg in configs})]
     for directory in directories:
         check_writable(directory)
-    from bench import run
+    from bench.run import execute as run
 
     # argv[0] is a runnable file: Lightning's DDP launcher starts each extra rank by re-running it
     sys.argv = [run.__file__, *args]
@@ -146,12 +146,12 @@ def first_missing(directory: Path) -> Path | None:
 
 def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     """The board's tables of the records under ``results_dir``, as the options ask: one per
-    evaluation set its runs were scored on (``bench/board_sections.py``), usually one."""
-    from bench.baselines import baseline_records
-    from bench.board_sections import build_tables
+    evaluation set its runs were scored on (``bench/boards/sections.py``), usually one."""
+    from bench.boards.references import load_references
+    from bench.boards.sections import build_tables
+    from bench.boards.selection import best_on_dev, selection_lines
     from bench.records import read_records
-    from bench.references import load_references
-    from bench.selection import best_on_dev, selection_lines
+    from bench.run.baselines import baseline_records
 
     records, unused = read_records(results_dir)
     if getattr(args, "select", "all") == "best-on-dev":
@@ -176,9 +176,9 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
 
 def cmd_significance(args: argparse.Namespace) -> int:
     """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
-    from bench.board_config import get_board
-    from bench.significance import compare, find_rows, render
-    from bench.trivial import baseline_notes
+    from bench.boards.config import get_board
+    from bench.boards.significance import compare, find_rows, render
+    from bench.boards.trivial import baseline_notes
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if board.aggregate == "none":
@@ -205,12 +205,12 @@ def _emit(text: str, out: str | None) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.board_config import get_board
-    from bench.board_sections import render_tables
+    from bench.boards.config import get_board
+    from bench.boards.sections import render_tables
 
     board = get_board(args.board).with_aggregate(args.aggregate)
     if args.compare:
-        from bench.board_compare import one_table, render_comparison  # numpy and scipy's tests
+        from bench.boards.compare import one_table, render_comparison  # numpy and scipy's tests
 
         a, b = (one_table(board_tables(where, board, args), where) for where in args.compare)
         text = render_comparison(a, b, *args.compare, resamples=args.resamples,
@@ -274,7 +274,7 @@ def verify_data(root: Path) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from bench.doc_boards import check, doc_files
+    from bench.boards.docs import check, doc_files
 
     files = [Path(f) for f in args.files] or doc_files(Path.cwd())
     stale = check(files, main, write=args.write)
@@ -284,7 +284,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from bench.models import fetch_all, list_rows
+    from bench.run.models import fetch_all, list_rows
     from datamodules.hub import cache_dir
 
     if args.models_cmd == "fetch":
@@ -298,7 +298,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from bench.submit import BENCHMARKS, submit
+    from bench.boards.submit import BENCHMARKS, submit
 
     entries = BENCHMARKS[args.benchmark][1]
     out, sources, missing = submit(args.benchmark, args.results_dir, args.model, args.out,
@@ -336,7 +336,7 @@ def parser() -> argparse.ArgumentParser:
     lb = sub.add_parser("leaderboard", help="tables from the run records")
     lb.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
-    from bench.board_config import known_boards
+    from bench.boards.config import known_boards
 
     lb.add_argument("--board", default="glue",
                     help=f"board, one of conf/board/: {', '.join(known_boards())} (default: glue)")
@@ -384,7 +384,7 @@ def parser() -> argparse.ArgumentParser:
                      help="ASO's bootstrap iterations (deepsig; 0: skip the test)")
     sig.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
                      help="adjust the tasks' p-values for each other: holm (default), bh "
-                          "(Benjamini-Hochberg) or none (bench/corrections.py)")
+                          "(Benjamini-Hochberg) or none (bench/boards/corrections.py)")
     sig.add_argument("--out", help="write to this file instead of stdout")
     submit = sub.add_parser("submit", help="test predictions as a benchmark server's submission")
     submit.add_argument("benchmark", choices=["glue", "superglue"],
@@ -403,7 +403,7 @@ def parser() -> argparse.ArgumentParser:
     docs.add_argument("--write", action="store_true", help="put the rendered boards in place")
     rerun = sub.add_parser("rerun", help="run again exactly the configuration a record holds")
     rerun.add_argument("record", help="a record.json (or its run directory)")
-    from bench.models import add_parser as add_models_parser
+    from bench.run.models import add_parser as add_models_parser
 
     add_models_parser(sub)
     data = sub.add_parser("data", help="the local data mirror")
@@ -423,24 +423,24 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv and argv[0] == "claims":
-            from bench.claims import cmd_claims
+            from bench.studies.claims import cmd_claims
 
             return cmd_claims(argv[1:])
         if argv and argv[0] in ("run", "perf", "study", "neighbours"):
             if argv[0] == "run":
                 return cmd_run(argv[1:])
             if argv[0] == "study":
-                from bench.study import cmd_study
+                from bench.studies.study import cmd_study
 
                 return cmd_study(argv[1:])
             if argv[0] == "neighbours":
-                from bench.neighbours import main as neighbours_main
+                from bench.boards.neighbours import main as neighbours_main
 
                 return neighbours_main(argv[1:])
-            from bench.perf_cli import parse
+            from bench.perf.options import parse
 
             options = parse(argv[1:])  # --help answers here, before torch loads
-            from bench.perf import main as perf_main
+            from bench.perf.measure import main as perf_main
 
             return perf_main(*options)
         args = parser().parse_args(argv)
@@ -458,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as err:  # Ctrl-C: a run's record says so (bench.run.Interrupted)
+    # Ctrl-C: a run's record says so (bench.run.execute.Interrupted)
+    except KeyboardInterrupt as err:
         print(f"error: {str(err) or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
         return 130
 

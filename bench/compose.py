@@ -4,9 +4,10 @@
 key) are several lines and exit status 1. Every configuration of the command is composed here
 first, through Hydra's compose API over the same search path (``--config-dir`` included): a
 sweep's points one by one, in the order Hydra's basic sweeper runs them, each checked by
-``bench.config_check``. Where one does not compose, Hydra's error becomes one line that names the
-override and the nearest valid option or key (``PlmbenchError``, exit status 2), so a sweep fails
-before any of its points trains (``bench.cli``'s ``command_configs`` composes and checks them).
+``bench.run.config_check``. Where one does not compose, Hydra's error becomes one line that names
+the override and the nearest valid option or key (``PlmbenchError``, exit status 2), so a sweep
+fails before any of its points trains (``bench.cli``'s ``command_configs`` composes and checks
+them).
 """
 
 from __future__ import annotations
@@ -257,7 +258,8 @@ def preset_objective(chosen: object) -> DictConfig:
 
 
 def composed_hash(overrides: Sequence[str], dirs: Sequence[str] = ()) -> str:
-    """The config hash ``plmbench run OVERRIDES`` computes before it runs (``bench.run``)."""
+    """The config hash ``plmbench run OVERRIDES`` computes before it runs
+    (``bench.run.execute``)."""
     from bench.records import config_hash
 
     cfg = compose_config(overrides, "the overrides no longer compose with this checkout's "

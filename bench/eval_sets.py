@@ -17,7 +17,7 @@ what it was scored on, in two parts, and together they name its evaluation set p
   unscored splits) has ``gold`` None, which agrees with any digest of the same ``config``.
 
 ``sections`` splits a board's records into groups whose rows agree on every task's
-evaluation set: each group is a board of its own (``bench/board_sections.py``), with the
+evaluation set: each group is a board of its own (``bench/boards/sections.py``), with the
 baseline computed on its own examples, and no row is ranked against a row of another.
 """
 
@@ -109,7 +109,7 @@ def run_dir_of(record: Mapping) -> Path | None:
 
 def eval_set(record: Mapping) -> EvalSet:
     """The evaluation set of a record (module docstring). A baseline record carries its gold
-    digest (``bench/baselines.py``: from the data it was computed on)."""
+    digest (``bench/run/baselines.py``: from the data it was computed on)."""
     config = record.get("config")
     task = config.get("task") if isinstance(config, Mapping) else None
     task = task if isinstance(task, Mapping) else {}

@@ -1,5 +1,5 @@
 """A run's per-example outputs, read back from the prediction files it wrote (Design contract
-10), as arrays a paired bootstrap resamples (``bench/bootstrap.py``).
+10), as arrays a paired bootstrap resamples (``bench/boards/bootstrap.py``).
 
 A reader turns one eval split's file into ``Outputs``: the examples' ids (what pairs two runs'
 rows) and per-example arrays from which each of the split's metrics is recomputed on any

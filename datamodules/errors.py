@@ -5,9 +5,9 @@ can raise it; only ``bench/`` catches it and turns it into the one-line message
 ``error: <message>`` with exit status 2, leaving nothing partial behind. Nets raise plain
 ``ValueError``s, as torch does; the code that builds a net from a preset turns those into this.
 
-A failed run's record keeps the failure's kind (``bench/run.py``): ``input`` (a file, a dataset,
-an option: a re-run tries again, so fixing the input is all it takes) or ``configuration`` (the
-configuration itself fails, as a diverging loss does: a re-run skips it until
+A failed run's record keeps the failure's kind (``bench/run/execute.py``): ``input`` (a file, a
+dataset, an option: a re-run tries again, so fixing the input is all it takes) or ``configuration``
+(the configuration itself fails, as a diverging loss does: a re-run skips it until
 ``--rerun-failed``).
 """
 

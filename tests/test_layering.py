@@ -1,6 +1,11 @@
-"""The layering of the packages (README, "Layout"): each layer imports only the layers below it,
-and no module takes part in an import cycle, at module level or inside functions (a function-level
-import is still a dependency). Read from the source with ``ast``; nothing is imported."""
+"""The layering of the packages (README, "Layout"; docs/extending.md): each layer imports only the
+layers below it, and no module takes part in an import cycle, at module level, inside functions (a
+function-level import is still a dependency) or for type checking only (``if TYPE_CHECKING:``: a
+type a module names is a dependency too). Read from the source with ``ast``; nothing is imported.
+
+Inside ``bench/`` the same holds for its packages: cli > studies > run | boards | perf > the
+modules of bench/'s root (records, arguments, compose ...), which all may import; run, boards and
+perf never import each other, and nothing imports ``bench.cli``."""
 
 import ast
 from pathlib import Path
@@ -18,6 +23,13 @@ LAYERS = (
     ("datamodules",),
 )
 PACKAGES = ("bench", "lit_models", "datamodules", "retrieval")
+#: bench/'s packages, top first, as LAYERS; a module of bench/'s root (not cli) is in the last
+BENCH_LAYERS = (
+    ("bench.cli",),
+    ("bench.studies",),
+    ("bench.run", "bench.boards", "bench.perf"),
+    ("bench",),
+)
 
 
 def modules() -> dict[str, Path]:
@@ -33,13 +45,8 @@ def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The project modules ``name`` imports (relative imports resolved)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text())
-    typing_only = {id(n) for node in ast.walk(tree)  # ``if TYPE_CHECKING:`` imports do not run
-                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                   for n in ast.walk(node)}
     targets = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -72,6 +79,16 @@ def own_package(name: str) -> str:
                 if name == p or name.startswith(p + "."))
 
 
+def bench_package(name: str) -> str:
+    """The package of bench/ a module of bench/ belongs to ("bench": bench/'s root)."""
+    return next((p for packages in BENCH_LAYERS[:-1] for p in packages
+                 if name == p or name.startswith(p + ".")), "bench")
+
+
+def bench_layer(name: str) -> int:
+    return next(i for i, packages in enumerate(BENCH_LAYERS) if bench_package(name) in packages)
+
+
 def graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imported(name, path, known) for name, path in known.items()}
@@ -88,6 +105,19 @@ def test_every_import_runs_downward():
             if layer(target) < layer(name) or (layer(target) == layer(name) and not same_package):
                 upward.append(f"{name} -> {target}")
     assert not upward, "imports that run upward or sideways: " + ", ".join(sorted(upward))
+
+
+def test_bench_packages_import_downward():
+    upward = []
+    for name, targets in graph().items():
+        if not name.startswith("bench"):
+            continue
+        for target in targets:
+            if not target.startswith("bench") or bench_package(target) == bench_package(name):
+                continue
+            if bench_layer(target) <= bench_layer(name):
+                upward.append(f"{name} -> {target}")
+    assert not upward, "bench/ imports that run upward or sideways: " + ", ".join(sorted(upward))
 
 
 def test_no_import_cycles():

@@ -29,7 +29,7 @@ PRESET_KEYS = frozenset({
     "name",                 # the preset's name: the default label (conf/config.yaml)
     "arch",                 # the architecture's registered name (lit_models/archs)
     "init_from",            # the default init_from (conf/config.yaml)
-    "objective",            # the preset's pretraining objective (bench/run.py normalize)
+    "objective",            # the preset's pretraining objective (bench/run/execute.py normalize)
     "finetune_lr",          # fine-tuning tasks' lr (conf/task/*/_base.yaml)
     "finetune_batch_size",  # a released checkpoint's paper recipe, read by the GLUE tasks
     "finetune_epochs",      # (conf/task/glue/_base.yaml; warmup and layer-wise decay also by

@@ -1,5 +1,5 @@
 """Task families: what a task YAML's ``family`` names (``_target_``, built by Hydra's
-``instantiate``) and ``bench/run.py`` calls without knowing which family it is.
+``instantiate``) and ``bench/run/execute.py`` calls without knowing which family it is.
 
 A family is a DataModule + a LightningModule + what it writes besides metrics: it trains the
 scratch vocabulary on its own training text, builds both modules from the composed config and the

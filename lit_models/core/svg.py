@@ -1,5 +1,5 @@
 """Inline SVG figures and the self-contained HTML page that holds them: what the leaderboards
-(``bench/board_html.py``) and the analyses (attention maps, pruning and probing curves) draw.
+(``bench/boards/html.py``) and the analyses (attention maps, pruning and probing curves) draw.
 Nothing is fetched, so every page opens offline; a figure is a function of its data alone, so
 the same data give the same bytes.
 

@@ -10,7 +10,7 @@ scored per word: the mean negative log likelihood of each direction (``forward_l
 the two as §3.4 reports it (39.7 for the released model on the 1B Word Benchmark). A word
 outside the vocabulary is predicted as <unk>. The biLM is written to ``<run dir>/model/``
 (config.json, model.safetensors, the vocabulary): ``load_elmo`` reads it back, for the BiLSTM
-baselines' ELMo input and the contextual neighbours (``bench/neighbours.py``).
+baselines' ELMo input and the contextual neighbours (``bench/boards/neighbours.py``).
 """
 
 import json

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from hydra.core.global_hydra import GlobalHydra
 
-from bench import cli, run
+from bench import cli
 from bench.records import record_paths, run_variant
+from bench.run import execute as run
 
 #: variables Lightning's seed_everything leaves in os.environ
 LIGHTNING_ENV = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
@@ -104,13 +105,13 @@ def records_under(root: Path) -> list[Path]:
 
 def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny-scratch",
             seed: int = 0) -> Path:
-    """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run_dir): named by
-    the overrides that change the configuration, not those equal to their defaults."""
+    """Where ``plmbench run ... task=TASK OVERRIDES`` writes its record (bench.run.run_dir): named
+    by the overrides that change the configuration, not those equal to their defaults."""
     from omegaconf import OmegaConf
 
     from bench.compose import compose_config, normalize
     from bench.records import config_hash
-    from bench.run_dir import effective_overrides
+    from bench.run.run_dir import effective_overrides
 
     args = [f"task={task}", *overrides]
     cfg = compose_config(args, "a test's overrides")

@@ -8,7 +8,8 @@ import os
 import signal
 import sys
 
-from bench import checkpoints, cli
+from bench import cli
+from bench.run import checkpoints
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench.run_dir import LOCK_NAME
+from bench.run.run_dir import LOCK_NAME
 from tests.bench.invoke import Result, plmbench, read, records_under, reset_cli_state
 from tests.bench.invoke import run_dir as run_path
 from tests.conftest import MIRROR_CANDIDATES, in_ci
@@ -471,7 +471,7 @@ def test_every_model_key_a_yaml_reads_is_a_preset_key():
     import dataclasses
     import re
 
-    from bench.config_check import known_tree
+    from bench.run.config_check import known_tree
     from lit_models.archs import ARCHS
     from lit_models.core.build import PRESET_KEYS
 
@@ -658,8 +658,8 @@ def test_a_board_lists_records_it_cannot_use_and_never_stops(env):
 
 
 def test_the_claims_report_names_the_records_it_could_not_use():
-    from bench.claims import render_html, render_markdown
     from bench.records import Unused
+    from bench.studies.claims import render_html, render_markdown
 
     unused = [Unused("r/glue/rte/x/seed0/record.json", "is not valid JSON")]
     assert "## Records not used (1)\n\n- r/glue/rte/x/seed0/record.json: is not valid JSON\n" in \

@@ -24,9 +24,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
-from bench.board_config import known_boards
+from bench.boards.config import known_boards
 from bench.records import config_hash
-from bench.run import CONF_DIR, normalize
+from bench.run.execute import CONF_DIR, normalize
 from tests.bench.invoke import (
     Result,
     plmbench,
@@ -77,7 +77,7 @@ def csv_rows(path: Path) -> dict[str, dict[str, str]]:
 
 
 def cell_text(values: list[float]) -> str:
-    """A leaderboard cell, rendered from the seed values independently of bench.leaderboard:
+    """A leaderboard cell, rendered from the seed values independently of bench.boards.table:
     the mean ± the half-width of its 95% t-interval (scipy), no interval for one seed."""
     mean, n = 100 * statistics.mean(values), len(values)
     if n == 1:
@@ -446,7 +446,7 @@ def test_unknown_model_preset_is_one_line_naming_the_nearest_and_the_presets(mir
 
 
 def test_dataset_missing_offline_fails_with_one_line_before_the_run(mirror, tmp_path):
-    """Missing data is found by the config check (bench/config_check.py ``check_data``), before
+    """Missing data is found by the config check (bench/run/config_check.py ``check_data``), before
     the run starts: one line, no run directory, no record."""
     results = tmp_path / "results"
     result = plmbench("run", *TINY, "task=glue/mnli", f"results_dir={results}")

@@ -30,7 +30,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.tokenization import TextTokenizer, TokenizerSpec, train_tokenizer
 from lit_models.archs import Arch, Model
 from lit_models.core.build import net_config

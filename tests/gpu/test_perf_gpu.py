@@ -11,8 +11,8 @@ import os
 import pytest
 import torch
 
-from bench.perf import measure, render
-from bench.run import CONF_DIR
+from bench.perf.measure import measure, render
+from bench.run.execute import CONF_DIR
 from lit_models.archs import ARCHS
 from lit_models.core.peak_flops import chip
 

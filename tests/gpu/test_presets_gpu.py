@@ -3,8 +3,8 @@
 generation, open-domain QA over a FAISS index) under ``trainer=gpu`` and under ``trainer=ddp`` over
 every GPU of the machine (one GPU: DDP of one rank, still NCCL), and a fine-tuning run in fp16
 (``trainer.precision=16-mixed``: the GradScaler with the fused AdamW, for pre-Ampere GPUs). Each
-run leaves an ok record and a row on its board, as tests/bench/test_trainer_presets.py checks for
-the same runs on CPU; here bf16 matmuls on tensor cores, SDPA's CUDA kernels, pinned-memory
+run leaves an ok record and a row on its board, as tests/bench/run/test_trainer_presets.py checks
+for the same runs on CPU; here bf16 matmuls on tensor cores, SDPA's CUDA kernels, pinned-memory
 copies, CUDA events in the throughput callback and the datasheet MFU are the real ones.
 
 DDP runs in a process of its own: Lightning's launcher starts rank 1 by re-running the command
@@ -22,7 +22,7 @@ import torch
 
 from lit_models.core.peak_flops import chip
 from tests.bench.invoke import mirror_with, plmbench_on_mirror, read, run_dir
-from tests.bench.test_trainer_presets import smoke_records
+from tests.bench.run.test_trainer_presets import smoke_records
 
 
 def check_on_gpus(records: dict[str, dict], devices: int) -> None:

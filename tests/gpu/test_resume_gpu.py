@@ -1,10 +1,10 @@
 """Resuming on a GPU: the CUDA generators' states go into a run's checkpoints and come back when
-the resumed run starts training (bench/checkpoints.py, RngState), so dropout after a resume draws
-what the uninterrupted run drew (on CPU: tests/bench/test_resume.py)."""
+the resumed run starts training (bench/run/checkpoints.py, RngState), so dropout after a resume
+draws what the uninterrupted run drew (on CPU: tests/bench/run/test_resume.py)."""
 
 import torch
 
-from bench.checkpoints import RngState
+from bench.run.checkpoints import RngState
 
 
 def test_cuda_generator_states_come_back():

@@ -7,7 +7,7 @@ paper's (exports, both sharing modes, and the other contracts: ``tests/contracts
 import pytest
 import torch
 
-from bench.claims import preset_parameters
+from bench.studies.claims import preset_parameters
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import save_tokenizer, train_tokenizer

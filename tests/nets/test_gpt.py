@@ -101,7 +101,7 @@ def test_gpt2_small_has_the_papers_size():
     """GPT-2 small: 124M parameters with the 50,257-token vocabulary (117M as the paper counted)."""
     from omegaconf import OmegaConf
 
-    from bench.run import CONF_DIR
+    from bench.run.execute import CONF_DIR
     from lit_models.core.build import net_config
 
     preset = OmegaConf.load(CONF_DIR / "model" / "gpt2-small-scratch.yaml")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.collate import encoder_inputs
 from datamodules.packing import collate_packed, pack_examples
 from lit_models.archs import ARCHS, get_arch

@@ -129,7 +129,7 @@ def test_presets_have_the_papers_sizes(preset, parameters):
     """T5-small ~60M and T5-base ~220M (§3.7, Table 14), with the 32,128-entry vocabulary."""
     from omegaconf import OmegaConf
 
-    from bench.run import CONF_DIR
+    from bench.run.execute import CONF_DIR
     from lit_models.core.build import net_config
 
     cfg = OmegaConf.load(CONF_DIR / "model" / f"{preset}.yaml")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import VOCAB_TXT, train_tokenizer
 from lit_models.archs import Model, get_arch

@@ -1,12 +1,12 @@
 """The index benchmark (``-m benchmark``; ~15 minutes on 2 cores, and the first run encodes the
 capped SQuAD-open corpus with MiniLM, ~40 minutes more): on the real all-MiniLM-L6-v2 vectors of
 the Wikipedia-sample passages HNSW32 finds >= 0.95 of the exact top 10; at ~100k passages (the
-real vectors and jittered copies, ``bench.perf_index --replicate``) it does so answering queries
+real vectors and jittered copies, ``bench.perf.index --replicate``) it does so answering queries
 one at a time >= 10 times as fast as the exact index. docs/retrieval.md has the figures."""
 
 import pytest
 
-from bench.perf_index import markdown, run
+from bench.perf.index import markdown, run
 
 
 @pytest.mark.benchmark

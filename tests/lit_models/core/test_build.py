@@ -6,7 +6,7 @@ and preset keys checked (a misspelled size is refused, naming the nearest key)."
 import pytest
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import Model, get_arch

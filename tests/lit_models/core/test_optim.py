@@ -242,7 +242,7 @@ def test_adafactor_takes_t5s_step_sizes():
     U = G / sqrt(V) is all ones, RMS 1, unclipped); an unknown name is one line."""
     from hydra import compose, initialize_config_dir
 
-    from bench.run import CONF_DIR
+    from bench.run.execute import CONF_DIR
 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=["optim=adafactor", "task.lr=0.01"]).optim

@@ -4,7 +4,7 @@ pretraining heads gets vocabulary figures and no loss; the corpora take the eval
 
 from hydra import compose, initialize_config_dir
 
-from bench.run import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize
 from lit_models.core.hf import has_pretraining_heads
 from lit_models.families.corpus_evaluation import corpus_task
 

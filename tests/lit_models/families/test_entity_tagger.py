@@ -13,12 +13,12 @@ import torch
 from hydra import compose, initialize_config_dir
 from safetensors.torch import load_file
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from lit_models.core.hf import task_labels
 from lit_models.families.entity_tagger import TaggerEntities
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read, run_dir
-from tests.bench.test_smoke import assert_tagger_export_scores_as_transformers
+from tests.bench.run.test_smoke import assert_tagger_export_scores_as_transformers
 
 TAGS = ["O", "B-Disease", "I-Disease"]
 TINY = ["model=bert-tiny-scratch", "task=ner/ncbi_disease", "task.max_train_samples=64",

@@ -162,7 +162,8 @@ def test_fit_learns_separable_task_and_keeps_splits_apart():
     # sanity check ran on both splits but left nothing behind
     assert probe.sanity_batches == 4
     assert probe.after_sanity == ({}, -1)
-    if module.validated_at_step != t.global_step:  # as bench.run does when max_steps cuts short
+    # as bench.run.execute does when max_steps cuts short
+    if module.validated_at_step != t.global_step:
         t.validate(module, [DataLoader(held_out, batch_size=8), DataLoader(flipped, batch_size=8)],
                    verbose=False)
     assert module.validated_at_step == 30
@@ -330,7 +331,7 @@ def test_pretrain_fit_lowers_the_mlm_loss():
                    for j in (0, 8)]
     val = DataLoader(val_batches, batch_size=None)
     # computed directly: validate-then-fit on one module trips torchmetrics states made in
-    # inference mode (see the report); bench.run only ever validates after fit
+    # inference mode (see the report); bench.run.execute only ever validates after fit
     module.eval()
     sums, counts = zip(*(full_vocabulary_losses(module, b) for b in val_batches), strict=True)
     initial = (sum(sums) / sum(counts)).item()

@@ -10,7 +10,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.multiple_choice import choices_collate, copa, race, swag
 from datamodules.tokenization import train_tokenizer

@@ -11,11 +11,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from torchmetrics.text.rouge import ROUGEScore
 
-from bench.board_text import render_markdown
+from bench.boards.table import build_table
+from bench.boards.text import render_markdown
 from bench.example_outputs import read_outputs
-from bench.leaderboard import build_table
 from bench.records import iter_records
-from bench.run import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch

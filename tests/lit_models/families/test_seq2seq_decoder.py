@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import train_tokenizer

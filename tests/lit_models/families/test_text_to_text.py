@@ -11,9 +11,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from sklearn.metrics import f1_score, matthews_corrcoef
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.run import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize
 from datamodules.glue_text import GlueTextDataModule, vocabulary_corpus
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch

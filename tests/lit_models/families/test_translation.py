@@ -15,9 +15,9 @@ import pytest
 import sacrebleu
 from hydra import compose, initialize_config_dir
 
-from bench.leaderboard import build_table
+from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.run import CONF_DIR
+from bench.run.execute import CONF_DIR
 from datamodules import sources
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer

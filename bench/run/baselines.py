@@ -1,0 +1,112 @@
+"""Reference rows with no training, so every score on a board is read against chance: for each
+task the board's runs used, its family's ``baselines`` (classification: the majority class of
+the training labels, labelled ``BASELINE_LABEL``; regression: the mean score; spoiler detection
+adds a TF-IDF + logistic-regression classifier, under its own name) on the same eval data.
+
+A run computes them when it runs and keeps them in its record (``record["baselines"]``:
+``of_task``), so a board is a pure function of records (DESIGN.md contract 8): the same records
+board the same bytes on a machine whose data mirror lacks the task, and a board loads no task
+data, no torch. Only records written before runs kept them get their baseline computed from the
+data as it reads when the board is built, which may no longer be the data the runs were scored
+on (a re-mirrored dataset).
+
+Either way a baseline carries ``gold``: per eval split, the digest of the gold labels it scored
+(``bench/eval_sets.py``), the same digest a run's predictions file gives; a board shows a
+baseline only beside runs whose labels match, and says so where none do
+(``bench/boards/sections.py``).
+
+A baseline is a record like any other, marked ``baseline: true`` and labelled by its row name,
+so the leaderboard aggregates and renders it with no special case beyond the mark; one that
+cannot be computed (from records that are not as expected) is a failed record, which the board
+lists with its error, never a board that stops.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from omegaconf import OmegaConf
+
+from bench.eval_sets import label_pairs_digest
+from datamodules.errors import PlmbenchError
+from datamodules.predictions import label_text, submission_vocabulary
+
+BASELINE_LABEL = "baseline (no training)"
+#: what the data of a task's baseline depends on; runs that agree on these share one baseline
+DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels", "metrics",
+             "max_train_samples", "max_eval_samples", "family", "board", "columns", "format",
+             "context", "imbalance", "tfidf", "hub_id", "eval_documents", "eval_examples",
+             "questions")
+
+
+def of_task(family, task: Mapping) -> dict | None:
+    """What a run keeps of its task's baselines (``record["baselines"]``): each row's name (None:
+    ``BASELINE_LABEL``) and metrics per eval split, and the digest of the gold labels they
+    scored; None where the family has none."""
+    rows = family.baselines(task)
+    if not rows:
+        return None
+    return {"rows": [{"name": name, "metrics": metrics} for name, metrics in rows.items()],
+            "gold": _gold(task, family.eval_labels(task))}
+
+
+def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
+    """One baseline record per distinct task data among the board's finished runs: the one a
+    run of that data kept, else (records from before runs kept them) computed from the data."""
+    tasks: dict[str, dict] = {}
+    kept: dict[str, Mapping] = {}
+    for record in records:
+        task = (record.get("config") or {}).get("task")
+        if record.get("board") != board or record.get("status") != "ok" or not task:
+            continue
+        if record.get("baseline") or not isinstance(task.get("family"), Mapping):
+            continue
+        key = json.dumps({k: task.get(k) for k in DATA_KEYS}, sort_keys=True)
+        tasks.setdefault(key, dict(task))
+        if "baselines" in record:  # a run that kept them, even as None (the family has none)
+            kept.setdefault(key, record["baselines"] or {"rows": []})
+    made = []
+    for key, task in sorted(tasks.items()):
+        stored = kept.get(key) or _computed(task)
+        if "error" in stored:
+            made.append(_baseline(task, board, BASELINE_LABEL, key, status="failed",
+                                  error=stored["error"]))
+            continue
+        gold = stored.get("gold")
+        for row in stored["rows"]:
+            label = BASELINE_LABEL if row["name"] is None else row["name"]
+            made.append(_baseline(task, board, label, key, status="ok", metrics=row["metrics"],
+                                  **({"gold": gold} if gold else {})))
+    return made
+
+
+def _computed(task: Mapping) -> dict:
+    """The baselines of a task whose runs kept none, from the data as it reads now: no rows where
+    the data is gone, an ``error`` where it cannot be computed."""
+    from bench.run.task_family import task_family  # the family's modules (torch): only when needed
+
+    try:
+        return of_task(task_family(OmegaConf.create(task)), task) or {"rows": []}
+    except PlmbenchError:  # data gone since the runs: no reference row for this task
+        return {"rows": []}
+    except Exception as err:  # noqa: BLE001 - a board lists it, it never stops the board
+        error = " ".join(f"{type(err).__name__}: {err}".split())
+        return {"error": f"the baseline could not be computed: {error}"}
+
+
+def _gold(task: Mapping, labels: Mapping[str, list] | None) -> dict[str, str] | None:
+    """Per eval split, the digest of the gold labels the baseline scored, written as a run's
+    predictions file writes them (``datamodules/predictions.py``); None where unknown."""
+    if labels is None:
+        return None
+    vocabulary = submission_vocabulary(task)
+    return {split: label_pairs_digest((i, label_text(value, vocabulary))
+                                      for i, value in enumerate(values))
+            for split, values in labels.items()}
+
+
+def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> dict:
+    """A baseline record of ``task``: its ``outcome`` (status and metrics, or error)."""
+    return {**outcome, "baseline": True, "board": board, "task": task["name"], "label": label,
+            "model": label, "seed": 0, "protocol_hash": "baseline", "config": {"task": task},
+            "run_dir": f"{label} of {task['name']}", "finished_at": key}

@@ -1,0 +1,182 @@
+"""Studies: runs that depend on one another, in order, from one command.
+
+    plmbench study experiment=domain [overrides...]
+
+Hydra's multirun sweeps a product of values and orders nothing, while a study needs order: the
+domain-adaptation studies (``conf/experiment/domain*.yaml``) pretrain a general model, continue
+it on in-domain text, pretrain another from scratch, fine-tune every checkpoint on the domain's
+end tasks over several seeds, and score every checkpoint on every corpus, each run starting from
+a checkpoint an earlier one left. A study is its experiment's ``study`` block::
+
+    study:
+      experiment: domain_runs   # what its runs compose (their settings without this plan)
+      board: domain             # printed at the end, and written to <results_dir>/<board>.md
+      runs:                     # in order: each entry the overrides of one run or one sweep
+        general: [model=bert-small-scratch, task=pretrain/wikipedia, trainer.max_steps=10000]
+        bio:                    # a group: entries in order; `bio: null` drops them all
+          dapt: [model=bert-small-scratch, task=pretrain/pubmed, "init_from=ckpt:{general}"]
+
+Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
+overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes
+that one instead, as the smoke study's do), a sweep's points one after another as
+Hydra's basic launcher runs them, through the same code (``bench.run.execute.run_one``): every run
+leaves its record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry
+is the run directory of the earlier entry ``name``, which must be one run (no sweep) whose record
+says ok; an entry may hold lists (interpolated from elsewhere in the block: flattened), and a
+null entry or group is left out (a smaller preset drops runs that way). A failed run stops the
+study after its entry; ``plmbench rerun <record>`` repeats it, and the study then picks up where
+it stopped. The runs go one after another in this process: to use a cluster, submit the study
+command as one job.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from bench.compose import check_given_once, compose_config, points
+from bench.records import check_writable, read_record
+from bench.run import execute as run
+from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
+
+#: "{name}" in an override: the run directory of the study's entry ``name``
+REFERENCE = re.compile(r"\{(\w+)\}")
+
+
+def composed(overrides: list[str]) -> DictConfig:
+    """The run config ``plmbench run OVERRIDES`` composes (before it runs)."""
+    return compose_config(overrides, "fix the study's entry or the command's overrides")
+
+
+def _flat(entry: object, where: str) -> Iterator[str]:
+    if isinstance(entry, list):
+        for item in entry:
+            yield from _flat(item, where)
+    elif isinstance(entry, str | int | float | bool):
+        yield str(entry)
+    else:
+        raise PlmbenchError(f"{where}: an entry is a list of overrides (key=value), not {entry!r}")
+
+
+def _entries(runs: dict, where: str, found: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Entries by name, in order, groups (mappings) opened, null entries and groups left out."""
+    for name, entry in runs.items():
+        if entry is None:
+            continue
+        if isinstance(entry, dict):
+            _entries(entry, f"{where}.{name}", found)
+            continue
+        if name in found:
+            raise PlmbenchError(f"{where}.{name}: a second entry named {name}; rename one")
+        found[name] = list(_flat(entry, f"{where}.{name}"))
+    return found
+
+
+def study_runs(cfg: DictConfig) -> dict[str, list[str]]:
+    """The study's entries, in order, as flat lists of overrides (interpolations resolved)."""
+    study = cfg.get("study")
+    if not isinstance(study, DictConfig) or not isinstance(study.get("runs"), DictConfig):
+        raise PlmbenchError("this configuration holds no study: pass experiment=NAME of a file "
+                            "in conf/experiment with a study.runs block (e.g. experiment=domain)")
+    return _entries(OmegaConf.to_container(study.runs, resolve=True), "study.runs", {})
+
+
+def _resolve(override: str, done: dict[str, Path], name: str) -> str:
+    """``override`` with each "{entry}" replaced by that earlier entry's run directory."""
+    def run_dir(match: re.Match) -> str:
+        source = match.group(1)
+        if source not in done:
+            raise PlmbenchError(f"study.runs.{name} names {{{source}}}, which is no earlier "
+                                "single run of the study; reorder the entries or fix the name")
+        record = read_record(done[source])
+        if record is None or record.get("status") != "ok":
+            error = (record or {}).get("error") or "no record"
+            raise PlmbenchError(f"study.runs.{name} starts from {done[source]}, which did not "
+                                f"finish ({error}); re-run it with `plmbench rerun "
+                                f"{done[source]}`, then the study again")
+        return str(done[source])
+
+    return REFERENCE.sub(run_dir, override)
+
+
+def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
+    """``names`` and every entry they start from ("{name}" in their overrides), transitively; a
+    name that is no entry is one line naming it."""
+    wanted, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in entries:
+            raise PlmbenchError(f"study entry {name!r} is not in study.runs; known: "
+                                f"{', '.join(entries)}")
+        if name not in wanted:
+            wanted.add(name)
+            todo += [m for o in entries[name] for m in REFERENCE.findall(o)]
+    return wanted
+
+
+def run_study(overrides: list[str], select: Iterable[str] | None = None) -> DictConfig:
+    """Run every entry of the study the overrides compose (only those ``select`` names and the
+    entries they start from, when given), in order; the composed config."""
+    check_given_once(overrides)  # the command line's; an entry may set what its experiment set
+    cfg = composed(overrides)
+    entries = study_runs(cfg)
+    if select is not None:
+        keep = needed(entries, select)
+        entries = {name: entry for name, entry in entries.items() if name in keep}
+    check_writable(Path(cfg.results_dir))
+    # the runs compose the study's run settings, not its plan: overrides of the plan stay here
+    experiment = cfg.study.get("experiment")
+    naming = ("experiment=", "+experiment=")
+    plan = ("study.", "+study.", "++study.", *(naming * bool(experiment)))
+    shared = [*([f"experiment={experiment}"] if experiment else []),
+              *(o for o in overrides if not o.startswith(plan))]
+    done: dict[str, Path] = {}
+    for name, entry in entries.items():
+        own = any(o.startswith(naming) for o in entry)  # its experiment, not the study's
+        base = [o for o in shared if not (own and o.startswith(naming))]
+        jobs = points([*base, *(_resolve(o, done, name) for o in entry)])
+        run.FAILURES.clear()
+        for job in jobs:  # under DDP each run starts its own ranks (bench/run/launch.py)
+            done[name] = run.run_one(composed(job), job)
+        for line, _ in run.FAILURES:
+            print(f"error: {line}", file=sys.stderr)
+        if run.FAILURES:
+            raise PlmbenchError(f"study.runs.{name}: a run failed (listed above); fix it, re-run "
+                                "it with `plmbench rerun <its record>`, then the study again")
+        if len(jobs) > 1:  # a sweep: no later entry can start from it
+            done.pop(name)
+    return cfg
+
+
+def render_board(results_dir: Path, board_name: str) -> str:
+    """The board's Markdown over the study's records, baseline rows included."""
+    from bench.boards.config import get_board
+    from bench.boards.sections import build_tables, render_tables
+    from bench.records import read_records
+    from bench.run.baselines import baseline_records
+
+    board = get_board(board_name)
+    records, unused = read_records(results_dir)
+    tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
+    return render_tables(tables, "md", str(results_dir))
+
+
+def cmd_study(overrides: list[str]) -> int:
+    """``plmbench study OVERRIDES``: run the study, then print and write its board."""
+    # what Hydra's job logging does for `plmbench run`: the runs' progress on stdout
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")
+    cfg = run_study(overrides)
+    results_dir, board = Path(cfg.results_dir), cfg.study.get("board")
+    if board:
+        text = render_board(results_dir, board)
+        atomic_write_text(results_dir / f"{board}.md", text)
+        print(text)
+        print(f"wrote {results_dir / f'{board}.md'}")
+    return 0

@@ -1,0 +1,48 @@
+"""The head-pruning curve board (conf/board/head_pruning.yaml): each step of a record's
+``analysis.curve`` is a column, read through a dotted path that indexes the list; a curve of
+fewer steps leaves the rest empty; the HTML page draws the curves."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.boards.html import curves
+from bench.boards.table import build_table, lookup
+from bench.boards.text import render_markdown
+
+PRUNING = {"name": "analysis/head_pruning", "board": "compression"}
+
+
+def pruning_record(label: str, seed: int, scores: list[float], heads: int = 72) -> dict:
+    return {"schema": 1, "status": "ok", "model": "minilm-l6", "label": label,
+            "task": "analysis/head_pruning", "board": "compression", "seed": seed,
+            "protocol_hash": "p" * 16, "finished_at": "2026-01-01T00:00:00Z",
+            "metrics": {"compression": {"score": 100 * scores[-1]}},
+            "config": {"model": {"name": "minilm-l6"}, "seed": seed, "task": PRUNING},
+            "analysis": {"heads": heads, "step": 0.1,
+                         "curve": [{"heads_kept": heads - i, "score": s}
+                                   for i, s in enumerate(scores)]}}
+
+
+def test_a_number_in_a_path_indexes_a_list():
+    record = pruning_record("a", 0, [0.9, 0.8])
+    assert lookup(record, "analysis.curve.1.score") == 0.8
+    assert lookup(record, "analysis.curve.2.score") is None  # past the end: absent
+    assert lookup(record, "analysis.curve.x.score") is None
+    assert lookup({"metrics": {"0": 1.5}}, "metrics.0") == 1.5  # a key that is a digit still reads
+
+
+def test_each_step_is_a_column_scaled_and_averaged_over_seeds():
+    long = [1.0 - 0.05 * i for i in range(11)]
+    records = [pruning_record("minilm", 0, long), pruning_record("minilm", 1, long[:6] + [0.3] * 5),
+               pruning_record("coarse", 0, [0.7, 0.6, 0.5], heads=12)]
+    table = build_table(records, "head_pruning")
+    rows = {row.label: row for row in table.rows}
+    assert rows["minilm"].cells["step 0"].mean == pytest.approx(1.0)
+    assert rows["minilm"].cells["step 10"].mean == pytest.approx((0.5 + 0.3) / 2)
+    assert rows["minilm"].cells["step 0"].n == 2
+    assert rows["coarse"].cells["heads"].mean == 12 and "step 3" not in rows["coarse"].cells
+    text = render_markdown(table)
+    assert "Head pruning" in text and "| 100.0" in text  # x100, as the target's metric on GLUE
+    assert "step 10" in text
+    assert curves(table).count("<svg") == 1  # one task's curve figure, a line per row
