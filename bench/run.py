@@ -38,6 +38,7 @@ from bench.config_check import check_config, check_threads
 from bench.hub_start import resolve_checkpoints
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
+from bench.record import Record
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
@@ -48,7 +49,6 @@ from bench.records import (
     software_versions,
     task_keys_of,
     undefined_metric_notes,
-    write_record,
 )
 from bench.run_dir import (
     LOG_NAME,
@@ -325,7 +325,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
         if rank_zero_only.rank == 0:  # under DDP every rank runs this; one record per run
-            write_record(run_dir, record)
+            Record.from_json(record).write(run_dir)  # through the type: bench/record.py
     return record
 
 
