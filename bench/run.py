@@ -134,8 +134,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
     finetune.prepare(net)
     module, dm = family.build(cfg, model)
     finetune.apply(module, net)
-    module.run_dir = run_dir  # where an evaluation writes its predictions
-    for note in module.notes:
+    module.write_predictions_to(run_dir)
+    for note in module.result().notes:  # how the family set the run up (a head left untrained)
         log.warning(note)
     trainer_args = OmegaConf.to_container(cfg.trainer, resolve=True)
     steps_decide(trainer_args)
@@ -174,13 +174,14 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         family.export(module, model, run_dir, cfg)
         if not cfg.checkpoint.keep:
             discard(checkpoints)
+    result = module.result()  # the family's part of the record (lit_models/core/outcome.py)
     return {
         "net_config": {"arch": arch.name, **asdict(net.config)},
-        "predictions": {**module.predictions, **predictions},
-        "outputs": module.outputs,
-        "metrics": module.last_metrics,
+        "predictions": {**result.predictions, **predictions},
+        "outputs": result.outputs,
+        "metrics": result.metrics,
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
-        "metric_signatures": module.metric_signatures,
+        "metric_signatures": result.metric_signatures,
         "throughput": throughput.summary(),
         # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
         "parameters": parameter_count(module),
@@ -194,7 +195,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
-        "notes": module.notes,
+        "notes": list(result.notes),
         "resumed_from": None if resumed is None else str(resumed),
         # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
         "pretraining": pretraining_costs(family.pretrained_from(cfg)),
