@@ -19,12 +19,20 @@ address them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.records import RECORD_NAME, SCHEMA_VERSION, load_record, record_text, write_record
+from bench.records import (
+    RECORD_NAME,
+    SCHEMA_VERSION,
+    Unused,
+    load_record,
+    read_records,
+    record_text,
+    write_record,
+)
 from datamodules.errors import PlmbenchError
 
 #: the keys a board needs of a record (``bench.records.record_problem``); every record the run
@@ -107,6 +115,10 @@ class Part:
             if part.name == key:
                 return None if key in self.absent else getattr(self, part.name)
         return self.extra.get(key)
+
+    def updated(self, **changes: Any) -> Part:
+        """This part with the fields ``changes`` names set (and held, however it was read)."""
+        return replace(self, **changes, absent=self.absent - set(changes))
 
     def has(self, key: str) -> bool:
         """Whether the JSON object held ``key`` (a key older records lack reads as a default)."""
@@ -248,9 +260,12 @@ class Record(Part):
     resumed_from: str | None = None
     recipe: Mapping[str, Any] | None = field(default=None, metadata=_of(dict))
     baselines: Baselines | None = field(default=None, metadata={"part": Baselines})
-    # a board's reference rows (bench/baselines.py), never in a file
+    # what a board adds, never in a file: a reference row (bench/baselines.py: ``baseline``,
+    # the digests of the gold labels it scored), the grid point best-on-dev chose
+    # (bench/selection.py: its settings)
     baseline: bool = False
     gold: Mapping[str, str] | None = None
+    selected: Mapping[str, Any] | None = None
     path: str | None = field(default=None, compare=False, kw_only=True)
     _OWN: ClassVar[tuple[str, ...]] = ("absent", "extra", "path")
 
@@ -317,3 +332,31 @@ class Record(Part):
     def source(self) -> str:
         """Where the record came from, for a message: its file, else its run directory."""
         return str(self.path or self.run_dir or self.run_id or "a record")
+
+
+def records_in(results_dir: str | Path) -> tuple[list[Record], list[Unused]]:
+    """Every record below ``results_dir`` in path order (``bench.records.read_records``), typed:
+    (the usable ones, the others with why they cannot be used)."""
+    found, unused = read_records(results_dir)
+    records = []
+    for value in found:
+        try:
+            records.append(Record.from_json(value))
+        except PlmbenchError as err:
+            unused.append(Unused(value["_path"], str(err)))
+    return records, unused
+
+
+def as_record(record: Record | Mapping) -> Record:
+    """``record`` typed: a mapping made in this process (a record a caller read as JSON, a
+    test's own) as the ``Record`` it holds, its values checked (``Part.of``) but no key required:
+    what a board cannot use it lists as unused. A file is read with ``Record.from_json``."""
+    if isinstance(record, Record):
+        return record
+    typed = Record.of({k: v for k, v in record.items() if k != "_path"}, "record")
+    return typed.at_path(record.get("_path"))
+
+
+def as_records(records: Iterable[Record | Mapping]) -> list[Record]:
+    """Each of ``records`` typed (``as_record``)."""
+    return [as_record(record) for record in records]

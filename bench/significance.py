@@ -37,6 +37,7 @@ from bench.bootstrap import RESAMPLES, ColumnSpec, TaskArms, paired_bootstrap
 from bench.corrections import DEFAULT, NAMES, adjust
 from bench.example_outputs import read_outputs
 from bench.leaderboard import Row, Table
+from bench.record import Record
 from bench.stats import (
     ALPHA,
     ASO_THRESHOLD,
@@ -127,10 +128,10 @@ def _has_row(table: Table, label: str) -> bool:
     return True
 
 
-def _seed_records(row: Row, task: str) -> list[Mapping]:
+def _seed_records(row: Row, task: str) -> list[Record]:
     """The row's records of ``task``, one per seed, in seed order."""
     records = row.records.get(task, [])
-    return sorted(records, key=lambda r: repr((r.get("protocol_hash"), r.get("seed"))))
+    return sorted(records, key=lambda r: repr((r.protocol_hash, r.seed)))
 
 
 def column_specs(columns: Sequence[Column]) -> list[ColumnSpec]:

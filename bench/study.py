@@ -159,10 +159,10 @@ def render_board(results_dir: Path, board_name: str) -> str:
     from bench.baselines import baseline_records
     from bench.board_config import get_board
     from bench.board_sections import build_tables, render_tables
-    from bench.records import read_records
+    from bench.record import records_in
 
     board = get_board(board_name)
-    records, unused = read_records(results_dir)
+    records, unused = records_in(results_dir)
     tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
     return render_tables(tables, "md", str(results_dir))
 
