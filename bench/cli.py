@@ -56,12 +56,9 @@ DEFAULT_RESULTS = "results"
 def cmd_rerun(path: str) -> int:
     """Run again the configuration of the record at ``path`` (a record.json or its run dir),
     replacing the record: its overrides composed as they were, checked against its hash."""
-    from bench.record import Record
+    from bench.record import record_at
 
-    try:
-        record = Record.from_json(path)
-    except PlmbenchError:
-        record = None
+    record = record_at(path)
     if record is None or not record.has("overrides"):
         raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
     replaying = ("skip_completed=", "only_failed=")

@@ -29,6 +29,7 @@ from bench.records import (
     SCHEMA_VERSION,
     Unused,
     load_record,
+    read_record,
     read_records,
     record_text,
     write_record,
@@ -355,6 +356,17 @@ def as_record(record: Record | Mapping) -> Record:
         return record
     typed = Record.of({k: v for k, v in record.items() if k != "_path"}, "record")
     return typed.at_path(record.get("_path"))
+
+
+def record_at(path: str | Path) -> Record | None:
+    """The record at ``path`` (a record.json or its run directory) for a run deciding what to
+    do there (skip, resume, replace); None where there is none to go by: no file, or one that is
+    no record (unreadable JSON, a value of the wrong type)."""
+    found = read_record(path)
+    try:
+        return None if found is None else as_record(found)
+    except PlmbenchError:
+        return None
 
 
 def as_records(records: Iterable[Record | Mapping]) -> list[Record]:

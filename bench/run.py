@@ -38,14 +38,13 @@ from bench.config_check import check_config, check_threads
 from bench.hub_start import resolve_checkpoints
 from bench.launch import check_accelerator, own_processes
 from bench.recipe import recipe_of
-from bench.record import Record
+from bench.record import Record, record_at
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
     evaluated_nothing,
     pretraining_cost,
     pretraining_costs,
-    read_record,
     software_versions,
     task_keys_of,
     undefined_metric_notes,
@@ -368,7 +367,8 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
                 record = execute(cfg, run_dir, overrides, variant, config, current)
     except BaseException as err:
         if interrupted(err):  # the whole command stops: one line (bench.cli), status 130
-            said = (read_record(run_dir) or {}).get("failure_kind") == "interrupted"
+            previous = record_at(run_dir)
+            said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
                 " (its record says failure_kind: interrupted)" if said else "")) from None
         if not isinstance(err, Exception):

@@ -41,7 +41,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from bench import run
 from bench.compose import check_given_once, compose_config, points
-from bench.records import check_writable, read_record
+from bench.record import record_at
+from bench.records import check_writable
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
@@ -94,9 +95,9 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
         if source not in done:
             raise PlmbenchError(f"study.runs.{name} names {{{source}}}, which is no earlier "
                                 "single run of the study; reorder the entries or fix the name")
-        record = read_record(done[source])
-        if record is None or record.get("status") != "ok":
-            error = (record or {}).get("error") or "no record"
+        record = record_at(done[source])
+        if record is None or record.status != "ok":
+            error = (record.error if record else None) or "no record"
             raise PlmbenchError(f"study.runs.{name} starts from {done[source]}, which did not "
                                 f"finish ({error}); re-run it with `plmbench rerun "
                                 f"{done[source]}`, then the study again")
