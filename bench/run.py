@@ -118,17 +118,19 @@ def set_threads(threads: int | None) -> None:
     log.info("torch threads: %d", torch.get_num_threads())
 
 
-def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
-    """Build the task family's modules, fit (from the last checkpoint of this configuration with
-    ``resume=auto``) and validate at the end, or, without a training split, predict; write the
-    family's exports; what the record needs from the run."""
+def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_from: InitFrom
+                       ) -> dict:
+    """Build the task family's modules (the net from ``init_from``, parsed), fit (from
+    the last checkpoint of this configuration with ``resume=auto``) and validate at the end, or,
+    without a training split, predict; write the family's exports; what the record needs from
+    the run."""
     set_threads(cfg.trainer.get("threads"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
     family = task_family(cfg.task).for_arch(arch, cfg.task)
     finetune = finetune_method(cfg)
     finetune.check(family, cfg)
-    model = family.build_net(cfg, arch)
+    model = family.build_net(cfg, arch, init_from)
     net = model.net
     finetune.prepare(net)
     module, dm = family.build(cfg, model)
@@ -270,7 +272,7 @@ def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
 
 def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
             variant: Sequence[str] = (), config: dict | None = None,
-            hash_: str | None = None) -> dict:
+            hash_: str | None = None, init_from: InitFrom | None = None) -> dict:
     """Run and record; a failure still writes a complete record with status failed, with its
     kind (``failure_kind``). ``variant``: the overrides that change the configuration
     (``bench.run_dir.effective_overrides``); the task keys among them are part of its protocol.
@@ -278,11 +280,14 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     The record's ``config`` holds the configuration that ran: its ``model`` section is the net
     actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
     while ``config_hash`` identifies the configuration as composed, before anything ran.
-    ``config`` and ``hash_``: the resolved ``cfg`` and its hash, where the caller has them.
+    ``config``, ``hash_`` and ``init_from``: the resolved ``cfg``, its hash and its
+    ``init_from`` parsed (``check_config``), where the caller has them.
     """
     if config is None:
         config = OmegaConf.to_container(cfg, resolve=True)
         hash_ = config_hash(config)
+    if init_from is None:  # a caller that checked nothing (a test's composed config)
+        init_from = InitFrom.parse(cfg.init_from)
     record = {
         "schema": SCHEMA_VERSION,
         "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
@@ -295,7 +300,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "init_from": cfg.init_from,
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
         # which weights: a hub id's id, revision, commit and weights sha256 (datamodules.hub)
-        "checkpoint": InitFrom.parse(cfg.init_from).identity(),
+        "checkpoint": init_from.identity(),
         "overrides": list(overrides or []),
         "variant": list(variant),
         "config": config,
@@ -311,7 +316,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     }
     start = time.perf_counter()
     try:
-        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"])
+        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"], init_from)
         config["model"] = {**config["model"], **outcome.pop("net_config")}
         record.update(outcome)
         for note in undefined_metric_notes(outcome["metrics"]):  # null in the record, and why
@@ -346,7 +351,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
     Under DDP the run starts its own ranks, which run it alone (bench/launch.py)."""
     try:
         resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
-        check_config(cfg, overrides)
+        init_from = check_config(cfg, overrides)
         normalize(cfg)
         check_accelerator(cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
@@ -354,7 +359,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
         if not completed(run_dir, current, cfg.skip_completed):  # offline, a done point skips
-            resolve_checkpoints(cfg, config)
+            resolve_checkpoints(cfg, config, init_from)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))
         return None
@@ -364,7 +369,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
                 return run_dir
             search = [arg for d in dirs for arg in ("--config-dir", d)]
             with run_log(run_dir), own_processes([__file__, *search, *overrides]):
-                record = execute(cfg, run_dir, overrides, variant, config, current)
+                record = execute(cfg, run_dir, overrides, variant, config, current, init_from)
     except BaseException as err:
         if interrupted(err):  # the whole command stops: one line (bench.cli), status 130
             previous = record_at(run_dir)

@@ -114,9 +114,9 @@ class BiLMPretraining(TaskFamily):
     #: (key, split -> sentences) read by ``build_net`` for the vocabulary, handed to the data
     sentences: tuple[str, dict[str, list[str]]] | None = None
 
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         model, task = cfg["model"], cfg["task"]
-        if not InitFrom.parse(cfg["init_from"]).scratch:
+        if not init_from.scratch:
             raise PlmbenchError(f"model={model['name']}: the biLM pretrains from scratch; set "
                                 "init_from=scratch")
         self.sentences = split_sentences(task)

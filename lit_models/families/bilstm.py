@@ -23,6 +23,7 @@ from torch import nn
 
 from datamodules import tagging
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.word_inputs import (
     WordClassificationDataModule,
     WordInputs,
@@ -130,7 +131,7 @@ class BiLSTMFamily(NotExported, TaskFamily):
 
 
 class BiLSTMClassification(BiLSTMFamily, Classification):
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         task = cfg["task"]
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split: the BiLSTM "
@@ -150,7 +151,7 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
 
 
 class BiLSTMTagging(BiLSTMFamily):
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         task = cfg["task"]
         train = tagging.load_sentences(task, task["splits"]["train"],
                                        task.get("max_train_samples"))
