@@ -231,16 +231,16 @@ class Record(Part):
     overrides: tuple[str, ...] = field(default=(), metadata=_of(list))
     variant: tuple[str, ...] = field(default=(), metadata=_of(list))
     config: Mapping[str, Any] = field(default_factory=dict, metadata=_of(dict))
-    config_hash: str | None = None
-    protocol_hash: str | None = None
+    config_hash: str | None = field(default=None, metadata=_of(str))
+    protocol_hash: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
     started_at: str | None = None
     finished_at: str | None = None
-    wall_time_s: float | None = None
+    wall_time_s: float | None = field(default=None, metadata=_of((int, float)))
     status: str | None = field(default=None, metadata=_of(str))
-    error: str | None = None
-    failure_kind: str | None = None
+    error: str | None = field(default=None, metadata=_of(str))
+    failure_kind: str | None = field(default=None, metadata=_of(str))
     # what the run measured (absent from a run that failed before it had a result)
     metrics: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict,
                                                               metadata=_of(dict))
@@ -250,15 +250,15 @@ class Record(Part):
     outputs: Mapping[str, Any] = field(default_factory=dict, metadata=_of(dict))
     notes: tuple[str, ...] = field(default=(), metadata=_of(list))
     throughput: Throughput | None = field(default=None, metadata={"part": Throughput})
-    parameters: int | None = None
-    trained_parameters: int | None = None
-    encoder_parameters: int | None = None
+    parameters: int | None = field(default=None, metadata=_of(int))
+    trained_parameters: int | None = field(default=None, metadata=_of(int))
+    encoder_parameters: int | None = field(default=None, metadata=_of(int))
     data: Mapping[str, str] = field(default_factory=dict, metadata=_of(dict))
-    tokenizer: str | None = None
+    tokenizer: str | None = field(default=None, metadata=_of(str))
     analysis: Any = None
-    steps: int | None = None
-    epochs: int | None = None
-    resumed_from: str | None = None
+    steps: int | None = field(default=None, metadata=_of(int))
+    epochs: int | None = field(default=None, metadata=_of(int))
+    resumed_from: str | None = field(default=None, metadata=_of(str))
     recipe: Mapping[str, Any] | None = field(default=None, metadata=_of(dict))
     baselines: Baselines | None = field(default=None, metadata={"part": Baselines})
     # what a board adds, never in a file: a reference row (bench/baselines.py: ``baseline``,
@@ -275,7 +275,7 @@ class Record(Part):
         """The record in a ``record.json`` file (or its run directory), or in an object already
         read; one line naming the file and what is wrong when it is not a record."""
         if isinstance(source, Mapping):
-            return cls._checked(source, "record", None)
+            return cls._checked(source, str(source.get("_path") or "record"), None)
         path = Path(source)
         if path.is_dir():
             path = path / RECORD_NAME

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.record import Baselines, Record, Throughput
+from bench.record import Baselines, Record, Throughput, as_record, record_at, records_in
 from bench.records import record_paths
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench
@@ -126,3 +126,41 @@ def test_the_fixture_records_board_as_they_did_before_the_type(board, fmt, tmp_p
     result = plmbench("leaderboard", "results", "--board", board, "--format", fmt)
     assert result.rc == 0, result.err
     assert result.out == (FIXTURES / "boards" / f"{board}.{fmt}").read_text(encoding="utf-8")
+
+
+def test_records_in_types_the_usable_records_and_lists_the_others(tmp_path):
+    shutil.copytree(RESULTS, tmp_path / "results")
+    (tmp_path / "results/broken").mkdir()
+    (tmp_path / "results/broken/record.json").write_text('{"status": "ok", "ta')
+    (tmp_path / "results/typed_wrong").mkdir()
+    (tmp_path / "results/typed_wrong/record.json").write_text(
+        '{"status": "ok", "task": "glue/rte", "board": "glue", "metrics": {"validation": '
+        '{"accuracy": 0.5}}, "notes": "not a list"}')
+    records, unused = records_in(tmp_path / "results")
+    assert all(isinstance(r, Record) for r in records)
+    assert sorted(Path(r.path).parent.name for r in records) == sorted(
+        p.parent.name for p in PATHS)
+    assert sorted((Path(u.source).parent.name, u.why.split(" (")[0]) for u in unused) == [
+        ("broken", "is not valid JSON"), ("typed_wrong", f"{u_path(tmp_path)}.notes is "
+                                                        "'not a list', not list")]
+
+
+def u_path(tmp_path: Path) -> str:
+    return str(tmp_path / "results/typed_wrong/record.json")
+
+
+def test_a_run_goes_by_a_record_only_where_there_is_one(tmp_path):
+    assert record_at(tmp_path) is None  # no file
+    (tmp_path / "record.json").write_text('{"config_hash": 7}')
+    assert record_at(tmp_path) is None  # a value of the wrong type: nothing to go by
+    (tmp_path / "record.json").write_text('{"overrides": ["model=x"], "config_hash": "ab"}')
+    found = record_at(tmp_path)  # plmbench rerun needs no more than its overrides and hash
+    assert found.overrides == ("model=x",) and found.config_hash == "ab" and found.status is None
+
+
+def test_a_board_annotation_is_held_once_set():
+    record = as_record({"status": "ok", "task": "glue/rte", "board": "glue"})
+    assert not record.has("protocol_hash")
+    chosen = record.updated(protocol_hash="best-on-dev", selected={"dev": 0.7})
+    assert chosen.has("protocol_hash") and chosen.protocol_hash == "best-on-dev"
+    assert chosen.selected == {"dev": 0.7} and record.selected is None  # frozen: a new record
