@@ -133,7 +133,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
     model = family.build_net(cfg, arch, init_from)
     net = model.net
     finetune.prepare(net)
-    module, dm = family.build(cfg, model)
+    module, dm = family.build(cfg, model, init_from)
     finetune.apply(module, net)
     module.write_predictions_to(run_dir)
     for note in module.result().notes:  # how the family set the run up (a head left untrained)

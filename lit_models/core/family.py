@@ -59,8 +59,11 @@ class TaskFamily:
         return build_net(arch, cfg["model"], init_from, self.with_heads,
                          lambda: self.vocabulary_corpus(cfg["task"]))
 
-    def build(self, cfg: Mapping, model: Model) -> tuple[L.LightningModule, PlmDataModule]:
-        """(LightningModule, DataModule) of the task ``cfg["task"]`` over ``model``."""
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom
+              ) -> tuple[L.LightningModule, PlmDataModule]:
+        """(LightningModule, DataModule) of the task ``cfg["task"]`` over ``model``, the net built
+        from ``init_from`` (``cfg["init_from"]`` parsed: a fine-tuned checkpoint's head loads
+        from it)."""
         raise NotImplementedError
 
     def pretrained_from(self, cfg: Mapping) -> list[str]:

@@ -126,7 +126,7 @@ class BiLMPretraining(TaskFamily):
         net = ElmoLanguageModel(elmo_config(model, len(vocab), vocab.pad))
         return Model(arch, net, vocab)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         _, net, vocab = model
         dm = BiLMDataModule(cfg["task"], vocab, cfg["seed"], self.sentences)
         return LitBiLM(net, cfg["optim"], dm.eval_split_names), dm

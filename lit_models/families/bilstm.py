@@ -142,7 +142,7 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
                                         BiLSTMClassifier, task["num_labels"],
                                         pairs=len(task["text_fields"]) == 2))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, words) = cfg["task"], model
         dm = WordClassificationDataModule(task, words, seed=cfg["seed"])
         module = LitBiLSTMClassifier(net, task["num_labels"], task["metrics"],
@@ -158,7 +158,7 @@ class BiLSTMTagging(BiLSTMFamily):
         return Model(arch, *self.bilstm(cfg, train[task["tokens_field"]], BiLSTMTagger,
                                         len(task["label_names"]), pairs=False))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, words) = cfg["task"], model
         dm = WordTaggingDataModule(task, words, seed=cfg["seed"])
         return LitBiLSTMTagger(net, task["label_names"], dm.eval_split_names, cfg["optim"],

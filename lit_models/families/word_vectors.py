@@ -40,7 +40,7 @@ class WordVectors(TaskFamily):
                                 "(gensim; model.workers); use trainer=cpu")
         return Model(arch, build_word2vec(model, vocab, cfg["seed"]), vocab)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, vocab) = cfg["task"], model
         module_class = LitGlove if cfg["model"]["arch"] == "glove" else LitWord2Vec
         dm = word_vectors.WordVectorsDataModule(task, vocab, module_class.examples,
