@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pytest
 
 from bench.record import Record
 from bench.records import record_paths
+from datamodules.init_from import InitFrom
 from lit_models.families.classify import Classification
 from tests.bench.invoke import plmbench
 
@@ -59,22 +61,27 @@ def digit_rows(n: int, rng: random.Random) -> pa.Table:
     return pa.table({"digits": strings, "label": [int(s.count("1") % 2 == 0) for s in strings]})
 
 
-@pytest.fixture
-def ran(tmp_path, monkeypatch) -> Path:
-    """One toy run on its own mirror; the directory holding its ``results``."""
+def toy_run(where: Path, monkeypatch) -> None:
+    """One toy run on its own mirror under ``where``, its records in ``where/results``."""
     rng = random.Random(0)
-    data = tmp_path / "mirror" / "toy" / "parity"
+    data = where / "mirror" / "toy" / "parity"
     data.mkdir(parents=True)
     pq.write_table(digit_rows(48, rng), data / "train.parquet")
     pq.write_table(digit_rows(24, rng), data / "validation.parquet")
-    conf = tmp_path / "conf" / "task" / "toy"
+    conf = where / "conf" / "task" / "toy"
     conf.mkdir(parents=True)
     (conf / "parity.yaml").write_text(TASK)
-    monkeypatch.setenv("PLMBENCH_DATA", str(tmp_path / "mirror"))
-    result = plmbench("run", "--config-dir", str(tmp_path / "conf"), "task=toy/parity",
+    monkeypatch.setenv("PLMBENCH_DATA", str(where / "mirror"))
+    result = plmbench("run", "--config-dir", str(where / "conf"), "task=toy/parity",
                       "model=bert-tiny-scratch", "trainer.max_steps=2",
-                      "trainer.enable_progress_bar=false", f"results_dir={tmp_path / 'results'}")
+                      "trainer.enable_progress_bar=false", f"results_dir={where / 'results'}")
     assert result.rc == 0, result.err
+
+
+@pytest.fixture
+def ran(tmp_path, monkeypatch) -> Path:
+    """One toy run; the directory holding its ``results``."""
+    toy_run(tmp_path, monkeypatch)
     return tmp_path
 
 
@@ -108,3 +115,21 @@ def test_a_family_of_its_own_leaves_a_record_and_reaches_a_board(ran, monkeypatc
     shutil.rmtree(ran / "mirror")
     (ran / "mirror").mkdir()
     assert board(elsewhere, monkeypatch) == here
+
+
+def test_the_run_parses_its_checkpoint_setting_only_where_its_config_is_checked(tmp_path,
+                                                                                monkeypatch):
+    """``init_from`` is parsed by the config check (``plmbench run`` checks every point before
+    the first runs, then the run its own) and passed on typed: the family, the hub resolution
+    and the record take the parsed value (issue 29)."""
+    parsed = []
+    parse = InitFrom.parse.__func__
+
+    def counted(cls, value, setting="init_from", pretrained=False):
+        parsed.append((setting, sys._getframe(1).f_code.co_name))
+        return parse(cls, value, setting, pretrained)
+
+    monkeypatch.setattr(InitFrom, "parse", classmethod(counted))
+    toy_run(tmp_path, monkeypatch)
+    assert [caller for setting, caller in parsed if setting == "init_from"] == [
+        "check_init_from", "check_init_from"]
