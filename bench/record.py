@@ -44,13 +44,15 @@ REQUIRED = ("status", "task", "board")
 def _typed(part: Field, value: Any, where: str) -> Any:
     """``value`` as the field ``part`` holds it: a nested ``Part`` built, a list as a tuple,
     checked against the field's ``kind`` (one line naming ``where`` when it does not fit)."""
-    nested = part.metadata.get("part")
     if value is None:
         return None
-    if nested is not None:
-        if nested is BaselineRow:
-            return tuple(BaselineRow.of(row, f"{where}[{i}]") for i, row in enumerate(value))
-        return nested.of(value, where)
+    if "part" in part.metadata:
+        return part.metadata["part"].of(value, where)
+    if "parts" in part.metadata:  # a list of objects
+        if not isinstance(value, list):
+            raise PlmbenchError(f"{where} is a JSON {type(value).__name__}, not a list")
+        return tuple(part.metadata["parts"].of(item, f"{where}[{i}]")
+                     for i, item in enumerate(value))
     kind = part.metadata.get("kind")
     if kind is not None and not isinstance(value, kind):
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
@@ -67,8 +69,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _of(kind: Any, **metadata: Any) -> dict:
-    return {"kind": kind, **metadata}
+def _of(kind: Any) -> dict:
+    """A field's metadata: the JSON type (or types) its value must have."""
+    return {"kind": kind}
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,9 @@ class Part:
                 out[part.name] = _plain(getattr(self, part.name))
         return out
 
-    def get(self, key: str) -> Any:
+    def value_of(self, key: str) -> Any:
         """The value a JSON object's ``key`` holds here (None when it holds none): how a dotted
-        column path (``throughput.train_tokens_per_s``) steps into a part."""
+        column path (``throughput.train_tokens_per_s``) steps into a part (``Record.at``)."""
         for part in self._fields():
             if part.name == key:
                 return None if key in self.absent else getattr(self, part.name)
@@ -205,7 +208,7 @@ class Baselines(Part):
     """The task's baselines a run computed when it ran (``bench.baselines.of_task``), with the
     digest of the gold labels they scored per eval split; or why they could not be computed."""
 
-    rows: tuple[BaselineRow, ...] = field(default=(), metadata={"part": BaselineRow})
+    rows: tuple[BaselineRow, ...] = field(default=(), metadata={"parts": BaselineRow})
     gold: Mapping[str, str] | None = field(default=None, metadata=_of(dict))
     error: str | None = None
 
@@ -316,7 +319,7 @@ class Record(Part):
         value: Any = self
         for key in dotted.split("."):
             if isinstance(value, Part):
-                value = value.get(key)
+                value = value.value_of(key)
             elif isinstance(value, Mapping):
                 value = value.get(key)
             else:

@@ -98,6 +98,8 @@ def test_keys_it_does_not_know_are_kept():
      ".metrics is [1], not dict"),
     ('{"status": "ok", "task": "glue/rte", "board": "glue", "hardware": 3}',
      ".hardware is a JSON int, not an object"),
+    ('{"status": "ok", "task": "glue/rte", "board": "glue", "baselines": {"rows": {}}}',
+     ".baselines.rows is a JSON dict, not a list"),
 ])
 def test_a_file_that_is_no_record_is_one_line_naming_it(tmp_path, text, why):
     path = tmp_path / "record.json"
