@@ -57,21 +57,21 @@ DEFAULT_RESULTS = "results"
 def cmd_rerun(path: str) -> int:
     """Run again the configuration of the record at ``path`` (a record.json or its run dir),
     replacing the record: its overrides composed as they were, checked against its hash."""
-    from bench.records import read_record
+    from bench.record import record_at
 
-    record = read_record(path)
-    if record is None or "overrides" not in record:
+    record = record_at(path)
+    if record is None or not record.has("overrides"):
         raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
     replaying = ("skip_completed=", "only_failed=")
-    overrides = [o for o in record["overrides"] if not o.startswith(replaying)]
+    overrides = [o for o in record.overrides if not o.startswith(replaying)]
     from bench.compose import composed_hash
 
     now = composed_hash(overrides)
-    if now != record.get("config_hash"):
-        commit = record.get("versions", {}).get("git_commit")
+    if now != record.config_hash:
+        commit = record.versions.git_commit if record.versions else None
         raise PlmbenchError(
             f"{path}: its overrides compose to another configuration now (config hash {now}, "
-            f"the record's {record.get('config_hash')}): the presets changed since; re-run it "
+            f"the record's {record.config_hash}): the presets changed since; re-run it "
             f"from a checkout of commit {commit}"
         )
     return cmd_run([*overrides, "skip_completed=false"])
@@ -150,10 +150,10 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     from bench.boards.references import load_references
     from bench.boards.sections import build_tables
     from bench.boards.selection import best_on_dev, selection_lines
-    from bench.records import read_records
+    from bench.record import records_in
     from bench.run.baselines import baseline_records
 
-    records, unused = read_records(results_dir)
+    records, unused = records_in(results_dir)
     if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.record import Record
+
 #: the task config keys that choose which examples a run is scored on
 EVAL_KEYS = ("dataset", "config", "hub_id", "max_eval_samples", "eval_documents",
              "eval_examples", "questions")
@@ -100,27 +102,25 @@ def _file_gold(path: Path) -> str | None:
         return None  # unreadable: named by its config alone
 
 
-def run_dir_of(record: Mapping) -> Path | None:
+def run_dir_of(record: Record) -> Path | None:
     """Where a record's files are: beside its record.json, else its recorded run directory."""
-    if record.get("_path"):
-        return Path(record["_path"]).parent
-    return Path(record["run_dir"]) if record.get("run_dir") else None
+    if record.path:
+        return Path(record.path).parent
+    return Path(record.run_dir) if record.run_dir else None
 
 
-def eval_set(record: Mapping) -> EvalSet:
+def eval_set(record: Record) -> EvalSet:
     """The evaluation set of a record (module docstring). A baseline record carries its gold
     digest (``bench/run/baselines.py``: from the data it was computed on)."""
-    config = record.get("config")
-    task = config.get("task") if isinstance(config, Mapping) else None
-    task = task if isinstance(task, Mapping) else {}
+    task = record.task_config
     splits = (task.get("splits") or {}).get("eval") if isinstance(task.get("splits"),
                                                                   Mapping) else None
     splits = [splits] if isinstance(splits, str) else list(splits or [])
     chosen = {key: task.get(key) for key in EVAL_KEYS if task.get(key) is not None}
     key = json.dumps({**chosen, "splits": splits}, sort_keys=True, default=str)
-    if isinstance(record.get("gold"), Mapping):
-        return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(record["gold"].items())))
-    files = record.get("predictions")
+    if isinstance(record.gold, Mapping):
+        return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(record.gold.items())))
+    files = record.predictions
     where = run_dir_of(record)
     if not isinstance(files, Mapping) or where is None:
         return EvalSet(key)
@@ -135,7 +135,7 @@ class Section:
     """Records whose rows agree on each task's evaluation set (``evals``)."""
 
     evals: dict[str, EvalSet]
-    records: list[Mapping]
+    records: list[Record]
 
     def agrees(self, evals: Mapping[str, EvalSet]) -> bool:
         return all(self.evals[task].agrees(e) for task, e in evals.items() if task in self.evals)
@@ -145,7 +145,7 @@ class Section:
             self.evals[task] = self.evals[task].merged(e) if task in self.evals else e
 
 
-def sections(records: list[Mapping], row_of, is_run) -> list[Section]:
+def sections(records: list[Record], row_of, is_run) -> list[Section]:
     """The runs' records (``is_run``: ok, on the board, no baseline) split into sections; a row
     (``row_of(record)``) whose runs of one task were scored on several sets is one row per set.
     Sections are formed greedily, the rows with the most tasks first (then by row), each joining
@@ -157,15 +157,15 @@ def sections(records: list[Mapping], row_of, is_run) -> list[Section]:
     runs = [(i, r) for i, r in enumerate(records) if is_run(r)]
     evals = {i: eval_set(r) for i, r in runs}
     for i, r in runs:
-        found = per_task[row_of(r), r["task"]]
+        found = per_task[row_of(r), r.task]
         if not any(e == evals[i] for e in found):
             found.append(evals[i])
     for found in per_task.values():
         found.sort(key=lambda e: (e.config, e.gold or ""))
     for i, r in runs:
         row = row_of(r)
-        unit = (row, per_task[row, r["task"]].index(evals[i]))
-        units[unit][r["task"]] = evals[i]
+        unit = (row, per_task[row, r.task].index(evals[i]))
+        units[unit][r.task] = evals[i]
         keys[i] = unit
     found_sections: list[Section] = []
     where: dict[tuple, Section] = {}
@@ -181,9 +181,8 @@ def sections(records: list[Mapping], row_of, is_run) -> list[Section]:
     return found_sections
 
 
-def place(record: Mapping, found: list[Section]) -> list[Section]:
+def place(record: Record, found: list[Section]) -> list[Section]:
     """The sections a baseline or failed record belongs to: those whose set of its task agrees
     with its own (a failure, whose predictions were never written, by its config alone)."""
     own = eval_set(record)
-    return [s for s in found if record.get("task") in s.evals
-            and s.evals[record["task"]].agrees(own)]
+    return [s for s in found if record.task in s.evals and s.evals[record.task].agrees(own)]

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
+from bench.record import Record, as_record
 from datamodules.errors import PlmbenchError
 
 #: a metric on resampled rows: (the split's arrays, [B, n] row indices) -> [B] values
@@ -246,19 +247,20 @@ def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
                    {"exact_match": _mean("exact_match", 100.0), "f1": _mean("f1", 100.0)})
 
 
-def read_outputs(record: Mapping, split: str) -> Outputs:
+def read_outputs(record: Record | Mapping, split: str) -> Outputs:
     """The per-example outputs of ``split`` in the predictions file ``record`` lists for it."""
-    files = record.get("predictions") or {}
-    where = record.get("run_dir") or f"{record.get('task')} seed {record.get('seed')}"
+    record = as_record(record)
+    files = record.predictions
+    where = record.run_dir or f"{record.task} seed {record.seed}"
     if split not in files:
         raise PlmbenchError(f"run {where} wrote no predictions for split {split!r} (a run "
                             "before predictions files were written, or an unscored split): re-run "
                             "it with `plmbench rerun <its record>`")
-    path = Path(record["run_dir"]) / files[split]
+    path = Path(record.run_dir) / files[split]
     if not path.is_file():
         raise PlmbenchError(f"{path} is missing: the run's predictions are needed for the "
                             "paired bootstrap; re-run it with `plmbench rerun`")
-    task = (record.get("config") or {}).get("task") or {}
+    task = record.task_config
     if path.suffix == ".tsv":
         return read_tsv(path, task)
     if path.suffix == ".json":

@@ -239,9 +239,15 @@ def write_record(run_dir: Path, record: dict) -> Path:
     leaves the previous record untouched. A full disk or an unwritable directory is one
     PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file. The
     JSON is strict: a number that is not finite is null (``datamodules.strict_json``)."""
-    text = strict_json.dumps(record, indent=2, sort_keys=True) + "\n"  # before any file exists
+    text = record_text(record)  # before any file exists
     return atomic_write_text(Path(run_dir) / RECORD_NAME, text,
                              fix="free disk space or choose a writable results_dir=DIR")
+
+
+def record_text(record: Mapping) -> str:
+    """A record's file text: strict JSON (a non-finite number is null), sorted keys, two-space
+    indent, a final newline."""
+    return strict_json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
 def load_record(path: str | Path) -> tuple[dict | None, str | None]:

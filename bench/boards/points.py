@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 
+from bench.record import Record
 from bench.records import canonical_config, task_keys_of
 
 #: what a key a point lacks shows as
@@ -29,13 +30,12 @@ def _flat(value: object, prefix: str, into: dict[str, str]) -> dict[str, str]:
     return into
 
 
-def settings(record: Mapping) -> dict[str, str]:
+def settings(record: Record) -> dict[str, str]:
     """The record's training settings, flat (``optim.lr`` -> ``3e-05``); {} without a config."""
-    config = record.get("config")
-    if not isinstance(config, Mapping):
+    if not record.config:
         return {}
-    keys = task_keys_of(record.get("variant") or [])
-    return _flat(canonical_config(config, ignore_task=True, task_keys=keys), "", {})
+    keys = task_keys_of(record.variant)
+    return _flat(canonical_config(record.config, ignore_task=True, task_keys=keys), "", {})
 
 
 def differing(settings_of: Mapping[Hashable, Mapping[str, str]]

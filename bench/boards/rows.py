@@ -4,13 +4,13 @@ the records behind it. The table (``bench/boards/table.py``) builds rows; scorin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bench.boards.cells import Cell
 from bench.boards.config import Board
 from bench.boards.points import full_name
 from bench.boards.stats import Estimate
+from bench.record import Record
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Row:
     #: column label (or board_score.SCORE) -> BEST or TIED (bench/boards/score.py)
     marks: dict[str, str] = field(default_factory=dict)
     #: the records behind the row, by task (what ``plmbench significance`` resamples)
-    records: dict[str, list[Mapping]] = field(default_factory=dict, repr=False)
+    records: dict[str, list[Record]] = field(default_factory=dict, repr=False)
     #: per task, the grid point best-on-dev selection chose (bench.boards.selection: point, dev, n)
     selected: dict[str, dict] = field(default_factory=dict)
     record_label: str = ""  # the records' label (``label`` may add the point's values)

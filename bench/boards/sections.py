@@ -24,6 +24,7 @@ from bench.boards.config import Board, get_board
 from bench.boards.table import Table, _row_label, build_table
 from bench.boards.text import render_csv, render_json, render_markdown, table_json
 from bench.eval_sets import Section, eval_set, place, sections
+from bench.record import Record, as_records
 from bench.records import Unused
 
 SPLIT_NOTE = ("The runs of this board were scored on {n} different evaluation sets: each set is "
@@ -32,20 +33,20 @@ SPLIT_NOTE = ("The runs of this board were scored on {n} different evaluation se
 
 
 def _row_of(board: Board):
-    def row_of(record: Mapping) -> tuple[str, str]:
-        protocol = record.get("protocol_hash", "") if board.rows == "protocol" else ""
-        return _row_label(record, board), str(protocol)
+    def row_of(record: Record) -> tuple[str, str]:
+        protocol = record.protocol_hash if record.has("protocol_hash") else ""
+        return _row_label(record, board), str(protocol if board.rows == "protocol" else "")
     return row_of
 
 
-def _is_run(record: Mapping) -> bool:
-    return record.get("status") == "ok" and not record.get("baseline")
+def _is_run(record: Record) -> bool:
+    return record.status == "ok" and not record.baseline
 
 
-def _baseline_notes(baseline: Mapping, found: list[Section]) -> list[tuple[Section, str]]:
+def _baseline_notes(baseline: Record, found: list[Section]) -> list[tuple[Section, str]]:
     """(section, note) for each section of the baseline's task that it does not match."""
-    task, own = baseline["task"], eval_set(baseline)
-    return [(s, f"No {baseline.get('label')} row for {task}: the gold labels it is computed "
+    task, own = baseline.task, eval_set(baseline)
+    return [(s, f"No {baseline.label} row for {task}: the gold labels it is computed "
                 f"from as the data reads now ({own.gold[:8] if own.gold else 'unknown'}) are "
                 f"not those the runs were scored on ({s.evals[task].gold[:8]}, from their "
                 "predictions files): the data changed since the runs; re-run them, or restore "
@@ -62,20 +63,19 @@ def _describe(found: list[Section]) -> list[str]:
             for s in found]
 
 
-def build_tables(records: Iterable[Mapping], board: Board | str, stat: str = "mean",
+def build_tables(records: Iterable[Record | Mapping], board: Board | str, stat: str = "mean",
                  unused: Iterable[Unused] = ()) -> list[Table]:
     """The board's tables, one per evaluation set of its runs (module docstring)."""
     board = get_board(board) if isinstance(board, str) else board
-    records, unused = list(records), list(unused)
-    mine = [r for r in records
-            if r.get("board") == board.records_of and isinstance(r.get("task"), str)]
+    records, unused = as_records(records), list(unused)
+    mine = [r for r in records if r.board == board.records_of and isinstance(r.task, str)]
     found = sections(mine, _row_of(board), _is_run)
     if not found:
         return [build_table(records, board, stat, unused)]
     notes: dict[int, list[str]] = {id(s): [] for s in found}
     for record in (r for r in mine if not _is_run(r)):
         at = place(record, found)
-        if record.get("baseline"):
+        if record.baseline:
             for section in at:
                 section.records.append(record)
             if not at:

@@ -18,27 +18,28 @@ from collections.abc import Iterable, Mapping
 from bench.boards.config import Board
 from bench.boards.points import differing, point_text, settings
 from bench.boards.table import Table, _record_columns, lookup
+from bench.record import Record, as_records
 from datamodules.errors import PlmbenchError
 
 SELECTED = "best-on-dev"
 
 
-def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
+def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Record]:
     """The board's records reduced to the best grid point per (label, task); others pass as is.
     Each kept record says which point it is (``selected``: the config values that tell the
     points apart, the dev mean that chose it, its count of values, the number of points)."""
-    records = list(records)
+    records = as_records(records)
     points: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     settings_of: dict[tuple, dict[str, dict]] = defaultdict(dict)
     directions: dict[tuple, bool] = {}
     for record in records:
-        if record.get("status") != "ok" or record.get("board") != board.records_of:
+        if record.status != "ok" or record.board != board.records_of:
             continue
         try:
             columns = _record_columns(record, board)
         except (PlmbenchError, TypeError, ValueError, AttributeError):
             continue  # build_table lists it as unused, with the reason
-        key, protocol = (record.get("label"), record.get("task")), record.get("protocol_hash")
+        key, protocol = (record.label, record.task), record.protocol_hash
         for column in columns:
             value = lookup(record, column.value)
             if column.score and value is not None:
@@ -56,11 +57,11 @@ def best_on_dev(records: Iterable[Mapping], board: Board) -> list[Mapping]:
                        "of": len(by_protocol)}
     kept = []
     for record in records:
-        key = (record.get("label"), record.get("task"))
-        if key not in best or record.get("board") != board.records_of:
+        key = (record.label, record.task)
+        if key not in best or record.board != board.records_of:
             kept.append(record)
-        elif record.get("protocol_hash") == best[key]:
-            kept.append({**record, "protocol_hash": SELECTED, "selected": chosen[key]})
+        elif record.protocol_hash == best[key]:
+            kept.append(record.updated(protocol_hash=SELECTED, selected=chosen[key]))
     return kept
 
 

@@ -48,6 +48,7 @@ from bench.boards.stats import (
 )
 from bench.boards.table import Table
 from bench.example_outputs import read_outputs
+from bench.record import Record
 from datamodules.errors import PlmbenchError
 
 #: a column the bootstrap can recompute: metrics.<split>.<metric>
@@ -128,10 +129,10 @@ def _has_row(table: Table, label: str) -> bool:
     return True
 
 
-def _seed_records(row: Row, task: str) -> list[Mapping]:
+def _seed_records(row: Row, task: str) -> list[Record]:
     """The row's records of ``task``, one per seed, in seed order."""
     records = row.records.get(task, [])
-    return sorted(records, key=lambda r: repr((r.get("protocol_hash"), r.get("seed"))))
+    return sorted(records, key=lambda r: repr((r.protocol_hash, r.seed)))
 
 
 def column_specs(columns: Sequence[Column]) -> list[ColumnSpec]:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from bench.boards.config import get_board
 from bench.boards.table import _record_columns, lookup
-from bench.records import read_records
+from bench.record import Record, as_records, records_in
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write_text
@@ -92,12 +92,12 @@ class Source:
     reason: str
 
 
-def _has_predictions(record: Mapping, split: str) -> bool:
-    path = (record.get("predictions") or {}).get(split)
-    return bool(path) and (Path(record["run_dir"]) / path).is_file()
+def _has_predictions(record: Record, split: str) -> bool:
+    path = record.predictions.get(split)
+    return bool(path) and (Path(record.run_dir) / path).is_file()
 
 
-def dev_score(record: Mapping) -> float | None:
+def dev_score(record: Record) -> float | None:
     """The mean of the task's scoring GLUE-board columns (higher is better), None without."""
     values = []
     for column in _record_columns(record, get_board("glue")):
@@ -107,10 +107,10 @@ def dev_score(record: Mapping) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _best_on_dev(candidates: list[Mapping]) -> tuple[Mapping, str]:
+def _best_on_dev(candidates: list[Record]) -> tuple[Record, str]:
     def key(record):
         score = dev_score(record)
-        return (score is None, -(score or 0.0), record.get("seed") or 0, record["run_dir"])
+        return (score is None, -(score or 0.0), record.seed or 0, record.run_dir)
 
     chosen = min(candidates, key=key)
     if len(candidates) == 1:
@@ -118,7 +118,7 @@ def _best_on_dev(candidates: list[Mapping]) -> tuple[Mapping, str]:
     score = dev_score(chosen)
     if score is None:
         return chosen, f"none of {len(candidates)} runs has dev scores: the lowest seed"
-    seeds = sorted(r.get("seed") for r in candidates)
+    seeds = sorted(r.seed for r in candidates)
     return chosen, (f"best on dev of {len(candidates)} runs (seeds {seeds}): mean of its scoring "
                     f"columns {score:.4f}")
 
@@ -132,16 +132,16 @@ def _same_dir(init_from: str | None, run_dir: str) -> bool:
     return where is not None and where.resolve() == Path(run_dir).resolve()
 
 
-def choose_runs(records: Iterable[Mapping], label: str, entries: tuple[Entry, ...] = GLUE
-                ) -> dict[str, tuple[Mapping, Source]]:
+def choose_runs(records: Iterable[Record | Mapping], label: str,
+                entries: tuple[Entry, ...] = GLUE) -> dict[str, tuple[Record, Source]]:
     """For each file of ``entries``, the record whose test predictions it takes (the file names
     as keys; a file without a run is absent)."""
-    runs: dict[str, list[Mapping]] = {}
-    for record in records:
-        if record.get("status") == "ok" and record.get("label") == label:
-            runs.setdefault(record.get("task"), []).append(record)
-    chosen: dict[str, tuple[Mapping, Source]] = {}
-    picked_task: dict[str, Mapping] = {}
+    runs: dict[str, list[Record]] = {}
+    for record in as_records(records):
+        if record.status == "ok" and record.label == label:
+            runs.setdefault(record.task, []).append(record)
+    chosen: dict[str, tuple[Record, Source]] = {}
+    picked_task: dict[str, Record] = {}
     for entry in entries:
         candidates = [r for r in runs.get(entry.task, []) if _has_predictions(r, entry.split)]
         if not candidates:
@@ -151,13 +151,13 @@ def choose_runs(records: Iterable[Mapping], label: str, entries: tuple[Entry, ..
         elif entry.task == "glue/ax" and "MNLI-m.tsv" in chosen:
             mnli = chosen["MNLI-m.tsv"][1].run_dir
             started = [r for r in candidates
-                       if _same_dir((r.get("config") or {}).get("init_from"), mnli)]
+                       if _same_dir(r.config.get("init_from"), mnli)]
             record, reason = (started[0], f"predicted by the chosen MNLI run's checkpoint ({mnli})"
                               ) if started else _best_on_dev(candidates)
         else:
             record, reason = _best_on_dev(candidates)
         picked_task[entry.task] = record
-        chosen[entry.file] = (record, Source(record["run_dir"], record.get("seed"), reason))
+        chosen[entry.file] = (record, Source(record.run_dir, record.seed, reason))
     return chosen
 
 
@@ -180,10 +180,10 @@ def _glue_value(entry: Entry, value: str, label_names: list[str], where: str) ->
                         f"{list(entry.vocabulary)} nor the task's {label_names}; re-run the task")
 
 
-def submission_rows(entry: Entry, record: Mapping) -> list[tuple[str, str]]:
+def submission_rows(entry: Entry, record: Record) -> list[tuple[str, str]]:
     """The (index, prediction) rows of ``entry``'s file from ``record``'s predictions, checked
     for GLUE's row count and indices and in GLUE's vocabulary."""
-    path = Path(record["run_dir"]) / record["predictions"][entry.split]
+    path = Path(record.run_dir) / record.predictions[entry.split]
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle, delimiter="\t")
         if not set(HEADER) <= set(reader.fieldnames or ()):
@@ -201,7 +201,7 @@ def submission_rows(entry: Entry, record: Mapping) -> list[tuple[str, str]]:
     if indices != list(range(entry.rows)):
         raise PlmbenchError(f"{path}: indices are not 0..{entry.rows - 1} once each; re-run the "
                             "task")
-    label_names = list(((record.get("config") or {}).get("task") or {}).get("label_names") or [])
+    label_names = list(record.task_config.get("label_names") or [])
     out = [(int(row["index"]), _glue_value(entry, row["prediction"], label_names,
                                            f"{path} row {row['index']}")) for row in rows]
     return [(str(index), value) for index, value in sorted(out)]
@@ -229,15 +229,15 @@ BENCHMARKS = {
 }
 
 
-def model_label(records: list[Mapping], label: str | None, results_dir: str | Path,
+def model_label(records: list[Record], label: str | None, results_dir: str | Path,
                 benchmark: str = "glue") -> str:
     """``label``, or the one label with test predictions of ``benchmark`` in the results."""
     if label is not None:
         return label
     name, entries, _, predict = BENCHMARKS[benchmark]
     tasks = {entry.task for entry in entries}
-    labels = sorted({r.get("label") for r in records if r.get("task") in tasks
-                     and r.get("status") == "ok" and r.get("predictions")})
+    labels = sorted({r.label for r in records if r.task in tasks
+                     and r.status == "ok" and r.predictions})
     if not labels:
         raise PlmbenchError(f"no run under {results_dir} has {name} predictions; {predict}")
     if len(labels) > 1:
@@ -253,7 +253,7 @@ def submit(benchmark: str, results_dir: str | Path, label: str | None = None,
     zip's path, the source of each file, the missing files). Nothing is written when a task is
     missing, unless ``allow_missing``."""
     name, entries, write, predict = BENCHMARKS[benchmark]
-    records, unused = read_records(results_dir)
+    records, unused = records_in(results_dir)
     for record in unused:  # a run it cannot read is never left out in silence
         print(f"warning: {record.source}: not used for the submission: {record.why}",
               file=sys.stderr)

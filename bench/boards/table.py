@@ -42,6 +42,7 @@ from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.points import row_names, row_points, settings
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score
+from bench.record import Part, Record, as_records
 from bench.records import Unused
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
@@ -52,37 +53,29 @@ MISSING = "–"
 STATS = ("mean", "median")
 
 
-def _at(record: Mapping, path: str) -> object:
-    """The value at a dotted ``path``; a number indexes a list (``analysis.curve.3.score``)."""
-    value: object = record
-    for key in path.split("."):
-        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
-        elif isinstance(value, Mapping) and key in value:
-            value = value[key]
-        else:
-            return None
-    return value
-
-
-def lookup_text(record: Mapping, path: str) -> str | None:
+def lookup_text(record: Record, path: str) -> str | None:
     """The record's value at a dotted ``path`` as text; None when absent or not a scalar."""
-    value = _at(record, path)
-    return None if value is None or isinstance(value, Mapping | list) else str(value)
+    value = record.at(path)
+    return None if value is None or isinstance(value, Mapping | list | tuple | Part) \
+        else str(value)
 
 
-def first_at(record: Mapping, column: Column) -> object:
+def first_at(record: Record, column: Column) -> object:
     """The record's value at the first of the column's paths it has (``Column.paths``)."""
-    return next((value for path in column.paths if (value := _at(record, path)) is not None),
+    return next((value for path in column.paths if (value := record.at(path)) is not None),
                 None)
 
 
-def lookup(record: Mapping, path: str) -> float | None:
-    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
-    value = _at(record, path)
+def number(value: object) -> float | None:
+    """``value`` as a finite float; None when it is no number (absent, text, NaN)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def lookup(record: Record, path: str) -> float | None:
+    """The record's value at a dotted ``path`` as a finite float; None when absent or no number."""
+    return number(record.at(path))
 
 
 @dataclass(frozen=True)
@@ -126,10 +119,10 @@ class Table:
         return directions != {False}
 
 
-def _row_label(record: Mapping, board: Board) -> str:
+def _row_label(record: Record, board: Board) -> str:
     """The record's label, followed by the values of its task's text columns:
     "minilm-l6 (dense, HNSW32)"."""
-    label = str(record.get("label") or record.get("model") or "?")
+    label = str(record.label or record.model or "?")
     try:
         columns = _record_columns(record, board)
     except (PlmbenchError, TypeError, ValueError, AttributeError):
@@ -139,42 +132,36 @@ def _row_label(record: Mapping, board: Board) -> str:
     return f"{label} ({', '.join(texts)})" if texts else label
 
 
-def source(record: Mapping) -> str:
-    """Where a record came from, for a message: its file, else its run directory."""
-    return str(record.get("_path") or record.get("run_dir") or record.get("run_id") or "a record")
-
-
-def _select(records: Iterable[Mapping], board: Board, status: str = "ok") -> dict[tuple, Mapping]:
+def _select(records: Iterable[Record], board: Board, status: str = "ok") -> dict[tuple, Record]:
     """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
-    chosen: dict[tuple, Mapping] = {}
+    chosen: dict[tuple, Record] = {}
     for record in records:
-        if record.get("status") != status or record.get("board") != board.records_of:
+        if record.status != status or record.board != board.records_of:
             continue
-        if not isinstance(record.get("task"), str):  # read_records lists such files as unused
+        if not isinstance(record.task, str):  # read_records lists such files as unused
             continue
         label = _row_label(record, board)
-        seed = record.get("seed", record.get("run_id"))
-        key = (label, record.get("protocol_hash", ""), record["task"], seed)
+        seed = record.seed if record.has("seed") else record.run_id
+        protocol = record.protocol_hash if record.has("protocol_hash") else ""
+        key = (label, protocol, record.task, seed)
         # A re-run of the same seed replaces, not adds to, the earlier result.
-        if key not in chosen or (record.get("finished_at") or "") >= (
-            chosen[key].get("finished_at") or ""
-        ):
+        if key not in chosen or (record.finished_at or "") >= (chosen[key].finished_at or ""):
             chosen[key] = record
     return chosen
 
 
-def _failures(records: list[Mapping], board: Board, finished: dict[tuple, Mapping]):
+def _failures(records: list[Record], board: Board, finished: dict[tuple, Record]):
     """The board's failed points that no ok record replaced, sorted by task, label, seed."""
     failed = _select(records, board, status="failed")
     return sorted(
-        (Failure(key[0], key[2], key[3], str(record.get("run_dir") or ""),
-                 str(record.get("error") or "unknown error"))
+        (Failure(key[0], key[2], key[3], str(record.run_dir or ""),
+                 str(record.error or "unknown error"))
          for key, record in failed.items() if key not in finished),
         key=lambda f: (board.task_rank(f.task), f.label, repr(f.seed), f.run_dir),
     )
 
 
-def _pretraining_flops(record: Mapping) -> float | None:
+def _pretraining_flops(record: Record) -> float | None:
     """The training FLOPs behind a record's model: its own for a run from scratch; for a run from
     a ``ckpt:`` checkpoint the cost its record carries (``pretraining``: summed along the chain
     of checkpoints), or for an older record without it, the chain's first run's; None for a
@@ -182,53 +169,50 @@ def _pretraining_flops(record: Mapping) -> float | None:
     from bench.records import read_record
 
     try:
-        start = InitFrom.parse(record.get("init_from"))
+        start = InitFrom.parse(record.init_from)
     except PlmbenchError:  # no or no known init_from: a checkpoint of unknown cost
         return None
     if start.scratch:
         return lookup(record, "throughput.train_flops")
-    if isinstance(record.get("pretraining"), Mapping):
-        return record["pretraining"].get("flops")
+    if record.pretraining is not None:
+        return record.pretraining.flops
     source = read_record(start.run_dir()) if start.kind == "ckpt" else None
-    return _pretraining_flops(source) if source else None
+    return _pretraining_flops(Record.from_json(source)) if source else None
 
 
-def _record_columns(record: Mapping, board: Board) -> list[Column]:
+def _record_columns(record: Record, board: Board) -> list[Column]:
     """The board's columns whose pattern matches the record's task, else the columns the record's
     own task config asks for (none without a task config) followed by the matching board
     columns that add to them; a record of one of the board's ``finetune_columns`` methods
     shows them as columns of its own, "<label> (<method>)", scoring nothing."""
     columns = _task_and_board_columns(record, board)
-    config = record.get("config")
-    method = ((config.get("finetune") or {}).get("name")
-              if isinstance(config, Mapping) else None)
+    method = (record.config.get("finetune") or {}).get("name")
     if method in board.finetune_columns:
         return [replace(c, label=f"{c.label} ({method})", score=False) for c in columns]
     return columns
 
 
-def _task_and_board_columns(record: Mapping, board: Board) -> list[Column]:
-    own = [c for c in board.columns if fnmatch.fnmatchcase(record["task"], c.task)]
+def _task_and_board_columns(record: Record, board: Board) -> list[Column]:
+    own = [c for c in board.columns if fnmatch.fnmatchcase(record.task, c.task)]
     if any(not c.adds for c in own):
         return own
-    config = record.get("config")
-    task = config.get("task") if isinstance(config, Mapping) else None
+    task = record.config.get("task")
     if not isinstance(task, Mapping):
         return own
-    where = f"record {record.get('run_dir') or record.get('run_id') or record['task']}"
+    where = f"record {record.run_dir or record.run_id or record.task}"
     columns = task_columns(task, board, where)
     # the record's task is what its columns belong to, whatever config.task.name says
-    return [replace(column, task=record["task"]) for column in columns] + own
+    return [replace(column, task=record.task) for column in columns] + own
 
 
-def _board_columns(by_task: dict[str, list[tuple[Mapping, list[Column]]]], board: Board):
+def _board_columns(by_task: dict[str, list[tuple[Record, list[Column]]]], board: Board):
     """Every (task, label) column in board order; a column's looks from its newest record."""
     ordered = []
     for task in sorted(by_task, key=board.task_rank):
         newest_first = sorted(
             by_task[task],
             key=lambda pair: (
-                pair[0].get("finished_at") or "",
+                pair[0].finished_at or "",
                 json.dumps([asdict(c) for c in pair[1]], sort_keys=True),
             ),
             reverse=True,
@@ -253,7 +237,7 @@ def _unique_labels(columns: list[Column]) -> list[Column]:
     ]
 
 
-def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tuple]]:
+def _record_values(record: Record, board: Board) -> tuple[list[Column], list[tuple]]:
     """(the record's columns, (column, value) for those it has a value of); PlmbenchError when a
     value is there but no finite number (a metric written as a string, NaN); text columns
     (``text: true``) are read apart."""
@@ -261,7 +245,7 @@ def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tu
     found = []
     for column in (c for c in columns if not c.is_text):
         raw = first_at(record, column)
-        value = lookup({"value": raw}, "value")
+        value = number(raw)
         if value is None and raw is not None:
             raise PlmbenchError(f"{column.value} is {raw!r}, not a finite number")
         if value is not None:
@@ -269,7 +253,7 @@ def _record_values(record: Mapping, board: Board) -> tuple[list[Column], list[tu
     return columns, found
 
 
-def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mean",
+def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: str = "mean",
                 unused: Iterable[Unused] = ()) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
     ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average.
@@ -278,11 +262,11 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
     board = get_board(board) if isinstance(board, str) else board
     if stat not in STATS:
         raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
-    records, unused = list(records), list(unused)
+    records, unused = as_records(records), list(unused)
     finished = _select(records, board)
     selected = sorted(finished.items(), key=lambda item: repr(item[0]))
     extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
-    by_task: dict[str, list[tuple[Mapping, list[Column]]]] = defaultdict(list)
+    by_task: dict[str, list[tuple[Record, list[Column]]]] = defaultdict(list)
     values: dict[tuple[str, str], dict[tuple[str, str], list[tuple[str, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -296,7 +280,7 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
             columns, found = _record_values(record, board)
             flops = _pretraining_flops(record)
         except (PlmbenchError, TypeError, ValueError, AttributeError, RecursionError) as err:
-            unused.append(Unused(source(record), str(err)))
+            unused.append(Unused(record.source, str(err)))
             continue
         if not found:
             continue
@@ -313,15 +297,15 @@ def build_table(records: Iterable[Mapping], board: Board | str, stat: str = "mea
             if column.is_text and (text := lookup_text(record, column.value)) is not None:
                 texts[label, protocol][column.label].add(text)
                 text_labels.setdefault(column.label)
-        n_records += not record.get("baseline")  # runs used; a baseline is no run
+        n_records += not record.baseline  # runs used; a baseline is no run
         settings_of.setdefault((label, protocol), settings(record))
         row = extras[label, protocol]
         row.setdefault("records", defaultdict(list))[task].append(record)
-        row["baseline"] = bool(record.get("baseline"))
-        if isinstance(record.get("selected"), Mapping):  # bench.boards.selection's chosen point
-            row.setdefault("selected", {})[record["task"]] = dict(record["selected"])
-        size = record.get("trained_parameters") if board.size == "trained_parameters" else (
-            record.get("encoder_parameters") or record.get("parameters"))  # without a task head
+        row["baseline"] = record.baseline
+        if record.selected is not None:  # bench.boards.selection's chosen point
+            row.setdefault("selected", {})[record.task] = dict(record.selected)
+        size = record.trained_parameters if board.size == "trained_parameters" else (
+            record.encoder_parameters or record.parameters)  # without a task head
         for key, value in (("parameters", size),
                            ("compute", flops)):
             if isinstance(value, int | float):

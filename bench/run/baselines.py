@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from omegaconf import OmegaConf
 
 from bench.eval_sets import label_pairs_digest
+from bench.record import Baselines, Record, as_records
 from datamodules.errors import PlmbenchError
 from datamodules.predictions import label_text, submission_vocabulary
 
@@ -50,33 +51,32 @@ def of_task(family, task: Mapping) -> dict | None:
             "gold": _gold(task, family.eval_labels(task))}
 
 
-def baseline_records(records: Iterable[Mapping], board: str) -> list[dict]:
+def baseline_records(records: Iterable[Record | Mapping], board: str) -> list[Record]:
     """One baseline record per distinct task data among the board's finished runs: the one a
     run of that data kept, else (records from before runs kept them) computed from the data."""
     tasks: dict[str, dict] = {}
-    kept: dict[str, Mapping] = {}
-    for record in records:
-        task = (record.get("config") or {}).get("task")
-        if record.get("board") != board or record.get("status") != "ok" or not task:
+    kept: dict[str, Baselines] = {}
+    for record in as_records(records):
+        task = record.task_config
+        if record.board != board or record.status != "ok" or not task:
             continue
-        if record.get("baseline") or not isinstance(task.get("family"), Mapping):
+        if record.baseline or not isinstance(task.get("family"), Mapping):
             continue
         key = json.dumps({k: task.get(k) for k in DATA_KEYS}, sort_keys=True)
         tasks.setdefault(key, dict(task))
-        if "baselines" in record:  # a run that kept them, even as None (the family has none)
-            kept.setdefault(key, record["baselines"] or {"rows": []})
+        if record.has("baselines"):  # a run that kept them, even as None (the family has none)
+            kept.setdefault(key, record.baselines or Baselines())
     made = []
     for key, task in sorted(tasks.items()):
-        stored = kept.get(key) or _computed(task)
-        if "error" in stored:
+        stored = kept.get(key) or Baselines.of(_computed(task), f"the baselines of {key}")
+        if stored.error is not None:
             made.append(_baseline(task, board, BASELINE_LABEL, key, status="failed",
-                                  error=stored["error"]))
+                                  error=stored.error))
             continue
-        gold = stored.get("gold")
-        for row in stored["rows"]:
-            label = BASELINE_LABEL if row["name"] is None else row["name"]
-            made.append(_baseline(task, board, label, key, status="ok", metrics=row["metrics"],
-                                  **({"gold": gold} if gold else {})))
+        for row in stored.rows:
+            label = BASELINE_LABEL if row.name is None else row.name
+            made.append(_baseline(task, board, label, key, status="ok", metrics=row.metrics,
+                                  gold=stored.gold or None))
     return made
 
 
@@ -105,8 +105,8 @@ def _gold(task: Mapping, labels: Mapping[str, list] | None) -> dict[str, str] | 
             for split, values in labels.items()}
 
 
-def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> dict:
+def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> Record:
     """A baseline record of ``task``: its ``outcome`` (status and metrics, or error)."""
-    return {**outcome, "baseline": True, "board": board, "task": task["name"], "label": label,
-            "model": label, "seed": 0, "protocol_hash": "baseline", "config": {"task": task},
-            "run_dir": f"{label} of {task['name']}", "finished_at": key}
+    return Record(**outcome, baseline=True, board=board, task=task["name"], label=label,
+                  model=label, seed=0, protocol_hash="baseline", config={"task": task},
+                  run_dir=f"{label} of {task['name']}", finished_at=key)

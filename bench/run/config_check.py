@@ -280,9 +280,10 @@ def check_path_part(value: object, key: str, room: int = 0) -> None:
     check_name_lengths(text, key, room)
 
 
-def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
+def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> InitFrom:
     """Every check of the module on the composed ``cfg``; one PlmbenchError line at the first
-    problem. ``overrides`` only serve the message of a config that does not resolve."""
+    problem. ``overrides`` only serve the message of a config that does not resolve. Returns
+    ``init_from`` parsed, once: what the run passes on typed (the config keeps its text)."""
     try:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception as err:  # noqa: BLE001 - an interpolation that fails, in one line
@@ -292,7 +293,7 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     root = {k: v for k, v in _load(CONF_DIR / "config.yaml").items() if k != "defaults"}
     check_keys(config, {*root, *GROUPS, "hydra"}, "the run config")
     # what reads only files comes first: the checks below load the architectures (torch)
-    check_init_from(config)
+    start = check_init_from(config)
     check_data(config["task"])
     check_keys(config.get("checkpoint") or {}, root["checkpoint"], "checkpoint", "checkpoint.")
     check_tree(config.get("logger") or {}, known_tree("logger"), "logger", "logger.")
@@ -311,6 +312,7 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
         if split is not None:  # eval splits name prediction files: <run dir>/predictions/<split>
             check_path_part(split, "task.splits", room=SPLIT_ROOM)
     check_start(config)
+    return start
 
 
 def check_data(task: Mapping) -> None:
@@ -337,11 +339,12 @@ def check_data(task: Mapping) -> None:
             check_split(dataset, config, split, source.get("hub_id"))
 
 
-def check_init_from(config: Mapping) -> None:
-    """``init_from`` names a checkpoint directory that is there, with a Hugging Face
+def check_init_from(config: Mapping) -> InitFrom:
+    """``init_from`` parsed: a checkpoint directory that is there, with a Hugging Face
     checkpoint's config.json and weights where it names one, or a well-formed hub id."""
     start = InitFrom.parse(config.get("init_from"))
     start.check()  # one line where there is none
+    return start
 
 
 def check_start(config: Mapping) -> None:

@@ -25,17 +25,16 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import CONF_DIR, normalize, resolve_target
+from bench.record import Record, record_at
 from bench.records import (
     SCHEMA_VERSION,
     config_hash,
     evaluated_nothing,
     pretraining_cost,
     pretraining_costs,
-    read_record,
     software_versions,
     task_keys_of,
     undefined_metric_notes,
-    write_record,
 )
 from bench.run.baselines import of_task
 from bench.run.checkpoints import (
@@ -120,23 +119,25 @@ def set_threads(threads: int | None) -> None:
     log.info("torch threads: %d", torch.get_num_threads())
 
 
-def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict:
-    """Build the task family's modules, fit (from the last checkpoint of this configuration with
-    ``resume=auto``) and validate at the end, or, without a training split, predict; write the
-    family's exports; what the record needs from the run."""
+def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_from: InitFrom
+                       ) -> dict:
+    """Build the task family's modules (the net from ``init_from``, parsed), fit (from
+    the last checkpoint of this configuration with ``resume=auto``) and validate at the end, or,
+    without a training split, predict; write the family's exports; what the record needs from
+    the run."""
     set_threads(cfg.trainer.get("threads"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
     family = task_family(cfg.task).for_arch(arch, cfg.task)
     finetune = finetune_method(cfg)
     finetune.check(family, cfg)
-    model = family.build_net(cfg, arch)
+    model = family.build_net(cfg, arch, init_from)
     net = model.net
     finetune.prepare(net)
-    module, dm = family.build(cfg, model)
+    module, dm = family.build(cfg, model, init_from)
     finetune.apply(module, net)
-    module.run_dir = run_dir  # where an evaluation writes its predictions
-    for note in module.notes:
+    module.write_predictions_to(run_dir)
+    for note in module.result().notes:  # how the family set the run up (a head left untrained)
         log.warning(note)
     trainer_args = OmegaConf.to_container(cfg.trainer, resolve=True)
     steps_decide(trainer_args)
@@ -175,13 +176,14 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         family.export(module, model, run_dir, cfg)
         if not cfg.checkpoint.keep:
             discard(checkpoints)
+    result = module.result()  # the family's part of the record (lit_models/core/outcome.py)
     return {
         "net_config": {"arch": arch.name, **asdict(net.config)},
-        "predictions": {**module.predictions, **predictions},
-        "outputs": module.outputs,
-        "metrics": module.last_metrics,
+        "predictions": {**result.predictions, **predictions},
+        "outputs": result.outputs,
+        "metrics": result.metrics,
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
-        "metric_signatures": module.metric_signatures,
+        "metric_signatures": result.metric_signatures,
         "throughput": throughput.summary(),
         # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
         "parameters": parameter_count(module),
@@ -195,7 +197,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str) -> dict
         "analysis": family.analysis(module),
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
-        "notes": module.notes,
+        "notes": list(result.notes),
         "resumed_from": None if resumed is None else str(resumed),
         # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
         "pretraining": pretraining_costs(family.pretrained_from(cfg)),
@@ -271,7 +273,7 @@ def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
 
 def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
             variant: Sequence[str] = (), config: dict | None = None,
-            hash_: str | None = None) -> dict:
+            hash_: str | None = None, init_from: InitFrom | None = None) -> dict:
     """Run and record; a failure still writes a complete record with status failed, with its
     kind (``failure_kind``). ``variant``: the overrides that change the configuration
     (``bench.run.run_dir.effective_overrides``); the task keys among them are part of its protocol.
@@ -279,11 +281,14 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     The record's ``config`` holds the configuration that ran: its ``model`` section is the net
     actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
     while ``config_hash`` identifies the configuration as composed, before anything ran.
-    ``config`` and ``hash_``: the resolved ``cfg`` and its hash, where the caller has them.
+    ``config``, ``hash_`` and ``init_from``: the resolved ``cfg``, its hash and its
+    ``init_from`` parsed (``check_config``), where the caller has them.
     """
     if config is None:
         config = OmegaConf.to_container(cfg, resolve=True)
         hash_ = config_hash(config)
+    if init_from is None:  # a caller that checked nothing (a test's composed config)
+        init_from = InitFrom.parse(cfg.init_from)
     record = {
         "schema": SCHEMA_VERSION,
         "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
@@ -296,7 +301,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "init_from": cfg.init_from,
         "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
         # which weights: a hub id's id, revision, commit and weights sha256 (datamodules.hub)
-        "checkpoint": InitFrom.parse(cfg.init_from).identity(),
+        "checkpoint": init_from.identity(),
         "overrides": list(overrides or []),
         "variant": list(variant),
         "config": config,
@@ -312,7 +317,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     }
     start = time.perf_counter()
     try:
-        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"])
+        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"], init_from)
         config["model"] = {**config["model"], **outcome.pop("net_config")}
         record.update(outcome)
         for note in undefined_metric_notes(outcome["metrics"]):  # null in the record, and why
@@ -326,7 +331,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
         if rank_zero_only.rank == 0:  # under DDP every rank runs this; one record per run
-            write_record(run_dir, record)
+            Record.from_json(record).write(run_dir)  # through the type: bench/record.py
     return record
 
 
@@ -347,7 +352,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
     Under DDP the run starts its own ranks, which run it alone (bench/run/launch.py)."""
     try:
         resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
-        check_config(cfg, overrides)
+        init_from = check_config(cfg, overrides)
         normalize(cfg)
         check_accelerator(cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
@@ -355,7 +360,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         variant = effective_overrides(overrides, cfg, current, dirs)
         run_dir = run_dir_of(cfg, variant)
         if not completed(run_dir, current, cfg.skip_completed):  # offline, a done point skips
-            resolve_checkpoints(cfg, config)
+            resolve_checkpoints(cfg, config, init_from)
     except PlmbenchError as err:  # nothing written: the configuration never had a directory
         FAILURES.append((record_error(err), True))
         return None
@@ -365,10 +370,11 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
                 return run_dir
             search = [arg for d in dirs for arg in ("--config-dir", d)]
             with run_log(run_dir), own_processes([__file__, *search, *overrides]):
-                record = execute(cfg, run_dir, overrides, variant, config, current)
+                record = execute(cfg, run_dir, overrides, variant, config, current, init_from)
     except BaseException as err:
         if interrupted(err):  # the whole command stops: one line (bench.cli), status 130
-            said = (read_record(run_dir) or {}).get("failure_kind") == "interrupted"
+            previous = record_at(run_dir)
+            said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
                 " (its record says failure_kind: interrupted)" if said else "")) from None
         if not isinstance(err, Exception):

@@ -36,13 +36,14 @@ def hub_settings(config: object, key: str = "") -> Iterator[tuple[str, InitFrom]
                 yield key, start
 
 
-def resolve_checkpoints(cfg: DictConfig, config: dict) -> None:
+def resolve_checkpoints(cfg: DictConfig, config: dict, start: InitFrom) -> None:
     """Before the run has a directory: every hub id the configuration names resolved into the
     Hugging Face cache (downloaded where missing and the hub is reachable; ``datamodules.hub``),
     and ``init_from``'s Hugging Face checkpoint read whole (``check_checkpoint``: an architecture
-    or a weight plmbench has no place for is refused here, in one line, leaving nothing)."""
-    for setting, start in hub_settings(config):
-        start.directory(setting)
-    start, model = InitFrom.parse(cfg.init_from), get_model(cfg.model.arch)
+    or a weight plmbench has no place for is refused here, in one line, leaving nothing).
+    ``start``: ``init_from`` as ``bench.run.config_check.check_config`` parsed it."""
+    for setting, hub in hub_settings(config):
+        hub.directory(setting)
+    model = get_model(cfg.model.arch)
     if start.kind == "hf" and isinstance(model, Arch):
         check_checkpoint(start.directory(), model)

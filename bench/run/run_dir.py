@@ -37,7 +37,8 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, ListConfig
 
 from bench.compose import CONF_DIR, compose_config, composed_hash
-from bench.records import PATH_KEYS, is_volatile, read_record, run_variant
+from bench.record import record_at
+from bench.records import PATH_KEYS, is_volatile, run_variant
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 
@@ -181,42 +182,42 @@ def _heartbeat(lock: Path) -> Iterator[None]:
 def completed(run_dir: Path, current_hash: str, skip_completed: bool) -> bool:
     """Whether ``run_dir``'s record says ok for this configuration and ``skip_completed`` lets
     it stand: a point ``should_run`` will skip, so nothing it starts from need be there."""
-    previous = read_record(run_dir)
-    return bool(skip_completed and previous and previous.get("status") == "ok"
-                and previous.get("config_hash") == current_hash)
+    previous = record_at(run_dir)
+    return bool(skip_completed and previous and previous.status == "ok"
+                and previous.config_hash == current_hash)
 
 
 def should_run(run_dir: Path, current_hash: str, skip_completed: bool,
                only_failed: bool = False) -> bool:
     """Whether to run into ``run_dir`` given its record (module docstring, "Claim"); a finished
     run of another configuration there is never overwritten silently."""
-    previous = read_record(run_dir)
-    if only_failed and (previous is None or previous.get("status") != "failed"):
+    previous = record_at(run_dir)
+    if only_failed and (previous is None or previous.status != "failed"):
         log.info("skip %s: only failed runs are re-run", run_dir)
         return False
     if previous is None:
         return True
-    same = previous.get("config_hash") == current_hash
-    ok = previous.get("status") == "ok"
+    same = previous.config_hash == current_hash
+    ok = previous.status == "ok"
     if same and ok and skip_completed:
         log.info("skip %s: its record says ok for this configuration (skip_completed=false "
                  "re-runs it)", run_dir)
         return False
     if same and not ok and skip_completed and not only_failed:
-        if previous.get("failure_kind") == "configuration":
+        if previous.failure_kind == "configuration":
             log.warning("skip %s: this configuration failed (%s); --rerun-failed runs it again",
-                        run_dir, previous.get("error"))
+                        run_dir, previous.error)
             return False
-        log.info("%s failed before (%s); running it again", run_dir, previous.get("error"))
+        log.info("%s failed before (%s); running it again", run_dir, previous.error)
         return True
     if not same and ok and skip_completed:
         raise PlmbenchError(
             f"{run_dir} holds a finished run of another configuration (config hash "
-            f"{previous.get('config_hash')}, now {current_hash}); set label=NAME to keep both, "
+            f"{previous.config_hash}, now {current_hash}); set label=NAME to keep both, "
             "or skip_completed=false to replace it"
         )
     log.warning("%s: replacing its %s record (config hash %s, now %s)", run_dir,
-                previous.get("status"), previous.get("config_hash"), current_hash)
+                previous.status, previous.config_hash, current_hash)
     return True
 
 

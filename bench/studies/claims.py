@@ -57,7 +57,8 @@ from bench.boards.sections import build_tables
 from bench.boards.significance import Line, compare, find_rows, mde_text, render
 from bench.boards.stats import ALPHA, POWER
 from bench.boards.trivial import Learned, learned
-from bench.records import Unused, read_record, read_records
+from bench.record import Record, records_in
+from bench.records import Unused, read_record
 from bench.studies.study import composed, run_study
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -169,16 +170,16 @@ def verdict(spec: Mapping, effect: Line, p: float | None, smaller: bool = True,
 def _cost(rows: tuple[Row, Row]) -> dict:
     """Training FLOPs and wall time of every run behind the two rows: theirs and the chain of
     pretraining runs their checkpoints came from, each run counted once."""
-    runs: dict[str, Mapping] = {}
+    runs: dict[str, Record] = {}
     for row in rows:
         for records in row.records.values():
             for record in records:
-                runs[str(record.get("run_dir"))] = record
-                for source in (record.get("pretraining") or {}).get("runs") or []:
+                runs[str(record.run_dir)] = record
+                for source in record.pretraining.runs if record.pretraining else ():
                     if source not in runs and (found := read_record(source)) is not None:
-                        runs[source] = found
-    flops = sum((r.get("throughput") or {}).get("train_flops") or 0 for r in runs.values())
-    seconds = sum(r.get("wall_time_s") or 0 for r in runs.values())
+                        runs[source] = Record.from_json(found)
+    flops = sum(r.at("throughput.train_flops") or 0 for r in runs.values())
+    seconds = sum(r.wall_time_s or 0 for r in runs.values())
     return {"runs": len(runs), "flops": flops, "wall_time_s": seconds}
 
 
@@ -199,7 +200,7 @@ def _parameters(claim_id: str, spec: Mapping) -> Result:
                   evidence=evidence)
 
 
-def evaluate(claim_id: str, spec: Mapping, records: list[Mapping], resamples: int,
+def evaluate(claim_id: str, spec: Mapping, records: list[Record], resamples: int,
              aso_iterations: int, correction: str = DEFAULT) -> Result:
     """One claim's result from the study's records (or, for a parameter count, the presets),
     its verdict pending the correction (``decide``) where it has a test."""
@@ -368,7 +369,7 @@ def evaluate_all(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: 
     other by ``study.correction``: (results, records not used, the correction's name)."""
     correction = (cfg.get("study") or {}).get("correction") or DEFAULT
     adjust([], correction)  # an unknown correction: one line before any work
-    records, unused = read_records(results_dir)
+    records, unused = records_in(results_dir)
     for record in unused:  # no record leaves the report in silence
         print(f"warning: {record.source}: not used by the claims: {record.why}", file=sys.stderr)
     results = [evaluate(claim_id, spec, records, resamples, aso_iterations, correction)

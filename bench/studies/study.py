@@ -40,7 +40,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import check_given_once, compose_config, points
-from bench.records import check_writable, read_record
+from bench.record import record_at
+from bench.records import check_writable
 from bench.run import execute as run
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -94,9 +95,9 @@ def _resolve(override: str, done: dict[str, Path], name: str) -> str:
         if source not in done:
             raise PlmbenchError(f"study.runs.{name} names {{{source}}}, which is no earlier "
                                 "single run of the study; reorder the entries or fix the name")
-        record = read_record(done[source])
-        if record is None or record.get("status") != "ok":
-            error = (record or {}).get("error") or "no record"
+        record = record_at(done[source])
+        if record is None or record.status != "ok":
+            error = (record.error if record else None) or "no record"
             raise PlmbenchError(f"study.runs.{name} starts from {done[source]}, which did not "
                                 f"finish ({error}); re-run it with `plmbench rerun "
                                 f"{done[source]}`, then the study again")
@@ -158,11 +159,11 @@ def render_board(results_dir: Path, board_name: str) -> str:
     """The board's Markdown over the study's records, baseline rows included."""
     from bench.boards.config import get_board
     from bench.boards.sections import build_tables, render_tables
-    from bench.records import read_records
+    from bench.record import records_in
     from bench.run.baselines import baseline_records
 
     board = get_board(board_name)
-    records, unused = read_records(results_dir)
+    records, unused = records_in(results_dir)
     tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
     return render_tables(tables, "md", str(results_dir))
 

@@ -50,16 +50,20 @@ class TaskFamily:
         """(a key identifying the text, the text) a scratch vocabulary is trained on."""
         raise NotImplementedError
 
-    def build_net(self, cfg: Mapping, arch: Arch | Baseline) -> Model:
+    def build_net(self, cfg: Mapping, arch: Arch | Baseline, init_from: InitFrom) -> Model:
         """The run's net with its architecture (``arch``, the run's, resolved once) and
-        tokenizer: a Transformer of the model preset from ``init_from``
-        (``lit_models/core/build.py``); the families of baselines build their own
-        (``lit_models.archs.Baseline``: their ``Model``'s tokenizer is their word inputs)."""
-        return build_net(arch, cfg["model"], InitFrom.parse(cfg["init_from"]), self.with_heads,
+        tokenizer: a Transformer of the model preset from ``init_from`` (``cfg["init_from"]``
+        as the run's config check parsed it; ``lit_models/core/build.py``); the families of
+        baselines build their own (``lit_models.archs.Baseline``: their ``Model``'s tokenizer
+        is their word inputs)."""
+        return build_net(arch, cfg["model"], init_from, self.with_heads,
                          lambda: self.vocabulary_corpus(cfg["task"]))
 
-    def build(self, cfg: Mapping, model: Model) -> tuple[L.LightningModule, PlmDataModule]:
-        """(LightningModule, DataModule) of the task ``cfg["task"]`` over ``model``."""
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom
+              ) -> tuple[L.LightningModule, PlmDataModule]:
+        """(LightningModule, DataModule) of the task ``cfg["task"]`` over ``model``, the net built
+        from ``init_from`` (``cfg["init_from"]`` parsed: a fine-tuned checkpoint's head loads
+        from it)."""
         raise NotImplementedError
 
     def pretrained_from(self, cfg: Mapping) -> list[str]:

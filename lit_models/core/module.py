@@ -20,6 +20,7 @@ from lightning.pytorch.utilities import GradClipAlgorithmType
 
 from lit_models.archs import ARCHS
 from lit_models.core.optim import clip_by_global_norm, configure_optimizer
+from lit_models.core.outcome import FamilyResult
 
 #: precision plugins whose gradients are the module's own ``.grad`` tensors, clipped here; any
 #: other (FSDP's sharded gradients, DeepSpeed's) clips the Lightning way
@@ -37,8 +38,9 @@ class PlmModule(L.LightningModule):
         #: split -> metric -> how the scorer computed it (sacreBLEU's signature), for the record
         self.metric_signatures: dict[str, dict[str, str]] = {}
         self.validated_at_step = -1
-        #: the run directory (set by the run); a module that writes predictions puts them under
-        #: ``<run_dir>/predictions/`` and lists them in ``predictions`` (split -> relative path)
+        #: the run directory (``write_predictions_to``); a module that writes predictions puts
+        #: them under ``<run_dir>/predictions/`` and lists them in ``predictions`` (split ->
+        #: relative path); None: an evaluation writes no files (a test's module)
         self.run_dir: Path | None = None
         self.predictions: dict[str, str] = {}
         #: what the run must say in its log and its record about how it was set up (a
@@ -54,6 +56,19 @@ class PlmModule(L.LightningModule):
         #: ``lit_models/families/distillation.py``): (loss, scores, batch) -> loss; None: the
         #: task's loss alone
         self.soft_targets = None
+
+    def write_predictions_to(self, run_dir: Path) -> None:
+        """Where this module's evaluations write their prediction files: ``run_dir``'s
+        ``predictions/`` (the run calls it once, before training)."""
+        self.run_dir = Path(run_dir)
+
+    def result(self) -> FamilyResult:
+        """What the run's record keeps of this module's work (``FamilyResult``), as one value:
+        the last evaluation's metrics and signatures, the files it wrote, its outputs, the
+        notes on how the run was set up."""
+        return FamilyResult(metrics=self.last_metrics, metric_signatures=self.metric_signatures,
+                            predictions=self.predictions, outputs=self.outputs,
+                            notes=tuple(self.notes))
 
     def configure_callbacks(self) -> list[L.Callback]:
         return list(self.finetune_callbacks)

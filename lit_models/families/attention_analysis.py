@@ -27,6 +27,7 @@ from datamodules.attention_text import AttentionTextDataModule, consecutive_pair
 from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
+from datamodules.init_from import InitFrom
 from datamodules.sources import load_split
 from lit_models.archs import Model
 from lit_models.core.attention_stats import STATISTICS, attention_sums, head_predictions
@@ -126,7 +127,7 @@ class AttentionAnalysis(TaskFamily):
         raise PlmbenchError(f"task {task['name']} analyses a pretrained or fine-tuned model: "
                             "set init_from=ckpt:<run dir> or hf:<dir>")
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (arch, net, tokenizer) = cfg["task"], model
         check_max_length(task, net)
         documents = pretrain.split_documents(task["text"], task["text"]["splits"]["train"])

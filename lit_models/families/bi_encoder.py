@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from datamodules import strict_json
 from datamodules.dpr import BiEncoderDataModule
-from datamodules.init_from import EXPORT_DIR
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.squad import vocabulary_corpus
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
@@ -112,7 +112,7 @@ class BiEncoderTraining(TaskFamily):
     def vocabulary_corpus(self, task):
         return vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         spec = task["bi_encoder"]
         settings = {k: spec[k] for k in ("pooling", "normalize", "max_question_length",

@@ -114,9 +114,9 @@ class BiLMPretraining(TaskFamily):
     #: (key, split -> sentences) read by ``build_net`` for the vocabulary, handed to the data
     sentences: tuple[str, dict[str, list[str]]] | None = None
 
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         model, task = cfg["model"], cfg["task"]
-        if not InitFrom.parse(cfg["init_from"]).scratch:
+        if not init_from.scratch:
             raise PlmbenchError(f"model={model['name']}: the biLM pretrains from scratch; set "
                                 "init_from=scratch")
         self.sentences = split_sentences(task)
@@ -126,7 +126,7 @@ class BiLMPretraining(TaskFamily):
         net = ElmoLanguageModel(elmo_config(model, len(vocab), vocab.pad))
         return Model(arch, net, vocab)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         _, net, vocab = model
         dm = BiLMDataModule(cfg["task"], vocab, cfg["seed"], self.sentences)
         return LitBiLM(net, cfg["optim"], dm.eval_split_names), dm

@@ -23,6 +23,7 @@ from torch import nn
 
 from datamodules import tagging
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.word_inputs import (
     WordClassificationDataModule,
     WordInputs,
@@ -130,7 +131,7 @@ class BiLSTMFamily(NotExported, TaskFamily):
 
 
 class BiLSTMClassification(BiLSTMFamily, Classification):
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         task = cfg["task"]
         if not task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} has no training split: the BiLSTM "
@@ -141,7 +142,7 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
                                         BiLSTMClassifier, task["num_labels"],
                                         pairs=len(task["text_fields"]) == 2))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, words) = cfg["task"], model
         dm = WordClassificationDataModule(task, words, seed=cfg["seed"])
         module = LitBiLSTMClassifier(net, task["num_labels"], task["metrics"],
@@ -150,14 +151,14 @@ class BiLSTMClassification(BiLSTMFamily, Classification):
 
 
 class BiLSTMTagging(BiLSTMFamily):
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         task = cfg["task"]
         train = tagging.load_sentences(task, task["splits"]["train"],
                                        task.get("max_train_samples"))
         return Model(arch, *self.bilstm(cfg, train[task["tokens_field"]], BiLSTMTagger,
                                         len(task["label_names"]), pairs=False))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, words) = cfg["task"], model
         dm = WordTaggingDataModule(task, words, seed=cfg["seed"])
         return LitBiLSTMTagger(net, task["label_names"], dm.eval_split_names, cfg["optim"],

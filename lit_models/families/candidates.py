@@ -21,6 +21,7 @@ import datasets
 from torch import nn
 
 from datamodules.candidates import CandidateDataModule
+from datamodules.init_from import InitFrom
 from datamodules.predictions import write_jsonl
 from lit_models.archs import Capabilities, Model
 from lit_models.core.family import NotExported
@@ -97,7 +98,7 @@ class CandidateScoring(NotExported, Classification):
     datamodule = CandidateDataModule
     model_name = "candidate-scoring model"
 
-    def head(self, cfg, model: Model) -> nn.Module:
+    def head(self, cfg, model: Model, init_from: InitFrom) -> nn.Module:
         """The architecture's classification head with two labels (wrong, right)."""
         return model.arch.classification_head(model.net.config, 2,
                                               cfg["task"]["classifier_dropout"])

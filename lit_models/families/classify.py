@@ -141,12 +141,12 @@ class LitClassifier(PlmModule):
         return scores if self.num_labels == 1 else scores.argmax(-1)
 
 
-def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> bool:
+def fine_tuned_head(head: nn.Module, task: Mapping, init_from: InitFrom,
+                    names: Mapping[str, str]) -> bool:
     """Load ``init_from``'s classification head into ``head`` (``names``: the architecture's
     ``classifier_names``) with its rows in the task's label order (``lit_models/core/labels.py``);
     False, ``head`` untouched, where there is none to load: scratch, a checkpoint without a head
     or with another label count, or ``task.checkpoint_labels=new``."""
-    task, init_from = cfg["task"], InitFrom.parse(cfg["init_from"])
     given = task.get("checkpoint_labels")
     if init_from.scratch or given == NEW_HEAD:
         return False
@@ -160,11 +160,11 @@ def fine_tuned_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> 
     return True
 
 
-def unfit_head(head: nn.Module, cfg: Mapping, names: Mapping[str, str]) -> str | None:
+def unfit_head(head: nn.Module, task: Mapping, init_from: InitFrom,
+               names: Mapping[str, str]) -> str | None:
     """What the run must say where ``init_from``'s classification head was not loaded because it
     does not fit the task (another label count): a new head starts untrained. None where there
     is nothing to say (scratch, a checkpoint without a head, a new head asked for)."""
-    task, init_from = cfg["task"], InitFrom.parse(cfg["init_from"])
     if init_from.scratch or task.get("checkpoint_labels") == NEW_HEAD:
         return None
     mismatch = head_mismatch(head, init_from.directory(), names)
@@ -197,25 +197,26 @@ class Classification(TaskFamily):
             raise no_training_split(task)
         return self.datamodule.vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
         self.check_export(cfg, model)
         dm = self.datamodule(task, model.tokenizer, seed=cfg["seed"])
-        module = self.module(cfg, model, self.head(cfg, model), dm)
+        module = self.module(cfg, model, self.head(cfg, model, init_from), dm)
         module.notes += [self.head_note] if self.head_note else []
         return module, dm
 
     def check_export(self, cfg, model: Model) -> None:
         """Refuse, before anything runs, a ``save_model=true`` that ``export`` cannot honour."""
 
-    def head(self, cfg, model: Model) -> nn.Module:
+    def head(self, cfg, model: Model, init_from: InitFrom) -> nn.Module:
         """The architecture's classification head, a fine-tuned checkpoint's when ``init_from``
         is one with as many labels."""
         task, (arch, net, _) = cfg["task"], model
         head = arch.classification_head(net.config, task["num_labels"], task["classifier_dropout"])
-        fine_tuned = fine_tuned_head(head, cfg, arch.hf.classifier_names)
-        self.head_note = None if fine_tuned else unfit_head(head, cfg, arch.hf.classifier_names)
+        names = arch.hf.classifier_names
+        fine_tuned = fine_tuned_head(head, task, init_from, names)
+        self.head_note = None if fine_tuned else unfit_head(head, task, init_from, names)
         if not task["splits"].get("train") and not fine_tuned:
             raise no_training_split(task)
         return head

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader
 
 from datamodules.base import PlmDataModule
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, target_family, target_task
 from lit_models.core.footprint import footprint
@@ -79,26 +80,27 @@ class TargetFamily(TaskFamily):
     def vocabulary_corpus(self, task):
         raise needs_fine_tuned(task)
 
-    def build(self, cfg, model: Model):
-        if cfg["init_from"] == "scratch":
+    def build(self, cfg, model: Model, init_from: InitFrom):
+        if init_from.scratch:
             raise needs_fine_tuned(cfg["task"])
         self.target = target_task(cfg["task"])
         self.inner = target_family(self.target, model.arch)
-        return self.inner.build({**cfg, "task": self.target, "save_model": False}, model)
+        return self.inner.build({**cfg, "task": self.target, "save_model": False}, model,
+                                init_from)
 
 
 class Compression(TargetFamily):
     """The fine-tuned model as it is (``method: none``: the board's reference row) or
     dynamically quantized to int8 (``method: dynamic_int8``), scored and measured."""
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         method = cfg["task"]["method"]
         if method not in METHODS:
             raise PlmbenchError(f"task.method={method}: use one of {', '.join(METHODS)}")
         if method == "dynamic_int8" and cfg["trainer"]["accelerator"] not in ("cpu", "auto"):
             raise PlmbenchError("dynamic int8 quantization runs on the CPU only: run "
                                 "task=compression/quantize with trainer=cpu")
-        return super().build(cfg, model)
+        return super().build(cfg, model, init_from)
 
     def predict(self, trainer, module, dm, run_dir, cfg) -> dict[str, str]:
         task = cfg["task"]

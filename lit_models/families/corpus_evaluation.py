@@ -60,7 +60,7 @@ class CorpusEvaluation(Pretraining):
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(corpus_task(task, task["splits"]["eval"][0]))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, tokenizer = cfg["task"], model.tokenizer
         if task["splits"].get("train"):
             raise PlmbenchError(f"task {task['name']} only evaluates; set its splits.train to null")
@@ -72,7 +72,6 @@ class CorpusEvaluation(Pretraining):
         dm = pretrain.HeldOutCorpora(task, datamodules, objective.collator(tokenizer, cfg["seed"]),
                                      cfg["seed"])
         self.tokenizer = tokenizer
-        init_from = InitFrom.parse(cfg["init_from"])
         self.scores_heads = init_from.scratch or has_pretraining_heads(init_from.directory())
         return LitPretrain(model.net, objective, cfg["optim"], dm.eval_split_names), dm
 

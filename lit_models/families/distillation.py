@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 from lit_models.core.build import pretrained_net
 from lit_models.core.family import TaskFamily, target_family, target_task
@@ -68,7 +69,7 @@ class TaskDistillation(TaskFamily):
                             "start it from a checkpoint with the teacher's vocabulary (init_from="
                             "ckpt:<the teacher's run> with a smaller preset, or hf:<dir>)")
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         if not task.get("teacher"):
             raise PlmbenchError(f"task {task['name']} distils a fine-tuned teacher: set "
@@ -79,7 +80,7 @@ class TaskDistillation(TaskFamily):
                                 f"{alpha} in [0, 1] (Hinton et al. 2015; DistilBERT: T = 2)")
         self.target = target_task(task, train=True)
         self.inner = target_family(self.target, model.arch)
-        module, dm = self.inner.build({**cfg, "task": self.target}, model)
+        module, dm = self.inner.build({**cfg, "task": self.target}, model, init_from)
         teacher = pretrained_net(task["teacher"], "task.teacher", with_heads=False)
         if teacher.tokenizer.backend.get_vocab() != model.tokenizer.backend.get_vocab():
             raise PlmbenchError(f"task.teacher={task['teacher']} reads another vocabulary than "
@@ -88,7 +89,8 @@ class TaskDistillation(TaskFamily):
         teacher_cfg = {**cfg, "task": {**self.target, "splits": {
             **self.target["splits"], "train": None}}, "init_from": task["teacher"],
             "save_model": False}
-        teacher_module, _ = target_family(self.target, teacher.arch).build(teacher_cfg, teacher)
+        teacher_module, _ = target_family(self.target, teacher.arch).build(
+            teacher_cfg, teacher, InitFrom.parse(task["teacher"], "task.teacher"))
         module.soft_targets = SoftTargets(teacher_module, temperature, alpha,
                                           self.target.get("num_labels") == 1)
         self.dm, self.task = dm, task

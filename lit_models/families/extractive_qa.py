@@ -130,7 +130,7 @@ class ExtractiveQA(TaskFamily):
     def vocabulary_corpus(self, task):
         return squad.vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
         dm = squad.SquadDataModule(task, model.tokenizer, seed=cfg["seed"])
@@ -138,7 +138,6 @@ class ExtractiveQA(TaskFamily):
         module = LitExtractiveQA(model.net, model.arch.capabilities, dm.eval_split_names,
                                  decoding, task["version_2_with_negative"], cfg["optim"],
                                  task["metrics"])
-        init_from = InitFrom.parse(cfg["init_from"])
         if not init_from.scratch:  # a fine-tuned reader keeps its span head
             load_head(nn.ModuleDict({"qa_outputs": module.qa_outputs}), init_from.directory(),
                       QA_HEAD_NAMES)

@@ -57,8 +57,8 @@ def example_losses(module: LitClassifier):
 class HeadPruning(TargetFamily):
     kinds = ("encoder", "decoder")
 
-    def build(self, cfg, model: Model):
-        task, init_from = cfg["task"], InitFrom.parse(cfg["init_from"])
+    def build(self, cfg, model: Model, init_from: InitFrom):
+        task = cfg["task"]
         if init_from.scratch or not has_task_head(init_from.directory(), "classifier"):
             raise PlmbenchError(f"task {task['name']} prunes a fine-tuned classifier: set "
                                 "init_from=ckpt:<run dir> of a classification run saved with "
@@ -71,7 +71,7 @@ class HeadPruning(TargetFamily):
         if not 0 < step <= 1:
             raise PlmbenchError(f"task.step={step}: the share of all heads removed at each step "
                                 "is in (0, 1] (Michel et al. 2019: 0.1)")
-        module, dm = super().build(cfg, model)
+        module, dm = super().build(cfg, model, init_from)
         if not isinstance(module, LitClassifier):
             raise PlmbenchError(f"task {task['name']} prunes sequence classifiers; "
                                 f"{self.target['name']} is no classification task")

@@ -62,10 +62,9 @@ class MultipleChoice(Classification):
                                 f"{layout.model_type}, so save_model=true cannot export one; "
                                 "run without it")
 
-    def head(self, cfg, model: Model) -> nn.Module:
+    def head(self, cfg, model: Model, init_from: InitFrom) -> nn.Module:
         """The multiple-choice head; a fine-tuned multiple-choice checkpoint's (``init_from``)."""
         head = multiple_choice_head(model, cfg["task"]["classifier_dropout"])
-        init_from = InitFrom.parse(cfg["init_from"])
         if not init_from.scratch:
             directory = init_from.directory()
             if has_task_head(directory, TASK):

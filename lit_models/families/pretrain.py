@@ -17,7 +17,7 @@ from torchmetrics import MeanMetric
 
 from datamodules import pretrain
 from datamodules.errors import PlmbenchError
-from datamodules.init_from import EXPORT_DIR
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.packing import PackingConfig
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
@@ -127,7 +127,7 @@ class Pretraining(TaskFamily):
     def vocabulary_corpus(self, task):
         return pretrain.vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         longest = max([task["max_length"], *(length for _, length in length_schedule(task))])
         check_max_length({**task, "max_length": longest}, model.net)

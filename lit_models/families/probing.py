@@ -23,6 +23,7 @@ import torch
 from datamodules import pretrain, probing
 from datamodules.collate import encoder_inputs
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.features import hidden_states
@@ -108,7 +109,7 @@ class Probing(TaskFamily):
                                 f"{list(probing.KINDS)}")
         ProbeSettings.from_config(dict(task["probe"]), seed=0)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (arch, net, tokenizer) = cfg["task"], model
         check_max_length(task, net)
         self.settings = ProbeSettings.from_config(dict(task["probe"]), cfg["seed"])

@@ -54,7 +54,7 @@ from datamodules.collate import (
     pad_collate,
 )
 from datamodules.errors import PlmbenchError
-from datamodules.init_from import EXPORT_DIR
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.realm_pretrain import MaskedSentencesDataModule
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
@@ -258,7 +258,7 @@ class RealmPretraining(TaskFamily):
         corpus = build_corpus_of(task)
         return json.dumps(["realm", corpus_fingerprint(corpus)]), iter(corpus["text"])
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, tokenizer) = cfg["task"], model
         check_max_length(task, net)
         objective = build_objective(cfg["objective"], model)

@@ -27,7 +27,7 @@ from torchmetrics import MeanMetric
 from datamodules import summarization
 from datamodules.collate import at_positions, label_positions
 from datamodules.errors import PlmbenchError
-from datamodules.init_from import EXPORT_DIR
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import write_jsonl
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
@@ -159,7 +159,7 @@ class Seq2Seq(TaskFamily):
                                 "(splits.train)")
         return self.corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         generation = GenerationConfig(**task["generation"])
         check_lengths(task, model, generation)

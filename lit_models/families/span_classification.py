@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import torch
 
+from datamodules.init_from import InitFrom
 from datamodules.spans import SpanPairDataModule
 from lit_models.archs import Model
 from lit_models.core.family import NotExported
@@ -31,7 +32,7 @@ class SpanClassification(NotExported, Classification):
     datamodule = SpanPairDataModule
     model_name = "span-pair classifier"
 
-    def head(self, cfg, model: Model) -> SpanPairClassifier:
+    def head(self, cfg, model: Model, init_from: InitFrom) -> SpanPairClassifier:
         task = cfg["task"]
         return SpanPairClassifier(model.net.config, task["num_labels"],
                                   task["classifier_dropout"], task["with_pooled"])

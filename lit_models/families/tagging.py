@@ -106,13 +106,12 @@ class Tagging(TaskFamily):
     def vocabulary_corpus(self, task):
         return tagging.vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
         dm = tagging.TaggingDataModule(task, model.tokenizer, seed=cfg["seed"])
         module = LitTagger(model.net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"], task["metrics"])
-        init_from = InitFrom.parse(cfg["init_from"])
         if not init_from.scratch:  # a tagger of the same tags keeps its head
             directory = init_from.directory()
             theirs = task_labels(directory, "tagger") or []

@@ -29,6 +29,7 @@ from torchmetrics import MeanMetric, Metric
 from datamodules import glue_text
 from datamodules.base import task_config
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.mixture import MixtureDataModule
 from datamodules.predictions import submission_vocabulary, write_predictions
 from datamodules.tokenization import TextTokenizer
@@ -131,7 +132,7 @@ class TextToText(Seq2Seq):
                                 "dir> of an MNLI run saved with save_model=true)")
         return glue_text.vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = text_task(cfg["task"], model.tokenizer)
         generation = GenerationConfig(max_new_tokens=task["target_max_length"])  # greedy
         check_lengths(task, model, generation)
@@ -213,7 +214,7 @@ class Mixture(TextToText):
         corpora = [glue_text.vocabulary_corpus(m) for m in self.members(task).values()]
         return json.dumps([key for key, _ in corpora]), chain(*(texts for _, texts in corpora))
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = task_config(cfg["task"], ("members", "mixing", "splits", "batch_size"))
         members = {name: text_task(member, model.tokenizer)
                    for name, member in self.members(task).items()}

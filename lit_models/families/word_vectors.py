@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from datamodules import pretrain, word_vectors
 from datamodules.errors import PlmbenchError
-from datamodules.init_from import EXPORT_DIR
+from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.words import cached_vocabulary
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
@@ -28,7 +28,7 @@ class WordVectors(TaskFamily):
         """(a key, the sentences, read lazily) of the corpus's capped training split."""
         return pretrain.vocabulary_corpus(word_vectors.checked_task(task))
 
-    def build_net(self, cfg: Mapping, arch) -> Model:
+    def build_net(self, cfg: Mapping, arch, init_from: InitFrom) -> Model:
         model, task = cfg["model"], cfg["task"]
         key, _ = self.vocabulary_corpus(task)  # the key: cached vocabularies skip the counting
         vocab = cached_vocabulary(key, lambda: self.vocabulary_corpus(task)[1],
@@ -40,7 +40,7 @@ class WordVectors(TaskFamily):
                                 "(gensim; model.workers); use trainer=cpu")
         return Model(arch, build_word2vec(model, vocab, cfg["seed"]), vocab)
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task, (_, net, vocab) = cfg["task"], model
         module_class = LitGlove if cfg["model"]["arch"] == "glove" else LitWord2Vec
         dm = word_vectors.WordVectorsDataModule(task, vocab, module_class.examples,

@@ -12,6 +12,7 @@ empty passage list.
 from collections.abc import Mapping
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.open_qa import ClosedBookDataModule
 from datamodules.predictions import write_jsonl
 from lit_models.archs import Model
@@ -54,7 +55,7 @@ class ClosedBookReader(Reader):
     retrieves = False
     with_heads = True
 
-    def build(self, cfg: Mapping, model: Model):
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom):
         task, net = cfg["task"], model.net
         for key in ("source_max_length", "target_max_length"):
             if task[key] > net.config.max_length:

@@ -35,6 +35,7 @@ from hydra.utils import instantiate
 from torch import nn
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.open_qa import OpenQADataModule
 from datamodules.predictions import write_jsonl
 from datamodules.squad import vocabulary_corpus
@@ -92,7 +93,7 @@ class ExtractiveReader(Reader):
     """DPR's reader: the extractive reader of ``lit_models.families.extractive_qa`` over each
     question's top ``read_top_k`` passages."""
 
-    def build(self, cfg, model: Model):
+    def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
         corpus = build_corpus_of(task)
@@ -146,8 +147,8 @@ class OpenQA(TaskFamily):
     def vocabulary_corpus(self, task):
         return vocabulary_corpus(task)
 
-    def build(self, cfg, model: Model):
-        return self.reader(cfg["task"], model.arch.kind).build(cfg, model)
+    def build(self, cfg, model: Model, init_from: InitFrom):
+        return self.reader(cfg["task"], model.arch.kind).build(cfg, model, init_from)
 
     def evaluation_outputs(self, module, run_dir: Path, cfg) -> dict[str, str]:
         return dict(module.predictions)

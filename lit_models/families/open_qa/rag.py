@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from datamodules.collate import pad_collate, token_mask
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.retrieval_augmented import QuestionsDataModule
 from lit_models.archs import Model
 from lit_models.core.generation import (
@@ -222,7 +223,7 @@ class RagReader(Reader):
     def __init__(self, marginalisation: str) -> None:
         self.marginalisation = marginalisation
 
-    def build(self, cfg: Mapping, model: Model):
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom):
         task, net = cfg["task"], model.net
         for key, value in (("rag.max_length", task["rag"]["max_length"]),
                            ("target_max_length", task["target_max_length"])):

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping
 
+from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 
 
@@ -15,5 +16,5 @@ class Reader:
     retrieves: bool = True
     with_heads: bool = False
 
-    def build(self, cfg: Mapping, model: Model) -> tuple:
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom) -> tuple:
         raise NotImplementedError

@@ -175,15 +175,14 @@ class RealmReader(Reader):
     apart from the document encoder). ``init_from=ckpt:<REALM pre-training run>`` gives both the
     reader's encoder and the retriever's two encoders (REALM fine-tunes from both, §3.4)."""
 
-    def build(self, cfg: Mapping, model: Model):
+    def build(self, cfg: Mapping, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
         corpus = build_corpus_of(task)
         dense = task["dense"]
-        init = InitFrom.parse(cfg["init_from"])
-        if init.kind == "ckpt" and (init.directory() / QUESTION_ENCODER).is_dir():
+        if init_from.kind == "ckpt" and (init_from.directory() / QUESTION_ENCODER).is_dir():
             # a REALM pre-training run: its retriever too (§3.4)
-            dense = {**dense, "encoder": str(init)}
+            dense = {**dense, "encoder": str(init_from)}
         retriever = build_retriever({**task, "retriever": "dense", "dense": dense}, corpus, cfg,
                                     separate=True)
         dm = QuestionsDataModule(task, retriever.encoder.tokenize_questions,

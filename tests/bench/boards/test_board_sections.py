@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from bench.boards.sections import build_tables, render_tables
 from bench.compose import compose_config
 from bench.eval_sets import eval_set
+from bench.record import Record, as_record
 from bench.records import read_records, write_record
 from tests.bench.boards.test_leaderboard import record
 from tests.bench.boards.test_significance import RTE, fake_run
@@ -140,13 +141,14 @@ def test_the_same_config_on_other_gold_labels_is_another_evaluation_set(tmp_path
 
 
 def test_a_jsonl_digest_reads_the_examples_never_what_a_run_predicted_or_retrieved(tmp_path):
-    def run(name: str, rows: list[dict]) -> dict:
+    def run(name: str, rows: list[dict]) -> Record:
         (tmp_path / name / "predictions").mkdir(parents=True)
         (tmp_path / name / "predictions/validation.jsonl").write_text(
             "".join(json.dumps(row) + "\n" for row in rows))
-        return {"run_dir": str(tmp_path / name),
-                "predictions": {"validation": "predictions/validation.jsonl"},
-                "config": {"task": {"name": "open_qa/nq", "splits": {"eval": ["validation"]}}}}
+        return as_record({"run_dir": str(tmp_path / name),
+                          "predictions": {"validation": "predictions/validation.jsonl"},
+                          "config": {"task": {"name": "open_qa/nq",
+                                              "splits": {"eval": ["validation"]}}}})
 
     def rows(references: list[str], prediction: str, passages: list[str]) -> list[dict]:
         return [{"id": f"q{i}", "references": [ref], "prediction": prediction,

@@ -9,6 +9,7 @@ import pytest
 from bench.boards.html import curves
 from bench.boards.table import build_table, lookup
 from bench.boards.text import render_markdown
+from bench.record import as_record
 
 PRUNING = {"name": "analysis/head_pruning", "board": "compression"}
 
@@ -25,11 +26,12 @@ def pruning_record(label: str, seed: int, scores: list[float], heads: int = 72) 
 
 
 def test_a_number_in_a_path_indexes_a_list():
-    record = pruning_record("a", 0, [0.9, 0.8])
+    record = as_record(pruning_record("a", 0, [0.9, 0.8]))
     assert lookup(record, "analysis.curve.1.score") == 0.8
     assert lookup(record, "analysis.curve.2.score") is None  # past the end: absent
     assert lookup(record, "analysis.curve.x.score") is None
-    assert lookup({"metrics": {"0": 1.5}}, "metrics.0") == 1.5  # a key that is a digit still reads
+    digit = as_record({**pruning_record("b", 0, [0.9]), "metrics": {"0": 1.5}})
+    assert lookup(digit, "metrics.0") == 1.5  # a key that is a digit still reads
 
 
 def test_each_step_is_a_column_scaled_and_averaged_over_seeds():

@@ -19,7 +19,7 @@ def baseline(task: str) -> dict:
     record = {"status": "ok", "board": "glue",
               "config": {"task": OmegaConf.to_container(config.task, resolve=True)}}
     (made,) = baseline_records([record], "glue")
-    return made["metrics"]["validation"]
+    return made.metrics["validation"]
 
 
 @pytest.mark.parametrize(("task", "config", "metric"), [("glue/cola", "cola", "matthews"),

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from lit_models.core.hf import from_hf
 from lit_models.core.labels import label_order
 from lit_models.families.classify import fine_tuned_head
@@ -68,9 +69,10 @@ def permuted_rte_classifier(tmp_path_factory):
     return directory, model
 
 
-def task_cfg(directory, **task) -> dict:
-    return {"init_from": f"hf:{directory}",
-            "task": {"num_labels": 2, "label_names": ["entailment", "not_entailment"], **task}}
+def task_cfg(directory, **task) -> tuple[dict, InitFrom]:
+    """(the task, init_from) of a run from the checkpoint in ``directory``."""
+    return ({"num_labels": 2, "label_names": ["entailment", "not_entailment"], **task},
+            InitFrom.parse(f"hf:{directory}"))
 
 
 def test_init_from_a_permuted_classifier_puts_its_rows_in_the_task_order(permuted_rte_classifier):
@@ -78,7 +80,7 @@ def test_init_from_a_permuted_classifier_puts_its_rows_in_the_task_order(permute
     arch, encoder, _ = from_hf(directory)
     encoder.eval()
     head = arch.classification_head(encoder.config, 2, 0.0)
-    assert fine_tuned_head(head, task_cfg(directory), arch.hf.classifier_names)
+    assert fine_tuned_head(head, *task_cfg(directory), arch.hf.classifier_names)
     inputs = transformers.AutoTokenizer.from_pretrained(directory)(
         ["A man sleeps.", "Rain fell all day."], ["Someone rests.", "It was dry."],
         padding=True, return_tensors="pt")
@@ -94,6 +96,6 @@ def test_a_new_head_is_kept_when_asked_for(permuted_rte_classifier):
     arch, encoder, _ = from_hf(directory)
     head = arch.classification_head(encoder.config, 2, 0.0)
     before = head.out.weight.clone()
-    assert not fine_tuned_head(head, task_cfg(directory, checkpoint_labels="new"),
+    assert not fine_tuned_head(head, *task_cfg(directory, checkpoint_labels="new"),
                                arch.hf.classifier_names)
     assert torch.equal(head.out.weight, before)
