@@ -33,9 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from fnmatch import fnmatch
 from pathlib import Path
 
 from bench.boards.cells import Cell
+from bench.record import Record
 from datamodules.errors import PlmbenchError
 from datamodules.keys import check_keys, nearest
 
@@ -132,15 +134,20 @@ class Board:
     #: page, as one curve per row over the number (the probing board's accuracy by layer); ""
     #: draws none
     curves: str = ""
-    #: the board the records it shows were written for, where it is a second view of another
-    #: board's records (the head-pruning curves of the compression board's pruning runs); ""
-    #: its own name
-    reads: str = ""
+    #: a second view of another board's records, (that board, the fnmatch pattern of the tasks
+    #: it shows): the head-pruning curves of the compression board's pruning runs; ("", "*"):
+    #: the records written for this board
+    reads: tuple[str, str] = ("", "*")
 
     @property
     def records_of(self) -> str:
         """The ``board`` a record names to be shown on this board."""
-        return self.reads or self.name
+        return self.reads[0] or self.name
+
+    def holds(self, record: Record) -> bool:
+        """Whether ``record`` (of any status) shows on this board."""
+        return (record.board == self.records_of and isinstance(record.task, str)
+                and fnmatch(record.task, self.reads[1]))
 
     @classmethod
     def from_config(cls, config: Mapping, where: str = "board") -> Board:
@@ -195,7 +202,7 @@ class Board:
             note=str(config.get("note") or ""),
             reference=reference,
             curves=str(config.get("curves") or ""),
-            reads=str(config.get("reads") or ""),
+            reads=_reads(config.get("reads"), where),
         )
         return replace(board, columns=tuple(_board_columns_of(config.get("columns"), board, where)))
 
@@ -267,6 +274,16 @@ def _board_mapping(name: str, seen: tuple[str, ...] = ()) -> dict:
     if base in (*seen, name):
         raise PlmbenchError(f"{path}: extends {base!r}, which extends it back; break the cycle")
     return {**_board_mapping(base, (*seen, name)), **config}
+
+
+def _reads(value: object, where: str) -> tuple[str, str]:
+    """``reads: {board: <name>, tasks: <pattern>}`` checked (absent: the board's own records)."""
+    if value is None:
+        return "", "*"
+    if not isinstance(value, Mapping) or not isinstance(value.get("board"), str):
+        raise PlmbenchError(f"{where}: reads must be {{board: <name>, tasks: <pattern>}}")
+    check_keys(value, {"board", "tasks"}, where, "reads.")
+    return value["board"], str(value.get("tasks") or "*")
 
 
 def get_board(name: str) -> Board:

@@ -68,7 +68,7 @@ def build_tables(records: Iterable[Record | Mapping], board: Board | str, stat: 
     """The board's tables, one per evaluation set of its runs (module docstring)."""
     board = get_board(board) if isinstance(board, str) else board
     records, unused = as_records(records), list(unused)
-    mine = [r for r in records if r.board == board.records_of and isinstance(r.task, str)]
+    mine = [r for r in records if board.holds(r)]
     found = sections(mine, _row_of(board), _is_run)
     if not found:
         return [build_table(records, board, stat, unused)]

@@ -33,7 +33,7 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
     settings_of: dict[tuple, dict[str, dict]] = defaultdict(dict)
     directions: dict[tuple, bool] = {}
     for record in records:
-        if record.status != "ok" or record.board != board.records_of:
+        if record.status != "ok" or not board.holds(record):
             continue
         try:
             columns = _record_columns(record, board)
@@ -58,7 +58,7 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
     kept = []
     for record in records:
         key = (record.label, record.task)
-        if key not in best or record.board != board.records_of:
+        if key not in best or not board.holds(record):
             kept.append(record)
         elif record.protocol_hash == best[key]:
             kept.append(record.updated(protocol_hash=SELECTED, selected=chosen[key]))

@@ -136,7 +136,7 @@ def _select(records: Iterable[Record], board: Board, status: str = "ok") -> dict
     """Records of the board with ``status``, one per (label, protocol, task, seed): the latest."""
     chosen: dict[tuple, Record] = {}
     for record in records:
-        if record.status != status or record.board != board.records_of:
+        if record.status != status or not board.holds(record):
             continue
         if not isinstance(record.task, str):  # read_records lists such files as unused
             continue

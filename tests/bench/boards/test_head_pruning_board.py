@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from bench.boards.config import Board
 from bench.boards.html import curves
 from bench.boards.table import build_table, lookup
 from bench.boards.text import render_markdown
 from bench.record import as_record
+from datamodules.errors import PlmbenchError
 
 PRUNING = {"name": "analysis/head_pruning", "board": "compression"}
 
@@ -38,8 +40,10 @@ def test_each_step_is_a_column_scaled_and_averaged_over_seeds():
     long = [1.0 - 0.05 * i for i in range(11)]
     records = [pruning_record("minilm", 0, long), pruning_record("minilm", 1, long[:6] + [0.3] * 5),
                pruning_record("coarse", 0, [0.7, 0.6, 0.5], heads=12)]
-    table = build_table(records, "head_pruning")
+    measured = {**pruning_record("teacher", 0, [0.9]), "task": "compression/measure"}
+    table = build_table([*records, measured], "head_pruning")
     rows = {row.label: row for row in table.rows}
+    assert set(rows) == {"minilm", "coarse"}  # the compression board's other tasks: not curves
     assert rows["minilm"].cells["step 0"].mean == pytest.approx(1.0)
     assert rows["minilm"].cells["step 10"].mean == pytest.approx((0.5 + 0.3) / 2)
     assert rows["minilm"].cells["step 0"].n == 2
@@ -48,3 +52,9 @@ def test_each_step_is_a_column_scaled_and_averaged_over_seeds():
     assert "Head pruning" in text and "| 100.0" in text  # x100, as the target's metric on GLUE
     assert "step 10" in text
     assert curves(table).count("<svg") == 1  # one task's curve figure, a line per row
+
+
+@pytest.mark.parametrize("reads", ["compression", {"tasks": "x"}, {"board": "b", "extra": 1}])
+def test_a_malformed_reads_is_refused_naming_it(reads):
+    with pytest.raises(PlmbenchError, match="reads"):
+        Board.from_config({"name": "view", "reads": reads})
