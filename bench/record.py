@@ -324,7 +324,7 @@ class Record(Part):
                 value = value.value_of(key)
             elif isinstance(value, Mapping):
                 value = value.get(key)
-            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            elif isinstance(value, list | tuple) and key.isdigit() and int(key) < len(value):
                 value = value[int(key)]
             else:
                 return None
