@@ -41,6 +41,7 @@ import argparse
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,6 +155,10 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     from bench.run.baselines import baseline_records
 
     records, unused = records_in(results_dir)
+    if getattr(args, "tasks", None):
+        patterns = args.tasks.split(",")
+        records = [r for r in records
+                   if isinstance(r.task, str) and any(fnmatch(r.task, p) for p in patterns)]
     if getattr(args, "select", "all") == "best-on-dev":
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):
@@ -352,6 +357,8 @@ def parser() -> argparse.ArgumentParser:
                          "[min, max] as cramming reports (experiment=glue_sane)")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
+    lb.add_argument("--tasks", help="only the runs of these tasks: comma-separated patterns "
+                    "(probing/pos, glue/*), e.g. one task of a board too wide to read whole")
     lb.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
                     help="the difference of two results directories, cell by cell, each row "
                          "tested per task and on the score (Markdown)")

@@ -359,6 +359,11 @@ def test_stsb_is_a_regression_and_two_tasks_give_the_glue_score(stsb_sweep, tmp_
     row = csv_rows(out)["bert-tiny-scratch"]
     assert float(row["score"]) == pytest.approx(100 * glue_score, abs=1e-4)
     assert row["n_tasks"] == "2"
+    # --tasks: one task's runs alone, its score that task's
+    only = markdown_rows(plmbench("leaderboard", str(results), "--tasks", "glue/m*").out)
+    assert list(only["bert-tiny-scratch"])[2:4] == ["MRPC (F1)", "MRPC (acc)"]
+    assert only["bert-tiny-scratch"]["GLUE score"] == f"{100 * mrpc_score:.1f} (1/9 tasks)"
+    assert "STS-B (P)" not in only["bert-tiny-scratch"]
 
 
 # ------------------------------------------------------- 5. pretraining, then fine-tuning it
