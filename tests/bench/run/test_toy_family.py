@@ -31,8 +31,8 @@ TASK = """defaults:
   - _self_
 name: toy/parity
 family:                     # this file's family for encoders and decoders (the base's ByKind)
-  encoder: {_target_: tests.bench.test_toy_family.ToyParity}
-  decoder: {_target_: tests.bench.test_toy_family.ToyParity}
+  encoder: {_target_: MODULE.ToyParity}
+  decoder: {_target_: MODULE.ToyParity}
 dataset: toy                # $PLMBENCH_DATA/toy/parity/<split>.parquet
 config: parity
 hub_id: null                # the tmp mirror only
@@ -70,7 +70,7 @@ def toy_run(where: Path, monkeypatch) -> None:
     pq.write_table(digit_rows(24, rng), data / "validation.parquet")
     conf = where / "conf" / "task" / "toy"
     conf.mkdir(parents=True)
-    (conf / "parity.yaml").write_text(TASK)
+    (conf / "parity.yaml").write_text(TASK.replace("MODULE", __name__))  # this very file
     monkeypatch.setenv("PLMBENCH_DATA", str(where / "mirror"))
     result = plmbench("run", "--config-dir", str(where / "conf"), "task=toy/parity",
                       "model=bert-tiny-scratch", "trainer.max_steps=2",
