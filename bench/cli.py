@@ -105,7 +105,7 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
 
 
 def cmd_run(args: list[str]) -> int:
-    from bench.records import check_writable
+    from bench.record import check_writable
 
     if "--rerun-failed" in args:
         args = [a for a in args if a != "--rerun-failed"] + ["only_failed=true"]

@@ -16,7 +16,7 @@ import importlib
 import itertools
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -24,6 +24,7 @@ from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from datamodules.errors import PlmbenchError
+from datamodules.init_from import InitFrom
 from datamodules.keys import nearest, unknown_key_message
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -191,11 +192,10 @@ def normalize(cfg: DictConfig) -> None:
     ``name`` and the settings the paper's recipe gives it, BERT's ``static: true``; ``mlm`` if
     it names none), so ``model=electra-small-scratch`` pretrains as ELECTRA does and
     ``model=bert-base-scratch`` as BERT did; a task's ``target`` (``resolve_target``) is the
-    config of the task it names."""
+    config of the task it names, which a caller resolves first: the run's checks need it."""
     if cfg.get("objective") is None:
         with open_dict(cfg):
             cfg.objective = preset_objective(cfg.model.get("objective", "mlm"))
-    resolve_target(cfg)
     normalize_splits(cfg.task)
 
 
@@ -214,21 +214,24 @@ def resolve_target(cfg: DictConfig) -> None:
     run's ``init_from``) trained on, as its record holds it (a run that distilled or pruned a
     model: its own target). ``task.target`` becomes that task's config, so the config hash
     covers it."""
-    from bench.records import checkpoint_record
+    from bench.record import checkpoint_record
 
     task = cfg.task
     if "target" not in task or isinstance(task.target, DictConfig):
         return
     if task.target is None:
         run = task.get("target_run") or cfg.init_from
-        record = checkpoint_record(run)
+        try:
+            record = checkpoint_record(InitFrom.parse(run, "task.target_run"))
+        except PlmbenchError:  # no checkpoint at all: no run of ours either
+            record = None
         if record is None:
             raise PlmbenchError(
                 f"task {task.name} works on a fine-tuned run's task, and {run} is no finished "
                 "plmbench run: point it at one (init_from=ckpt:<run dir>, task.teacher= for a "
                 "distillation), or name its task with task.target=<task> (e.g. glue/sst2)")
-        target = record["config"]["task"]
-        while isinstance(target.get("target"), dict):  # a distilled or pruned model's run
+        target = record.task_config
+        while isinstance(target.get("target"), Mapping):  # a distilled or pruned model's run
             target = target["target"]
         target = OmegaConf.create(target)
     else:
@@ -260,10 +263,11 @@ def preset_objective(chosen: object) -> DictConfig:
 def composed_hash(overrides: Sequence[str], dirs: Sequence[str] = ()) -> str:
     """The config hash ``plmbench run OVERRIDES`` computes before it runs
     (``bench.run.execute``)."""
-    from bench.records import config_hash
+    from bench.config_identity import config_hash
 
     cfg = compose_config(overrides, "the overrides no longer compose with this checkout's "
                          "configs: run them with `plmbench run`, updated", dirs)
+    resolve_target(cfg)
     normalize(cfg)
     return config_hash(OmegaConf.to_container(cfg, resolve=True))
 

@@ -9,209 +9,186 @@ The run is the only writer of a record (``bench/run/execute.py`` builds one and
 its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys the
 record was given, so a record read and written again is the same bytes, and the JSON users' own
 scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it
-and what is wrong.
+and what is wrong. The run builds its record as this type from its first line
+(``Record.new``) and fills it with ``updated``, where a key that is no field is an error.
+
+The files: a record is written atomically (``datamodules.files.atomic_write_text``: a reader
+sees the old record or the new one, never half of one), and read back with corrupt ones listed,
+not raised (``read_records``, ``records_in``).
 
 The parts with a structure of their own (versions, hardware, the checkpoint's identity, the
 pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
-round trip; the open-ended ones (metrics per split, the resolved config, data fingerprints) are
-mappings, as the board's dotted column paths (``metrics.validation.accuracy``, ``Record.at``)
-address them.
+round trip (``bench/record_parts.py``); the open-ended ones (metrics per split, the resolved
+config, data fingerprints) are mappings, as the board's dotted column paths
+(``metrics.validation.accuracy``, ``Record.at``) address them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import Field, dataclass, field, fields, replace
+import errno
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench.records import (
-    RECORD_NAME,
-    SCHEMA_VERSION,
-    Unused,
-    load_record,
-    read_record,
-    read_records,
-    record_text,
-    write_record,
+from bench.record_parts import (  # noqa: F401 - the parts of a record, imported from here
+    BaselineRow,
+    Baselines,
+    Checkpoint,
+    Hardware,
+    Part,
+    Pretraining,
+    Throughput,
+    Versions,
+    _of,
 )
+from datamodules import strict_json
 from datamodules.errors import PlmbenchError
+from datamodules.files import atomic_write_text
+from datamodules.init_from import InitFrom
 
-#: the keys a board needs of a record (``bench.records.record_problem``); every record the run
-#: ever wrote holds them, with schema, run_id, config ...
+SCHEMA_VERSION = 1
+RECORD_NAME = "record.json"
+#: the keys a board needs of a record (``record_problem``); every record the run ever wrote
+#: holds them, with schema, run_id, config ...
 REQUIRED = ("status", "task", "board")
 
 
-def _typed(part: Field, value: Any, where: str) -> Any:
-    """``value`` as the field ``part`` holds it: a nested ``Part`` built, a list as a tuple,
-    checked against the field's ``kind`` (one line naming ``where`` when it does not fit)."""
-    if value is None:
+def check_writable(directory: Path) -> None:
+    """Fail before anything is written if runs could not leave their records in ``directory``:
+    its nearest existing ancestor (itself, once it exists) must be a directory that takes a
+    file. Nothing is created, so a command refused later leaves no empty results directory."""
+    existing = Path(os.path.abspath(directory))
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise PlmbenchError(
+            f"results directory {directory} is not writable ({err.strerror}): "
+            "choose another with results_dir=DIR"
+        ) from None
+
+
+def write_record(run_dir: Path, record: dict) -> Path:
+    """Write ``record`` to ``run_dir/record.json`` atomically (``atomic_write_text``, flushed to
+    disk) and return that path: a reader sees the old record or the new one, and a failed write
+    leaves the previous record untouched. A full disk or an unwritable directory is one
+    PlmbenchError line; many writers at once (a parallel sweep) each rename a whole file. The
+    JSON is strict: a number that is not finite is null (``datamodules.strict_json``)."""
+    text = record_text(record)  # before any file exists
+    return atomic_write_text(Path(run_dir) / RECORD_NAME, text,
+                             fix="free disk space or choose a writable results_dir=DIR")
+
+
+def record_text(record: Mapping) -> str:
+    """A record's file text: strict JSON (a non-finite number is null), sorted keys, two-space
+    indent, a final newline."""
+    return strict_json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+
+def load_record(path: str | Path) -> tuple[dict | None, str | None]:
+    """(the JSON object at ``path``, None), or (None, why there is none): unreadable, not JSON
+    (a truncated file), or not an object."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RECORD_NAME
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+    except UnicodeDecodeError:
+        return None, "is not UTF-8 text"
+    except ValueError as err:
+        return None, f"is not valid JSON ({err}): truncated or edited; re-run it"
+    if not isinstance(record, dict):
+        return None, f"holds a JSON {type(record).__name__}, not a record object"
+    return record, None
+
+
+def record_problem(record: Mapping) -> str | None:
+    """Why a board cannot use ``record`` (None: it can): no status, task or board, or an ok record
+    without metrics, or of a run asked to evaluate that holds no metric (it evaluated nothing)."""
+    if record.get("status") not in ("ok", "failed"):
+        return f"its status is {record.get('status')!r}, neither ok nor failed"
+    for key in ("task", "board"):
+        if not isinstance(record.get(key), str):
+            return f"its {key} is {record.get(key)!r}, not a name"
+    if record["status"] == "failed":
         return None
-    if "part" in part.metadata:
-        return part.metadata["part"].of(value, where)
-    if "parts" in part.metadata:  # a list of objects
-        if not isinstance(value, list):
-            raise PlmbenchError(f"{where} is a JSON {type(value).__name__}, not a list")
-        return tuple(part.metadata["parts"].of(item, f"{where}[{i}]")
-                     for i, item in enumerate(value))
-    kind = part.metadata.get("kind")
-    if kind is not None and not isinstance(value, kind):
-        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise PlmbenchError(f"{where} is {value!r}, not {names}")
-    return tuple(value) if isinstance(value, list) else value
+    metrics = record.get("metrics")
+    if not isinstance(metrics, Mapping):
+        return f"an ok record whose metrics are {metrics!r}, not a mapping"
+    config = record.get("config")
+    task = config.get("task") if isinstance(config, Mapping) else None
+    if isinstance(task, Mapping) and evaluated_nothing(task, metrics, record.get("predictions")):
+        return (f"an ok record with no metric on {task['splits']['eval']}: the run evaluated "
+                "nothing; re-run it with rows to evaluate (task.max_eval_samples > 0)")
+    return None
 
 
-def _plain(value: Any) -> Any:
-    """A field's value as JSON holds it: parts as objects, tuples as lists."""
-    if isinstance(value, Part):
-        return value.to_dict()
-    if isinstance(value, tuple):
-        return [_plain(item) for item in value]
-    return value
+def evaluated_nothing(task: Mapping, metrics: Mapping, predictions: object) -> bool:
+    """Whether a run of ``task`` asked to evaluate left no metric and predicted nothing. The
+    predictions of a trained run's eval splits do not count: their files (with gold labels) are
+    written even when no row was evaluated; those of a split without labels (GLUE's test sets, a
+    task with no training split such as GLUE AX) do."""
+    splits = task.get("splits")
+    if not isinstance(splits, Mapping) or not splits.get("eval") or any(metrics.values()):
+        return False
+    evaluated = set(splits["eval"]) if splits.get("train") else set()
+    return not set(predictions or ()) - evaluated
 
 
-def _of(kind: Any) -> dict:
-    """A field's metadata: the JSON type (or types) its value must have."""
-    return {"kind": kind}
-
-
-@dataclass(frozen=True)
-class Part:
-    """A JSON object with known keys: those it was given (``absent``: the known keys it lacked,
-    which ``to_dict`` leaves out) and any it does not know (``extra``, kept as they are)."""
-
-    absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False, kw_only=True)
-    extra: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False,
-                                     kw_only=True)
-    _OWN: ClassVar[tuple[str, ...]] = ("absent", "extra")
-
-    @classmethod
-    def _fields(cls) -> list[Field]:
-        return [f for f in fields(cls) if f.name not in cls._OWN]
-
-    @classmethod
-    def of(cls, value: Any, where: str) -> Part:
-        """The part the JSON object ``value`` holds; one line naming ``where`` if it is none."""
-        if not isinstance(value, Mapping):
-            raise PlmbenchError(f"{where} is a JSON {type(value).__name__}, not an object")
-        kwargs, absent = {}, set()
-        for part in cls._fields():
-            key = part.name
-            if key in value:
-                kwargs[part.name] = _typed(part, value[key], f"{where}.{key}")
-            else:
-                absent.add(key)
-        known = {part.name for part in cls._fields()}
-        extra = {key: item for key, item in value.items() if key not in known}
-        return cls(**kwargs, absent=frozenset(absent), extra=extra)
-
-    def to_dict(self) -> dict:
-        """The JSON object this part was read from (or is written as)."""
-        out = dict(self.extra)
-        for part in self._fields():
-            if part.name not in self.absent:
-                out[part.name] = _plain(getattr(self, part.name))
-        return out
-
-    def value_of(self, key: str) -> Any:
-        """The value a JSON object's ``key`` holds here (None when it holds none): how a dotted
-        column path (``throughput.train_tokens_per_s``) steps into a part (``Record.at``)."""
-        for part in self._fields():
-            if part.name == key:
-                return None if key in self.absent else getattr(self, part.name)
-        return self.extra.get(key)
-
-    def updated(self, **changes: Any) -> Part:
-        """This part with the fields ``changes`` names set (and held, however it was read)."""
-        return replace(self, **changes, absent=self.absent - set(changes))
-
-    def has(self, key: str) -> bool:
-        """Whether the JSON object held ``key`` (a key older records lack reads as a default)."""
-        return key not in self.absent and (key in self.extra or any(
-            part.name == key for part in self._fields()))
+def read_record(path: str | Path) -> dict | None:
+    """The record at ``path`` (a record.json or its run directory); None if unreadable."""
+    return load_record(path)[0]
 
 
 @dataclass(frozen=True)
-class Versions(Part):
-    """The software a run ran on (``bench.records.software_versions``); ``git_dirty`` since
-    records say whether the checkout had uncommitted changes."""
+class Unused:
+    """A record a board could not use (``source``: its path, or what else it was), and why;
+    every board lists these under its table, so no record is dropped in silence."""
 
-    python: str | None = None
-    torch: str | None = None
-    lightning: str | None = None
-    plmbench: str | None = None
-    git_commit: str | None = None
-    git_dirty: bool | None = None
+    source: str
+    why: str
 
 
-@dataclass(frozen=True)
-class Hardware(Part):
-    """The trainer's accelerator, devices and precision (``conf/trainer``)."""
-
-    accelerator: str | None = None
-    devices: Any = None  # a count, a list of device ids, or "auto"
-    precision: Any = None
-
-
-@dataclass(frozen=True)
-class Checkpoint(Part):
-    """Which weights an ``init_from=hf:`` run started from (``InitFrom.identity``): a hub id's
-    id, revision and commit, or a directory; the weights file and its sha256."""
-
-    id: str | None = None
-    revision: str | None = None
-    commit: str | None = None
-    directory: str | None = None
-    weights: str | None = None
-    weights_sha256: str | None = None
+def record_paths(root: Path) -> list[Path]:
+    """Every record below ``root``, in path order. os.walk skips a directory that goes while it
+    walks (a running run removes its checkpoints), where Path.rglob would raise: a board read
+    while a sweep runs lists the records written so far."""
+    return sorted(Path(folder) / RECORD_NAME for folder, _, files in os.walk(root)
+                  if RECORD_NAME in files)
 
 
-@dataclass(frozen=True)
-class Pretraining(Part):
-    """What training the checkpoint a run starts from cost, summed along its chain of ``ckpt:``
-    runs (``bench.records.pretraining_cost``): None where some run did not record it."""
-
-    tokens: float | None = None
-    flops: float | None = None
-    wall_time_s: float | None = None
-    runs: tuple[str, ...] = field(default=(), metadata=_of(list))
-    recipe: Mapping | None = field(default=None, metadata=_of(dict))
-
-
-@dataclass(frozen=True)
-class Throughput(Part):
-    """The run's training totals and rates (``lit_models/core/throughput.py``); empty for a run
-    that trained no step."""
-
-    train_tokens: float | None = None
-    train_samples: float | None = None
-    train_tokens_per_s: float | None = None
-    train_samples_per_s: float | None = None
-    train_step_seconds: float | None = None
-    train_padding_fraction: float | None = None
-    train_flops: float | None = None
-    train_flops_per_s: float | None = None
-    mfu: float | None = None
+def read_records(results_dir: str | Path) -> tuple[list[dict], list[Unused]]:
+    """Every ``record.json`` below ``results_dir`` in path order: (the usable records, each with
+    its path under ``"_path"``; the others, with why they cannot be used)."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise PlmbenchError(
+            f"results directory {root} does not exist; pass the results_dir your runs wrote to"
+        )
+    records, unused = [], []
+    for path in record_paths(root):
+        record, why = load_record(path)
+        why = why or record_problem(record)
+        if why is not None:
+            unused.append(Unused(str(path), why))
+        else:
+            records.append({**record, "_path": str(path)})
+    return records, unused
 
 
-@dataclass(frozen=True)
-class BaselineRow(Part):
-    """One reference row with no training: its name (None: the majority class or mean score,
-    ``bench.boards.baselines.BASELINE_LABEL``) and its metrics per eval split."""
-
-    name: str | None = None
-    metrics: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict,
-                                                              metadata=_of(dict))
-
-
-@dataclass(frozen=True)
-class Baselines(Part):
-    """The task's baselines a run computed when it ran (``bench.task_baselines.of_task``), with the
-    digest of the gold labels they scored per eval split; or why they could not be computed."""
-
-    rows: tuple[BaselineRow, ...] = field(default=(), metadata={"parts": BaselineRow})
-    gold: Mapping[str, str] | None = field(default=None, metadata=_of(dict))
-    error: str | None = None
+def iter_records(results_dir: str | Path) -> Iterator[dict]:
+    """The usable records below ``results_dir`` (``read_records``), in path order."""
+    yield from read_records(results_dir)[0]
 
 
 @dataclass(frozen=True)
@@ -275,6 +252,13 @@ class Record(Part):
     _OWN: ClassVar[tuple[str, ...]] = ("absent", "extra", "path")
 
     @classmethod
+    def new(cls, **given: Any) -> Record:
+        """A record of the ``given`` fields alone (what a run knows at its start), each typed as
+        its field holds it; the others absent, so not written. A name that is no field is a
+        TypeError: a misspelt key fails where it is written, not in a reader's hands."""
+        return cls(absent=frozenset(part.name for part in cls._fields())).updated(**given)
+
+    @classmethod
     def from_json(cls, source: str | Path | Mapping) -> Record:
         """The record in a ``record.json`` file (or its run directory), or in an object already
         read; one line naming the file and what is wrong when it is not a record."""
@@ -311,7 +295,7 @@ class Record(Part):
         return record_text(self.to_dict())
 
     def write(self, run_dir: str | Path) -> Path:
-        """Write ``run_dir/record.json`` atomically (``bench.records.write_record``)."""
+        """Write ``run_dir/record.json`` atomically (``write_record``)."""
         return write_record(Path(run_dir), self.to_dict())
 
     def at(self, dotted: str) -> Any:
@@ -343,7 +327,7 @@ class Record(Part):
 
 
 def records_in(results_dir: str | Path) -> tuple[list[Record], list[Unused]]:
-    """Every record below ``results_dir`` in path order (``bench.records.read_records``), typed:
+    """Every record below ``results_dir`` in path order (``read_records``), typed:
     (the usable ones, the others with why they cannot be used)."""
     found, unused = read_records(results_dir)
     records = []
@@ -379,3 +363,11 @@ def record_at(path: str | Path) -> Record | None:
 def as_records(records: Iterable[Record | Mapping]) -> list[Record]:
     """Each of ``records`` typed (``as_record``)."""
     return [as_record(record) for record in records]
+
+
+def checkpoint_record(start: InitFrom) -> Record | None:
+    """The ok record of the run a ``ckpt:<run dir>`` (or ``ckpt:<run dir>/model``) checkpoint
+    names; None for any other checkpoint, or a run that did not end ok."""
+    run_dir = start.run_dir()
+    record = record_at(run_dir) if run_dir is not None else None
+    return record if record is not None and record.status == "ok" else None

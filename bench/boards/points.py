@@ -4,8 +4,9 @@ Records of one label but different protocols (a learning-rate sweep, the BERT pa
 different rows of a board, and best-on-dev selection picks one of them per task. Both name a
 point by the values that differ between the points, read from the records' own configs
 (``optim.lr=3e-05, task.batch_size=16``), never by a hash: the settings of a record are its
-config as the protocol hash sees it (``bench.records.canonical_config``: no seed, paths, label or
-task identity, but the task keys its command line changed), flattened to dotted keys.
+config as the protocol hash sees it (``bench.config_identity.canonical_config``: no seed,
+paths, label or task identity, but the task keys its command line changed), flattened to
+dotted keys.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import json
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 
+from bench.config_identity import canonical_config, task_keys_of
 from bench.record import Record
-from bench.records import canonical_config, task_keys_of
 
 #: what a key a point lacks shows as
 UNSET = "unset"

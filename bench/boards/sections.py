@@ -24,8 +24,7 @@ from bench.boards.config import Board, get_board
 from bench.boards.table import Table, _row_label, build_table
 from bench.boards.text import render_csv, render_json, render_markdown, table_json
 from bench.eval_sets import Section, eval_set, place, sections
-from bench.record import Record, as_records
-from bench.records import Unused
+from bench.record import Record, Unused, as_records
 
 SPLIT_NOTE = ("The runs of this board were scored on {n} different evaluation sets: each set is "
               "a table of its own, with its own baseline, and no row is ranked against a row of "

@@ -42,8 +42,7 @@ from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.points import row_names, row_points, settings
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score
-from bench.record import Part, Record, as_records
-from bench.records import Unused
+from bench.record import Part, Record, Unused, as_records
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 
@@ -167,7 +166,7 @@ def _pretraining_flops(record: Record, seen: frozenset[str] = frozenset()) -> fl
     of checkpoints), or for an older record without it, the chain's first run's; None for a
     checkpoint of unknown cost. A chain that returns to a run it passed (``seen``: the run
     directories so far) is a PlmbenchError naming the run."""
-    from bench.records import read_record
+    from bench.record import read_record
 
     try:
         start = InitFrom.parse(record.init_from)
@@ -336,7 +335,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
                 unused: Iterable[Unused] = ()) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
     ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average.
-    ``unused``: records already found unusable (``bench.records.read_records``), listed with
+    ``unused``: records already found unusable (``bench.record.read_records``), listed with
     those of the board that it cannot read (``_read``: each with its reason)."""
     board = get_board(board) if isinstance(board, str) else board
     if stat not in STATS:

@@ -25,8 +25,7 @@ from bench.boards.config import Board, get_board
 from bench.boards.sections import build_tables
 from bench.boards.selection import best_on_dev
 from bench.boards.table import STATS, Table
-from bench.record import Record, as_records, records_in
-from bench.records import Unused
+from bench.record import Record, Unused, as_records, records_in
 from datamodules.errors import PlmbenchError
 
 #: how the records of a grid are chosen: every point a row, or per task the best on dev

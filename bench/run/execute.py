@@ -25,17 +25,8 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import CONF_DIR, normalize, resolve_target
-from bench.record import Record, record_at
-from bench.records import (
-    SCHEMA_VERSION,
-    config_hash,
-    evaluated_nothing,
-    pretraining_cost,
-    pretraining_costs,
-    software_versions,
-    task_keys_of,
-    undefined_metric_notes,
-)
+from bench.config_identity import config_hash, task_keys_of
+from bench.record import SCHEMA_VERSION, Pretraining, Record, evaluated_nothing, record_at
 from bench.run.checkpoints import (
     FiniteLoss,
     RngState,
@@ -48,6 +39,7 @@ from bench.run.checkpoints import (
 from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, own_processes
+from bench.run.provenance import pretraining_costs, software_versions, undefined_metric_notes
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
     LOG_NAME,
@@ -119,12 +111,13 @@ def set_threads(threads: int | None) -> None:
     log.info("torch threads: %d", torch.get_num_threads())
 
 
-def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_from: InitFrom
-                       ) -> dict:
+def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_from: InitFrom,
+                       pretraining: Pretraining | None) -> dict:
     """Build the task family's modules (the net from ``init_from``, parsed), fit (from
     the last checkpoint of this configuration with ``resume=auto``) and validate at the end, or,
-    without a training split, predict; write the family's exports; what the record needs from
-    the run."""
+    without a training split, predict; write the family's exports; the record's outcome fields
+    (``Record`` field names: a misspelt one fails ``Record.updated``). ``pretraining``: what
+    ``init_from`` cost, kept unless the family's net starts from other checkpoints."""
     set_threads(cfg.trainer.get("threads"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     arch = get_model(cfg.model.arch)  # resolved once: the family, the net, the export use it
@@ -200,7 +193,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         "notes": list(result.notes),
         "resumed_from": None if resumed is None else str(resumed),
         # of every checkpoint the net starts from: init_from, or a BiLSTM's pretrained inputs
-        "pretraining": pretraining_costs(family.pretrained_from(cfg)),
+        "pretraining": pretrained_cost(family.pretrained_from(cfg), cfg.init_from, pretraining),
         # what the run's own pretraining was (masking, pair task, lengths, batch, schedule)
         "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
         else None,
@@ -208,6 +201,19 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         # so that a board is a function of records alone (bench/task_baselines.py)
         "baselines": task_baselines(cfg.task),
     }
+
+
+def pretrained_cost(sources: list[str], init_from: str, cost: Pretraining | None
+                    ) -> Pretraining | None:
+    """The training cost of the checkpoints a net starts from: ``cost`` (``init_from``'s,
+    computed once at the run's start) where they are ``init_from`` alone, else theirs summed (a
+    BiLSTM's word vectors and biLM); None where one is no checkpoint setting."""
+    if list(sources) == [init_from]:
+        return cost
+    try:
+        return pretraining_costs([InitFrom.parse(s, "pretrained input") for s in sources])
+    except PlmbenchError:  # not a checkpoint of ours: of unknown cost
+        return None
 
 
 def task_baselines(task: DictConfig) -> dict | None:
@@ -263,9 +269,9 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
+def check_evaluated(cfg: DictConfig, record: Record) -> None:
     """A run asked to evaluate that left no metric (and no predictions) is no result."""
-    if evaluated_nothing(cfg.task, outcome["metrics"], outcome["predictions"]):
+    if evaluated_nothing(cfg.task, record.metrics, record.predictions):
         raise PlmbenchError(f"the run evaluated nothing: no metric on {list(cfg.task.splits.eval)}"
                             "; check that the eval splits have rows (task.max_eval_samples, the "
                             "data files)")
@@ -273,65 +279,66 @@ def check_evaluated(cfg: DictConfig, outcome: dict) -> None:
 
 def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
             variant: Sequence[str] = (), config: dict | None = None,
-            hash_: str | None = None, init_from: InitFrom | None = None) -> dict:
+            hash_: str | None = None, init_from: InitFrom | None = None) -> Record:
     """Run and record; a failure still writes a complete record with status failed, with its
     kind (``failure_kind``). ``variant``: the overrides that change the configuration
     (``bench.run.run_dir.effective_overrides``); the task keys among them are part of its protocol.
 
-    The record's ``config`` holds the configuration that ran: its ``model`` section is the net
-    actually built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``),
-    while ``config_hash`` identifies the configuration as composed, before anything ran.
-    ``config``, ``hash_`` and ``init_from``: the resolved ``cfg``, its hash and its
-    ``init_from`` parsed (``check_config``), where the caller has them.
+    The record is a ``Record`` from its first line: what the run knows at its start, then its
+    outcome and status (``Record.updated``: each value typed, a name that is no field an error).
+    Its ``config`` holds the configuration that ran: its ``model`` section is the net actually
+    built (a checkpoint's sizes, not the preset's, for ``init_from=hf:``/``ckpt:``), while
+    ``config_hash`` identifies the configuration as composed, before anything ran. ``config``,
+    ``hash_`` and ``init_from``: the resolved ``cfg``, its hash and its ``init_from`` parsed
+    (``check_config``), where the caller has them.
     """
     if config is None:
         config = OmegaConf.to_container(cfg, resolve=True)
         hash_ = config_hash(config)
     if init_from is None:  # a caller that checked nothing (a test's composed config)
         init_from = InitFrom.parse(cfg.init_from)
-    record = {
-        "schema": SCHEMA_VERSION,
-        "run_id": f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
-        "run_dir": str(run_dir),
-        "model": cfg.model.name,
-        "label": cfg.label,
-        "task": cfg.task.name,
-        "board": cfg.task.board,
-        "seed": cfg.seed,
-        "init_from": cfg.init_from,
-        "pretraining": pretraining_cost(cfg.init_from),  # of the checkpoint it starts from
+    record = Record.new(
+        schema=SCHEMA_VERSION,
+        run_id=f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        run_dir=str(run_dir),
+        model=cfg.model.name,
+        label=cfg.label,
+        task=cfg.task.name,
+        board=cfg.task.board,
+        seed=cfg.seed,
+        init_from=cfg.init_from,
+        pretraining=pretraining_costs([init_from]),  # of the checkpoint it starts from
         # which weights: a hub id's id, revision, commit and weights sha256 (datamodules.hub)
-        "checkpoint": init_from.identity(),
-        "overrides": list(overrides or []),
-        "variant": list(variant),
-        "config": config,
-        "config_hash": hash_,
-        "protocol_hash": config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
-        "versions": software_versions(),
-        "hardware": {
-            "accelerator": cfg.trainer.accelerator,
-            "devices": cfg.trainer.devices,
-            "precision": cfg.trainer.precision,
-        },
-        "started_at": now(),
-    }
+        checkpoint=init_from.identity(),
+        overrides=list(overrides or []),
+        variant=list(variant),
+        config=config,
+        config_hash=hash_,
+        protocol_hash=config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
+        versions=software_versions(),
+        hardware={"accelerator": cfg.trainer.accelerator, "devices": cfg.trainer.devices,
+                  "precision": cfg.trainer.precision},
+        started_at=now(),
+    )
     start = time.perf_counter()
     try:
-        outcome = train_and_evaluate(cfg, run_dir, record["config_hash"], init_from)
-        config["model"] = {**config["model"], **outcome.pop("net_config")}
-        record.update(outcome)
-        for note in undefined_metric_notes(outcome["metrics"]):  # null in the record, and why
+        outcome = train_and_evaluate(cfg, run_dir, hash_, init_from, record.pretraining)
+        built = {**config["model"], **outcome.pop("net_config")}
+        record = record.updated(**outcome, config={**config, "model": built})
+        for note in undefined_metric_notes(record.metrics):  # null in the record, and why
             log.warning(note)
-            record["notes"] = [*record["notes"], note]
-        check_evaluated(cfg, outcome)
-        record.update(status="ok", error=None)
+            record = record.updated(notes=[*record.notes, note])
+        check_evaluated(cfg, record)
+        record = record.updated(status="ok", error=None)
     except BaseException as err:
-        record.update(status="failed", error=record_error(err), failure_kind=failure_kind(err))
+        record = record.updated(status="failed", error=record_error(err),
+                                failure_kind=failure_kind(err))
         raise
     finally:
-        record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
+        record = record.updated(wall_time_s=round(time.perf_counter() - start, 3),
+                                finished_at=now())
         if rank_zero_only.rank == 0:  # under DDP every rank runs this; one record per run
-            Record.from_json(record).write(run_dir)  # through the type: bench/record.py
+            record.write(run_dir)
     return record
 
 
@@ -386,9 +393,9 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         FAILURES.append((f"{run_dir}: {record_error(err)}", bad_input))
         return run_dir
     if rank_zero_only.rank == 0:
-        metrics = record["metrics"].items()
+        metrics = record.metrics.items()
         shown = {split: {k: round(v, 4) for k, v in values.items()} for split, values in metrics}
-        log.info("%s ok in %.0f s: %s", run_dir, record["wall_time_s"], shown)
+        log.info("%s ok in %.0f s: %s", run_dir, record.wall_time_s, shown)
     return run_dir
 
 

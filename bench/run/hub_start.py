@@ -42,7 +42,9 @@ def resolve_checkpoints(cfg: DictConfig, config: dict, start: InitFrom) -> None:
     and ``init_from``'s Hugging Face checkpoint read whole (``check_checkpoint``: an architecture
     or a weight plmbench has no place for is refused here, in one line, leaving nothing).
     ``start``: ``init_from`` as ``bench.run.config_check.check_config`` parsed it."""
-    for setting, hub in hub_settings(config):
+    if start.hub_id is not None:
+        start.directory("init_from")
+    for setting, hub in hub_settings({k: v for k, v in config.items() if k != "init_from"}):
         hub.directory(setting)
     model = get_model(cfg.model.arch)
     if start.kind == "hf" and isinstance(model, Arch):

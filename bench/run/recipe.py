@@ -7,7 +7,7 @@ model preset names it, ``bench/run/execute.py normalize``), the task's lengths a
 batch, steps, peak learning rate and warmup. Its ``text`` is what the pretrain and GLUE boards show
 in their ``recipe`` column: "mlm_nsp: NSP, static x10, 128 tok (pairs), batch 256, 1M steps, lr
 1e-4, warmup 1%". A fine-tuning record carries the recipe of the pretraining behind its
-checkpoint (``pretraining.recipe``, ``bench/records.py``).
+checkpoint (``pretraining.recipe``, ``bench/run/provenance.py``).
 """
 
 from __future__ import annotations

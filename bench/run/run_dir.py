@@ -1,10 +1,10 @@
 """A run's directory: its name, who may run into it, and the log it keeps.
 
 - **Name.** ``<results_dir>/<task>/<label>[/<variant>]/seed<N>``: the variant names the
-  command-line overrides that change the config hash (``bench.records.run_variant`` writes them
-  as ``key:value+...``); an override equal to the default (``optim.lr`` at the preset's own rate,
-  ``trainer=cpu``) adds nothing, so one configuration has one directory whichever way it was
-  spelled. The directory is always inside ``results_dir``.
+  command-line overrides that change the config hash (``bench.config_identity.run_variant``
+  writes them as ``key:value+...``); an override equal to the default (``optim.lr`` at the
+  preset's own rate, ``trainer=cpu``) adds nothing, so one configuration has one directory
+  whichever way it was spelled. The directory is always inside ``results_dir``.
 - **Claim.** Before a run starts it takes ``<run dir>/.lock`` (created exclusively, holding the
   owner's pid, host and start time, its mtime refreshed every ``HEARTBEAT_S``), so two sweeps
   of the same points into one results directory never train a point twice: the second skips a
@@ -37,8 +37,8 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, ListConfig
 
 from bench.compose import CONF_DIR, compose_config, composed_hash
+from bench.config_identity import PATH_KEYS, is_volatile, run_variant
 from bench.record import record_at
-from bench.records import PATH_KEYS, is_volatile, run_variant
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 

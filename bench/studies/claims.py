@@ -57,8 +57,7 @@ from bench.boards.significance import Line, compare, find_rows, mde_text, render
 from bench.boards.stats import ALPHA, POWER
 from bench.boards.tables import tables_of
 from bench.boards.trivial import Learned, learned
-from bench.record import Record, records_in
-from bench.records import Unused, read_record
+from bench.record import Record, Unused, read_record, records_in
 from bench.studies.study import composed, run_study
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text

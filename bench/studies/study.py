@@ -40,8 +40,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import check_given_once, compose_config, points
-from bench.record import record_at
-from bench.records import check_writable
+from bench.record import check_writable, record_at
 from bench.run import execute as run
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text

@@ -12,7 +12,8 @@ import pytest
 from hydra.core.global_hydra import GlobalHydra
 
 from bench import cli
-from bench.records import record_paths, run_variant
+from bench.config_identity import run_variant
+from bench.record import record_paths
 from bench.run import execute as run
 
 #: variables Lightning's seed_everything leaves in os.environ
@@ -110,7 +111,7 @@ def run_dir(results: Path, task: str, *overrides: str, label: str = "bert-tiny-s
     from omegaconf import OmegaConf
 
     from bench.compose import compose_config, normalize
-    from bench.records import config_hash
+    from bench.config_identity import config_hash
     from bench.run.run_dir import effective_overrides
 
     args = [f"task={task}", *overrides]

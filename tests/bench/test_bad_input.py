@@ -658,7 +658,7 @@ def test_a_board_lists_records_it_cannot_use_and_never_stops(env):
 
 
 def test_the_claims_report_names_the_records_it_could_not_use():
-    from bench.records import Unused
+    from bench.record import Unused
     from bench.studies.claims import render_html, render_markdown
 
     unused = [Unused("r/glue/rte/x/seed0/record.json", "is not valid JSON")]

@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from scipy import stats as scipy_stats
 
 from bench.boards.config import known_boards
-from bench.records import config_hash
+from bench.config_identity import config_hash
 from bench.run.execute import CONF_DIR, normalize
 from tests.bench.invoke import (
     Result,

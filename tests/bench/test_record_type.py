@@ -17,8 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from bench.record import Baselines, Record, Throughput, as_record, record_at, records_in
-from bench.records import record_paths
+from bench.record import (
+    Baselines,
+    Record,
+    Throughput,
+    as_record,
+    record_at,
+    record_paths,
+    records_in,
+    write_record,
+)
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench
 
@@ -166,3 +174,45 @@ def test_a_board_annotation_is_held_once_set():
     chosen = record.updated(protocol_hash="best-on-dev", selected={"dev": 0.7})
     assert chosen.has("protocol_hash") and chosen.protocol_hash == "best-on-dev"
     assert chosen.selected == {"dev": 0.7} and record.selected is None  # frozen: a new record
+
+
+def test_a_run_fills_its_record_typed_and_a_misspelt_field_fails():
+    """What a run knows at its start, then its outcome: each value typed as its field holds it,
+    only the fields given written, and a name that is no field an error, never a silent key."""
+    started = Record.new(status=None, task="glue/rte", board="glue",
+                         throughput={"train_tokens": 128})
+    assert json.loads(started.to_json()) == {"board": "glue", "status": None, "task": "glue/rte",
+                                             "throughput": {"train_tokens": 128}}
+    assert started.throughput.train_tokens == 128  # a mapping given is read as its part
+    done = started.updated(status="ok", notes=["a note"], metrics={"validation": {"f1": 0.5}})
+    assert done.notes == ("a note",) and json.loads(done.to_json())["notes"] == ["a note"]
+    with pytest.raises(TypeError, match="metric"):
+        done.updated(metric={"validation": {"f1": 0.5}})
+    with pytest.raises(TypeError, match="stauts"):
+        Record.new(stauts="ok")
+    with pytest.raises(PlmbenchError, match="record.steps is '3', not int"):
+        done.updated(steps="3")
+
+
+def test_the_pretraining_cost_is_summed_along_a_chain_and_unknown_where_it_loops(tmp_path):
+    """A fine-tuning run's cost is its checkpoint's chain of runs: tokens and FLOPs summed, the
+    run directories oldest first; a chain that returns to a run it passed is of unknown cost."""
+    from bench.run.provenance import pretraining_costs
+    from datamodules.init_from import InitFrom
+
+    def run(name: str, init_from: str, flops: float, **extra) -> Path:
+        write_record(tmp_path / name, {"status": "ok", "task": "pretrain/x", "board": "pretrain",
+                                       "init_from": init_from, "run_dir": str(tmp_path / name),
+                                       "throughput": {"train_tokens": 10, "train_flops": flops},
+                                       "wall_time_s": 2.0, **extra})
+        return tmp_path / name
+
+    general = run("general", "scratch", 100.0, recipe={"objective": "mlm"})
+    further = run("further", f"ckpt:{general}", 30.0)  # an older record: no pretraining kept
+    cost = pretraining_costs([InitFrom.parse(f"ckpt:{further}")])
+    assert (cost.tokens, cost.flops, cost.wall_time_s) == (20, 130.0, 4.0)
+    assert cost.runs == (str(general), str(further)) and cost.recipe == {"objective": "mlm"}
+    assert pretraining_costs([InitFrom.parse("scratch")]).flops == 0
+    assert pretraining_costs([InitFrom.parse("hf:org/name")]) is None  # unknown cost
+    looping = run("looping", f"ckpt:{tmp_path / 'looping'}", 5.0)
+    assert pretraining_costs([InitFrom.parse(f"ckpt:{looping}")]) is None

@@ -1,4 +1,5 @@
-"""Run records (bench/records.py): config hash, atomic writes, tolerant reads."""
+"""Run records (bench/record.py, bench/config_identity.py, bench/run/provenance.py): config hash,
+atomic writes, tolerant reads, versions."""
 
 from __future__ import annotations
 
@@ -11,15 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
-from bench.records import (
-    config_hash,
-    iter_records,
-    read_record,
-    run_variant,
-    software_versions,
-    write_record,
-)
+from bench import config_identity
+from bench import record as records
+from bench.config_identity import config_hash, run_variant
+from bench.record import iter_records, read_record, write_record
+from bench.run import provenance
+from bench.run.provenance import software_versions
 from datamodules.errors import PlmbenchError
 
 CONFIG = {
@@ -180,7 +178,7 @@ def test_run_variant_names_the_overrides_that_change_the_result():
 def test_a_long_run_variant_is_cut_but_stays_unique():
     a = run_variant([f"task.field{i}=value" for i in range(30)])
     b = run_variant([f"task.field{i}=value" for i in range(31)])
-    assert len(a) == len(b) == records.MAX_VARIANT and a != b
+    assert len(a) == len(b) == config_identity.MAX_VARIANT and a != b
     assert a.startswith("task.field0:value+")
     assert run_variant(["optim.betas=[0.9,0.98]"]) == "optim.betas:_0.9_0.98_"
     assert run_variant(["optim.betas=[0.9, 0.98]"]) == "optim.betas:_0.9_0.98_"
@@ -203,15 +201,15 @@ def fake_git(stdout: str, returncode: int = 0):
 
 
 def test_git_commit_only_for_this_package_checkout(monkeypatch):
-    package_root = Path(records.__file__).resolve().parent.parent
+    package_root = provenance.PACKAGE_ROOT
     commit = "a" * 40
-    monkeypatch.setattr(records.subprocess, "run", fake_git(f"{package_root}\n{commit}\n"))
+    monkeypatch.setattr(provenance.subprocess, "run", fake_git(f"{package_root}\n{commit}\n"))
     assert software_versions()["git_commit"] == commit
     # Installed inside some other repository (a venv in a checkout): not our commit.
-    monkeypatch.setattr(records.subprocess, "run", fake_git(f"/elsewhere\n{commit}\n"))
+    monkeypatch.setattr(provenance.subprocess, "run", fake_git(f"/elsewhere\n{commit}\n"))
     assert software_versions()["git_commit"] is None
     # A checkout without commits yet.
-    monkeypatch.setattr(records.subprocess, "run", fake_git(f"{package_root}\nHEAD\n", 128))
+    monkeypatch.setattr(provenance.subprocess, "run", fake_git(f"{package_root}\nHEAD\n", 128))
     assert software_versions()["git_commit"] is None
 
 
@@ -219,7 +217,7 @@ def test_git_commit_is_none_without_git(monkeypatch):
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")
 
-    monkeypatch.setattr(records.subprocess, "run", no_git)
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
     assert software_versions()["git_commit"] is None
 
 

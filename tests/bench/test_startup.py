@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import write_record
+from bench.record import write_record
 from tests.bench.boards.test_leaderboard import TASKS, record
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import write_record
+from bench.record import write_record
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_path, atomic_write, atomic_write_text, staging_dir
 

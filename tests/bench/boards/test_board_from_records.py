@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bench.records import read_records
+from bench.record import read_records
 from tests.bench.invoke import plmbench
 from tests.conftest import require
 

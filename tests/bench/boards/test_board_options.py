@@ -15,7 +15,7 @@ import statistics
 from scipy import stats as scipy_stats
 
 from bench.cli import main
-from bench.records import write_record
+from bench.record import write_record
 from tests.bench.boards.test_leaderboard import TASKS, markdown_table, record, split_metric, sweep
 
 

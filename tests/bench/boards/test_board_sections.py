@@ -19,8 +19,7 @@ from omegaconf import OmegaConf
 from bench.boards.sections import build_tables, render_tables
 from bench.compose import compose_config
 from bench.eval_sets import eval_set
-from bench.record import Record, as_record
-from bench.records import read_records, write_record
+from bench.record import Record, as_record, read_records, write_record
 from tests.bench.boards.test_leaderboard import record
 from tests.bench.boards.test_significance import RTE, fake_run
 from tests.bench.invoke import plmbench

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.boards.baselines import BASELINE_LABEL
 from bench.boards.tables import View, tables_in
-from bench.records import write_record
+from bench.record import write_record
 from bench.studies.study import render_board
 from tests.bench.boards.test_leaderboard import TASKS, record
 from tests.bench.invoke import plmbench

@@ -9,7 +9,7 @@ import pytest
 
 from bench import cli
 from bench.boards.docs import BLOCK, check, doc_files
-from bench.records import write_record
+from bench.record import write_record
 from datamodules.errors import PlmbenchError
 from tests.bench.boards.test_leaderboard import record
 from tests.bench.invoke import plmbench

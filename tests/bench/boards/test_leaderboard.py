@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 from bench.boards.config import BOARD_DIR, Board, get_board, known_boards
 from bench.boards.table import build_table
 from bench.boards.text import render_csv, render_markdown
-from bench.records import iter_records, write_record
+from bench.record import iter_records, write_record
 from datamodules.errors import PlmbenchError
 
 GLUE_ORDER = ["glue/cola", "glue/sst2", "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli",

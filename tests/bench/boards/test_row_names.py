@@ -15,7 +15,7 @@ from bench.boards.html import render_html
 from bench.boards.sections import build_tables
 from bench.boards.significance import find_row
 from bench.boards.text import render_csv, render_markdown
-from bench.records import read_records, write_record
+from bench.record import read_records, write_record
 from tests.bench.boards.test_leaderboard import record
 from tests.bench.boards.test_significance import RTE
 from tests.bench.invoke import plmbench

@@ -18,7 +18,7 @@ from bench.boards.bootstrap import ColumnSpec, TaskArms, paired_bootstrap
 from bench.boards.significance import compare, find_row
 from bench.boards.table import build_table
 from bench.example_outputs import REGRESSION, Outputs, classification, read_outputs
-from bench.records import write_record
+from bench.record import write_record
 from tests.bench.boards.test_leaderboard import col, record, task_config
 from tests.bench.invoke import plmbench
 from tests.conftest import require

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from bench.boards.submit import GLUE
 from bench.compose import compose_config
-from bench.records import write_record
+from bench.record import write_record
 from tests.bench.invoke import plmbench, read, run_dir
 
 #: the submission format as GLUE's server states it: file -> (rows, vocabulary; None: a score)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import iter_records
+from bench.record import iter_records
 from tests.bench.invoke import plmbench
 from tests.conftest import require
 

@@ -11,7 +11,7 @@ import pytest
 
 from bench.boards.html import render_html
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from tests.bench.invoke import mirror_with, plmbench, plmbench_on_mirror
 from tests.bench.test_cli import assert_one_error_line
 

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from bench.boards.table import build_table
 from bench.compose import points
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.run.config_check import check_config
 from bench.run.execute import CONF_DIR
 from bench.studies.study import composed, study_runs

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import records
+from bench import record as records
 from bench.run.checkpoints import CHECKPOINT_DIR, LAST
 from datamodules import files
 from datamodules.errors import PlmbenchError

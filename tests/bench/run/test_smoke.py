@@ -296,7 +296,7 @@ def test_task_trains_and_evaluates(task, arch, smoke_env):
         extra = ["save_model=true"]  # ... and the multiple-choice model as *ForMultipleChoice
     cfg = compose_run(arch, task, *extra)
     run_dir = results / arch / task
-    record = execute(cfg, run_dir)
+    record = execute(cfg, run_dir).to_dict()
     assert record["status"] == "ok"
     assert record["config"]["model"]["arch"] == arch
     if (record["analysis"] or {}).get("page"):  # an analysis's page

@@ -16,7 +16,7 @@ import pytest
 import torch
 from sklearn.metrics import matthews_corrcoef
 
-from bench.records import iter_records
+from bench.record import iter_records
 from datamodules.errors import PlmbenchError
 from lit_models.metrics.classification import label_metrics
 from lit_models.metrics.superglue import gender_parity_score

@@ -19,7 +19,7 @@ import submitit
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from bench.records import read_record, write_record
+from bench.record import read_record, write_record
 from bench.run.execute import CONF_DIR
 from tests.bench.invoke import plmbench, read, records_under, reset_cli_state
 from tests.conftest import REPO

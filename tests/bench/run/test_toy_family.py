@@ -19,8 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bench.record import Record
-from bench.records import record_paths
+from bench.record import Record, record_paths
 from datamodules.init_from import InitFrom
 from lit_models.families.classify import Classification
 from tests.bench.invoke import plmbench

@@ -37,7 +37,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.run.execute import CONF_DIR
 from bench.run.launch import check_accelerator
 from datamodules.base import PlmDataModule
@@ -86,7 +86,7 @@ def test_threads_are_one_on_cpu_and_torchs_default_on_gpus():
 
 
 def test_trainer_threads_set_torchs_threads_and_leave_the_hash_alone():
-    from bench.records import config_hash
+    from bench.config_identity import config_hash
     from bench.run.execute import DEFAULT_THREADS, set_threads
 
     try:

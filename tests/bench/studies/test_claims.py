@@ -13,7 +13,7 @@ import pytest
 
 from bench.boards.significance import find_row
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.studies.claims import VERDICTS, claims_of, preset_parameters
 from bench.studies.study import composed, needed, study_runs
 from tests.bench.invoke import plmbench, plmbench_on_mirror

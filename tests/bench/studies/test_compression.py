@@ -16,7 +16,7 @@ import torch
 
 from bench.boards.table import build_table
 from bench.boards.text import render_markdown
-from bench.records import iter_records
+from bench.record import iter_records
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 from tests.bench.test_cli import assert_one_error_line

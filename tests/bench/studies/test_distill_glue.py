@@ -9,7 +9,7 @@ import pytest
 
 from bench.boards.table import build_table
 from bench.boards.text import render_csv, render_markdown
-from bench.records import iter_records
+from bench.record import iter_records
 from tests.bench.invoke import plmbench_on_mirror
 
 

@@ -12,7 +12,7 @@ import pytest
 from bench.boards.cells import Cell
 from bench.boards.config import Board
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.studies.claims import HEADER
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 

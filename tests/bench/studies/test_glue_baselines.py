@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from tests.bench.invoke import plmbench_on_mirror
 
 ROWS = {"BiLSTM", "BiLSTM+ELMo", "BiLSTM+ELMo+Attn"}

@@ -3,14 +3,15 @@ one command pretrains BERT, RoBERTa, ALBERT, ELECTRA, SpanBERT and DeBERTa with 
 and one budget, each with its paper's recipe, and BERT's ablations towards RoBERTa's recipe,
 fine-tunes each on RTE, and leaves a row per architecture and ablation on the pretrain board and
 on the GLUE board, the latter with each model's parameters, pretraining cost and recipe (copied
-from its pretraining record into the fine-tuning record, bench/records.py pretraining_cost)."""
+from its pretraining record into the fine-tuning record,
+bench/run/provenance.py pretraining_costs)."""
 
 from __future__ import annotations
 
 import pytest
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from lit_models.core.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror
 

@@ -13,7 +13,7 @@ import pytest
 
 from bench.boards.baselines import baseline_records
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.studies.study import _resolve, composed, points, study_runs
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read

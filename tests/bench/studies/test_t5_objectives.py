@@ -10,7 +10,7 @@ import datasets
 import pytest
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from tests import hub_fixtures
 from tests.bench.invoke import plmbench
 

@@ -17,7 +17,7 @@ def test_a_sentence_encoder_gets_vocabulary_figures_and_no_loss(mirror, minilm_p
             "task.max_train_samples=12", "task.eval_documents=2",
             f"task.vocabulary_reference=hf:{minilm_path}", "trainer.enable_progress_bar=false"])
     normalize(cfg)
-    record = execute(cfg, tmp_path / "run")
+    record = execute(cfg, tmp_path / "run").to_dict()
     assert record["status"] == "ok" and record["steps"] == 0
     assert set(record["metrics"]) == {"cs", "vocabulary"}
     assert set(record["metrics"]["cs"]) == {"subtokens_per_word"}  # no loss of a random head

@@ -14,7 +14,7 @@ from torchmetrics.text.rouge import ROUGEScore
 from bench.boards.table import build_table
 from bench.boards.text import render_markdown
 from bench.example_outputs import read_outputs
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.run.execute import CONF_DIR, execute, normalize
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import train_tokenizer
@@ -29,7 +29,7 @@ def run(results: Path, model: str, *overrides: str) -> dict:
         cfg = compose("config", overrides=[f"model={model}", *QUICK, *overrides,
                                            f"results_dir={results}"])
     normalize(cfg)
-    return execute(cfg, results / cfg.task.name)
+    return execute(cfg, results / cfg.task.name).to_dict()
 
 
 @pytest.mark.parametrize(("model", "objective"), [("bart-tiny-scratch", "denoising"),

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from sklearn.metrics import f1_score, matthews_corrcoef
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.run.execute import CONF_DIR, execute, normalize
 from datamodules.glue_text import GlueTextDataModule, vocabulary_corpus
 from datamodules.tokenization import train_tokenizer
@@ -81,7 +81,7 @@ def test_texts_outside_the_label_set_count_as_wrong():
 
 def run(results: Path, model: str, task: str, *overrides: str) -> dict:
     cfg = task_config(task, f"model={model}", *QUICK, f"results_dir={results}", *overrides)
-    return execute(cfg, results / task / model)
+    return execute(cfg, results / task / model).to_dict()
 
 
 def test_t5_reports_to_the_glue_board_beside_an_encoder(mirror, tmp_path):

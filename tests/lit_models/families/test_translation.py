@@ -16,7 +16,7 @@ import sacrebleu
 from hydra import compose, initialize_config_dir
 
 from bench.boards.table import build_table
-from bench.records import iter_records
+from bench.record import iter_records
 from bench.run.execute import CONF_DIR
 from datamodules import sources
 from datamodules.errors import PlmbenchError
