@@ -1,23 +1,13 @@
 """The architecture registry: every architecture plmbench implements, by preset name (``arch``)
-and by transformers' ``model_type``. The built-in ones are registered here; adding one is a file
-in this folder plus a line below, or, from outside the package (a plugin, a test), a
-``register_arch`` call (``spec.py`` says what a registration holds)."""
+and by transformers' ``model_type``. It is found, not listed (``datamodules/discovery.py``): every
+module of this folder that defines an ``ARCH`` is registered, in name order, and so is every
+architecture an installed distribution names under the ``plmbench.archs`` entry-point group (an
+``Arch``, or a module with an ``ARCH``). Adding one is its file in this folder, or a plugin's own
+distribution; ``register_arch`` registers one by hand (a test's) (``spec.py`` says what a
+registration holds)."""
 
+from datamodules.discovery import folder_modules, plugins
 from datamodules.errors import PlmbenchError
-from lit_models.archs import (
-    albert,
-    bart,
-    bert,
-    deberta,
-    distilbert,
-    electra,
-    gpt,
-    longformer,
-    roberta,
-    spanbert,
-    t5,
-    xlnet,
-)
 from lit_models.archs.baselines import BASELINES as _BASELINES
 from lit_models.archs.spec import (
     ARCHS,
@@ -32,16 +22,29 @@ from lit_models.archs.spec import (
     register_arch,
 )
 
-for _module in (bert, roberta, albert, distilbert, electra, spanbert, deberta, bart, longformer,
-                xlnet, gpt, t5):
-    register_arch(_module.ARCH)
+#: the entry-point group under which a distribution names its architectures
+ARCH_GROUP = "plmbench.archs"
+
+
+def find_archs() -> list[str]:
+    """Register the architectures of this folder and of the ``ARCH_GROUP`` plugins that are not
+    registered yet; the names of those it registered."""
+    found = []
+    for source in (*folder_modules(__name__), *plugins(ARCH_GROUP)):
+        arch = getattr(source, "ARCH", source)
+        if isinstance(arch, Arch) and ARCHS.get(arch.name) is not arch:
+            found.append(register_arch(arch).name)
+    return found
+
+
+find_archs()
 
 #: the models that are no Transformer, by preset name (``arch``)
 BASELINES: dict[str, Baseline] = {baseline.name: baseline for baseline in _BASELINES}
 
-__all__ = ["ARCHS", "BASELINES", "Arch", "Baseline", "Capabilities", "HFLayout", "Model",
-           "arch_of_model_type", "archs_with", "get_arch", "get_model", "models_of_kinds",
-           "register_arch"]
+__all__ = ["ARCHS", "ARCH_GROUP", "BASELINES", "Arch", "Baseline", "Capabilities", "HFLayout",
+           "Model", "arch_of_model_type", "archs_with", "find_archs", "get_arch", "get_model",
+           "models_of_kinds", "register_arch"]
 
 
 def get_model(name: str) -> Arch | Baseline:

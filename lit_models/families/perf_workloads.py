@@ -1,11 +1,18 @@
 """Every ``plmbench perf`` workload, registered: importing this module fills
 ``lit_models/core/perf_registry.py``'s ``WORKLOADS`` (every Transformer architecture's steps) and
-``BASELINE_WORKLOADS`` (ELMo's biLM, the GLUE baselines' BiLSTM), as
-``lit_models/archs/__init__.py`` registers the architectures. A new model's workloads: a module
-beside its family that registers them, plus its name below; ``bench/perf/`` reads the registry and
-names none of them."""
+``BASELINE_WORKLOADS`` (ELMo's biLM, the GLUE baselines' BiLSTM). They are found, not listed
+(``datamodules/discovery.py``): every module of this folder named ``*_perf`` registers its
+workloads as it is imported, and so does every module an installed distribution names under the
+``plmbench.perf_workloads`` entry-point group. A new model's workloads: a ``<name>_perf.py``
+beside its family; ``bench/perf/`` reads the registry and names none of them."""
 
+from datamodules.discovery import folder_modules, plugins
 from lit_models.core.perf_registry import BASELINE_WORKLOADS, WORKLOADS, Workload, special_ids
-from lit_models.families import bilm_perf, bilstm_perf, transformer_perf  # noqa: F401 (they register)
 
-__all__ = ["BASELINE_WORKLOADS", "WORKLOADS", "Workload", "special_ids"]
+#: the entry-point group under which a distribution names its workloads' modules
+WORKLOAD_GROUP = "plmbench.perf_workloads"
+
+folder_modules("lit_models.families", suffix="_perf")
+plugins(WORKLOAD_GROUP)
+
+__all__ = ["BASELINE_WORKLOADS", "WORKLOADS", "WORKLOAD_GROUP", "Workload", "special_ids"]
