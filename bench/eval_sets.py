@@ -111,24 +111,42 @@ def run_dir_of(record: Record) -> Path | None:
 
 def eval_set(record: Record) -> EvalSet:
     """The evaluation set of a record (module docstring). A baseline record carries its gold
-    digest (``bench/boards/baselines.py``: from the data it was computed on)."""
+    digest (``bench/boards/baselines.py``: from the data it was computed on), and so does a
+    record read through the board's index (``bench/board_index.py``: its files' digests, kept)."""
     task = record.task_config
-    splits = (task.get("splits") or {}).get("eval") if isinstance(task.get("splits"),
-                                                                  Mapping) else None
-    splits = [splits] if isinstance(splits, str) else list(
-        splits if isinstance(splits, list | tuple) else [])
+    splits = eval_splits(task)
     chosen = {key: task.get(key) for key in EVAL_KEYS if task.get(key) is not None}
     key = json.dumps({**chosen, "splits": splits}, sort_keys=True, default=str)
-    if isinstance(record.gold, Mapping):
-        return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(record.gold.items())))
-    files = record.predictions
-    where = run_dir_of(record)
-    if not isinstance(files, Mapping) or where is None:
-        return EvalSet(key)
-    golds = {split: _file_gold(where / str(files[split])) for split in splits if split in files}
-    if not splits or set(golds) != set(splits) or None in golds.values():
+    golds = record.gold if isinstance(record.gold, Mapping) else file_golds(record)
+    if golds is None:
         return EvalSet(key)  # not every eval split's gold side known: by its config alone
     return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(golds.items())))
+
+
+def eval_splits(task: Mapping) -> list:
+    """The eval splits a task config names (none where it names them in no known form)."""
+    splits = (task.get("splits") or {}).get("eval") if isinstance(task.get("splits"),
+                                                                  Mapping) else None
+    return [splits] if isinstance(splits, str) else list(
+        splits if isinstance(splits, list | tuple) else [])
+
+
+def gold_files(record: Record) -> dict[str, Path] | None:
+    """Per eval split, the predictions file whose gold side names the examples; None where a
+    split has none listed (or the record has no run directory)."""
+    splits, files, where = eval_splits(record.task_config), record.predictions, run_dir_of(record)
+    if not splits or not isinstance(files, Mapping) or where is None or not set(splits) <= set(
+            files):
+        return None
+    return {split: where / str(files[split]) for split in splits}
+
+
+def file_golds(record: Record) -> dict[str, str] | None:
+    """Per eval split, the digest of the gold side of its predictions file; None where some
+    split's is unknown (no file listed, unreadable, no gold side)."""
+    files = gold_files(record)
+    golds = {split: _file_gold(path) for split, path in (files or {}).items()}
+    return None if files is None or None in golds.values() else golds
 
 
 @dataclass

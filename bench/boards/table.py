@@ -215,15 +215,17 @@ def _task_and_board_columns(record: Record, board: Board) -> list[Column]:
 def _board_columns(by_task: dict[str, list[tuple[Record, list[Column]]]], board: Board):
     """Every (task, label) column in board order; a column's looks from its newest record."""
     ordered = []
+    looks: dict[tuple[Column, ...], str] = {}  # a list of columns as text, made once per list
+
+    def text(columns: list[Column]) -> str:
+        key = tuple(columns)
+        if key not in looks:
+            looks[key] = json.dumps([asdict(c) for c in columns], sort_keys=True)
+        return looks[key]
+
     for task in sorted(by_task, key=board.task_rank):
-        newest_first = sorted(
-            by_task[task],
-            key=lambda pair: (
-                pair[0].finished_at or "",
-                json.dumps([asdict(c) for c in pair[1]], sort_keys=True),
-            ),
-            reverse=True,
-        )
+        newest_first = sorted(by_task[task], key=lambda pair: (pair[0].finished_at or "",
+                                                               text(pair[1])), reverse=True)
         seen: dict[str, Column] = {}
         for _, columns in newest_first:
             for column in columns:

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from bench.board_index import board_records
 from bench.boards.baselines import baseline_records
 from bench.boards.config import Board, get_board
 from bench.boards.sections import build_tables
 from bench.boards.selection import best_on_dev
 from bench.boards.table import STATS, Table
-from bench.record import Record, Unused, as_records, records_in
+from bench.record import Record, Unused, as_records
 from datamodules.errors import PlmbenchError
 
 #: how the records of a grid are chosen: every point a row, or per task the best on dev
@@ -68,6 +69,7 @@ def tables_of(records: Iterable[Record | Mapping], board: Board | str, view: Vie
 
 
 def tables_in(results_dir: str | Path, board: Board | str, view: View = View()) -> list[Table]:
-    """The board's tables of every record under ``results_dir`` (``tables_of``)."""
-    records, unused = records_in(results_dir)
+    """The board's tables of every record under ``results_dir`` (``tables_of``), read through
+    the directory's index at a study's scale (``bench/board_index.py``)."""
+    records, unused = board_records(results_dir)
     return tables_of(records, board, view, unused)
