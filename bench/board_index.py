@@ -7,10 +7,12 @@ re-reading every run's predictions file for the digest of its gold labels (``ben
 ``board_records`` reads each record once: it keeps, in ``<results_dir>/.plmbench/board_index.json``,
 per record file its modification time and size, the record without its ``HEAVY`` keys (or why a
 board cannot use it) and the gold digests of its predictions files with their times and sizes.
-On every read, a record whose file (or predictions file) changed since, or that is new, is read
-again and its entry replaced, and a record that is gone is dropped: a run that finishes is in the
-next board, whether the index was written before it or not. The same records give the same
-tables, with or without the index.
+A run that finishes puts its record in its results directory's index, where there is one
+(``record_finished``, from ``bench/run/execute.py``), and on every read a record whose file (or
+predictions file) changed since, or that is new, is read again and its entry replaced, and a
+record that is gone is dropped: the board is current whether or not a run's own update got in
+(two runs finishing at once may each write the index; the next read mends what one missed).
+The same records give the same tables, with or without the index.
 
 A directory of fewer than ``MIN_RECORDS`` records is read whole and gets no index (parsing them
 takes a fraction of a second), nor does one that cannot be written (a read-only copy): reading
@@ -113,3 +115,18 @@ def _save(index: Path, entries: dict) -> None:
         atomic_write_text(index, text)
     except (OSError, PlmbenchError):
         return
+
+
+def record_finished(results_dir: str | Path, path: Path) -> None:
+    """Bring the entry of the record at ``path`` up to date in the index of ``results_dir``, if
+    it has one (a run that just wrote its record); never fails the run."""
+    root = Path(results_dir)
+    try:
+        name = str(Path(path).resolve().relative_to(root.resolve()))
+    except (OSError, ValueError):  # a record outside its results directory: no index of it
+        return
+    if not (root / INDEX).is_file():
+        return
+    entries = _load(root / INDEX)
+    entries[name] = _entry(Path(path), _stamp(Path(path)))
+    _save(root / INDEX, entries)

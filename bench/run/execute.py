@@ -24,6 +24,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
+from bench.board_index import record_finished
 from bench.compose import CONF_DIR, normalize, resolve_target
 from bench.config_identity import config_hash, task_keys_of
 from bench.record import SCHEMA_VERSION, Pretraining, Record, evaluated_nothing, record_at
@@ -338,7 +339,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         record = record.updated(wall_time_s=round(time.perf_counter() - start, 3),
                                 finished_at=now())
         if rank_zero_only.rank == 0:  # under DDP every rank runs this; one record per run
-            record.write(run_dir)
+            record_finished(cfg.results_dir, record.write(run_dir))  # boards read it at once
     return record
 
 

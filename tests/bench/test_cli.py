@@ -46,7 +46,7 @@ TINY = [
     "trainer.max_steps=4",
     "trainer.enable_progress_bar=false",
 ]
-#: the record keys every finished run has (records.py schema 1, run.execute)
+#: the record keys every finished run has (bench/record.py schema 1, run.execute)
 RECORD_KEYS = {
     "schema", "run_id", "run_dir", "model", "label", "task", "board", "seed", "init_from",
     "config", "config_hash", "protocol_hash", "versions", "hardware", "started_at", "finished_at",

@@ -84,6 +84,20 @@ def test_a_record_a_board_cannot_use_is_kept_with_its_reason(tmp_path, small_ind
             ("broken", "is not valid JSON")]
 
 
+def test_a_finished_run_puts_its_record_in_the_index(tmp_path, small_index):
+    """What ``bench/run/execute.py`` calls after writing a record: the index holds it at once."""
+    results = tmp_path / "results"
+    write_runs(results)
+    board(results)  # the index, of four records
+    path = write_record(results / "roberta" / "seed0",
+                        record("roberta", "glue/rte", 0, {"validation": {"accuracy": 0.7}},
+                               task_cfg=RTE, baselines=KEPT))
+    board_index.record_finished(results, path)
+    entries = json.loads((results / board_index.INDEX).read_text())["entries"]
+    assert entries["roberta/seed0/record.json"]["record"]["label"] == "roberta"
+    board_index.record_finished(results, tmp_path / "elsewhere" / "record.json")  # no index of it
+    assert "roberta" in board(results)
+
 @pytest.mark.benchmark
 def test_a_board_of_4000_records_in_5_cpu_seconds_and_400_mb(tmp_path):
     """Issue 37's target: 4,000 records of a GLUE grid (65 KB each, tests/bench/boards/
