@@ -90,14 +90,16 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
         split_command,
         sweep_params,
     )
-    from bench.run.config_check import check_config
+    from bench.run.config_check import check_config, check_launcher
 
     flags, overrides = split_command(args)
     if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
         return
     dirs = config_dirs(flags)
     if any(flag in ("-m", "--multirun") for flag in flags):  # the grid an experiment sweeps too
-        overrides = [*overrides, *sweep_params(points(overrides)[0], dirs)]
+        first = points(overrides)[0]
+        check_launcher(compose_config(first, "fix the override", dirs, with_hydra=True).hydra)
+        overrides = [*overrides, *sweep_params(first, dirs)]
     for point in points(overrides):
         cfg = compose_config(point, "fix the override", dirs)
         resolve_target(cfg)  # an analysis's target task, which the config's checks resolve

@@ -70,6 +70,9 @@ class Repository:
             return (self.path / ".git/lfs/objects" / oid[:2] / oid[2:4] / oid).read_bytes()
         return data
 
+    def file_sha256(self, revision: str, name: str) -> str:
+        return hashlib.sha256(self.file_at(revision, name)).hexdigest()
+
 
 def _git(repo: Path, *args: str, text: bool = True):
     env = {**os.environ, "GIT_AUTHOR_NAME": "plmbench tests", "GIT_AUTHOR_EMAIL": "t@example.org",

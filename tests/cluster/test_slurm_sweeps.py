@@ -1,0 +1,102 @@
+"""Sweeps submitted to a real SLURM cluster (``.ci/slurm.sh``: one node on this machine) through
+``hydra/launcher=slurm`` (hydra-submitit-launcher), as a user on a login node submits them:
+
+- a sweep is one job array, every point a task of it; every point leaves its record and the
+  board lists them;
+- a task cancelled with ``scancel`` while it trains leaves a record that says interrupted; the
+  same command again runs only that point, resuming it from its last checkpoint;
+- a task requeued with ``scontrol requeue`` while it trains runs again and resumes from its last
+  checkpoint, within the same sweep command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.bench.invoke import records_under
+from tests.cluster.conftest import JOB, TINY, squeue, sweep, wait_for
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.cluster
+
+#: a point that trains long enough to be stopped part-way, with a checkpoint every 10 steps
+LONG = ["trainer.max_steps=400", "task.max_epochs=400", "checkpoint.every_n_steps=10"]
+
+
+def records(results: Path) -> dict[str, dict]:
+    """The records under ``results`` by their seed."""
+    return {f"seed{r['seed']}": r for r in (json.loads(p.read_text())
+                                            for p in records_under(results))}
+
+
+def checkpoint_of(results: Path, seed: int) -> Path | None:
+    found = sorted(results.glob(f"**/seed{seed}/checkpoints/*/last.ckpt"))
+    return found[0] if found else None
+
+
+def array_task(seed_index: int) -> str | None:
+    """The running array task ``<job>_<index>`` of the sweep's point ``seed_index``."""
+    for job_id, state in squeue("%i", "%T"):
+        if job_id.endswith(f"_{seed_index}") and state == "RUNNING":
+            return job_id
+    return None
+
+
+def test_a_sweep_is_one_job_array_and_every_point_leaves_its_record(cluster, submit_env, tmp_path):
+    results = tmp_path / "results"
+    rc, out, err = sweep(submit_env, *JOB, *TINY, "seed=0,1", "trainer.max_steps=2",
+                         f"results_dir={results}")
+    assert rc == 0, err
+    found = records(results)
+    assert sorted(found) == ["seed0", "seed1"] and all(
+        r["status"] == "ok" for r in found.values()), found
+    # both ran as tasks of one array: submitit's folder names each <array job>_<task>
+    logs = sorted(p.name for p in (results / ".submitit").glob("*/*_log.out"))
+    assert len(logs) == 2 and len({name.split("_")[0] for name in logs}) == 1, logs
+    board = subprocess.run([sys.executable, "-m", "bench.cli", "leaderboard", str(results),
+                            "--no-baselines", "--format", "csv"], capture_output=True, text=True,
+                           env=submit_env, cwd=REPO)
+    assert board.returncode == 0, board.stderr
+    (row,) = [line for line in board.stdout.splitlines() if "bert-tiny-scratch" in line]
+    assert ",2," in row, board.stdout  # the row aggregates both seeds
+
+
+def test_a_cancelled_task_says_interrupted_and_the_rerun_completes_only_it(cluster, submit_env,
+                                                                          tmp_path):
+    results = tmp_path / "results"
+    args = [*JOB, *TINY, *LONG, "seed=0,1", f"results_dir={results}"]
+    process = sweep(submit_env, *args, "trainer.max_steps=400", wait=False)
+    wait_for(lambda: checkpoint_of(results, 1), 300, "a checkpoint of seed 1")
+    task = wait_for(lambda: array_task(1), 60, "seed 1's task running")
+    subprocess.run(["scancel", task], check=True)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode != 0
+    cancelled = records(results)["seed1"]
+    assert cancelled["status"] == "failed" and cancelled["failure_kind"] == "interrupted", cancelled
+    assert "SIGTERM" in cancelled["error"]
+    ok = records(results)["seed0"]
+    assert ok["status"] == "ok"
+
+    rc, out, err = sweep(submit_env, *args, "trainer.max_steps=400")
+    assert rc == 0, err
+    again = records(results)
+    assert again["seed0"]["run_id"] == ok["run_id"]  # skipped: its record said ok
+    assert again["seed1"]["status"] == "ok" and again["seed1"]["resumed_from"], again["seed1"]
+
+
+def test_a_requeued_task_resumes_from_its_last_checkpoint(cluster, submit_env, tmp_path):
+    results = tmp_path / "results"
+    process = sweep(submit_env, *JOB, *TINY, *LONG, "seed=0", f"results_dir={results}",
+                    wait=False)
+    wait_for(lambda: checkpoint_of(results, 0), 300, "a checkpoint of seed 0")
+    task = wait_for(lambda: array_task(0), 60, "seed 0's task running")
+    subprocess.run(["scontrol", "requeue", task], check=True)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err
+    record = records(results)["seed0"]
+    assert record["status"] == "ok" and record["resumed_from"], record
