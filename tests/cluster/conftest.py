@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -82,6 +81,3 @@ def wait_for(condition, timeout: float, what: str):
             return found
         time.sleep(0.5)
     raise AssertionError(f"waited {timeout:.0f} s for {what}")
-
-
-
