@@ -54,16 +54,48 @@ def submit_env(tmp_path) -> dict[str, str]:
             "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "PYTHONPATH": str(REPO)}
 
 
-def sweep(env: dict, *args: str, wait: bool = True):
+class Sweep:
     """``plmbench run -m ARGS`` as the user's shell on the login node runs it: a process of its
-    own, which submits the job array and waits for it."""
-    process = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", "-m", *args],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    if not wait:
+    own, which submits the job array (named ``name``, this test's) and waits for it. Whatever a
+    test leaves running is cancelled when it ends (``sweeps``)."""
+
+    def __init__(self, env: dict, name: str) -> None:
+        self.env, self.name = env, name
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self, *args: str) -> subprocess.Popen:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.cli", "run", "-m", *args,
+             f"hydra.launcher.name={self.name}"], cwd=REPO, env=self.env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.processes.append(process)
         return process
-    out, err = process.communicate(timeout=600)
-    return process.returncode, out, err
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        process = self.start(*args)
+        out, err = process.communicate(timeout=600)
+        return process.returncode, out, err
+
+    def task(self, index: int) -> str | None:
+        """The running array task ``<job>_<index>`` of this sweep's point ``index``."""
+        for job_id, name, state in squeue("%i", "%j", "%T"):
+            if name == self.name and job_id.endswith(f"_{index}") and state == "RUNNING":
+                return job_id
+        return None
+
+    def close(self) -> None:
+        subprocess.run(["scancel", "--name", self.name], check=False)
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
+
+@pytest.fixture
+def sweeps(cluster, submit_env, tmp_path) -> Sweep:
+    sweep = Sweep(submit_env, f"plmbench-{tmp_path.name}")
+    yield sweep
+    sweep.close()
 
 
 def squeue(*fields: str) -> list[list[str]]:
@@ -73,11 +105,16 @@ def squeue(*fields: str) -> list[list[str]]:
     return [line.split("|") for line in listed.splitlines()]
 
 
-def wait_for(condition, timeout: float, what: str):
+def wait_for(condition, timeout: float, what: str, process: subprocess.Popen | None = None):
+    """``condition()``'s first true value within ``timeout`` seconds; fails at once, with its
+    output, where ``process`` (the sweep) ended first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = condition()
         if found:
             return found
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the sweep ended ({process.returncode}) before {what}: "
+                                 f"{process.communicate()[1][-3000:]}")
         time.sleep(0.5)
     raise AssertionError(f"waited {timeout:.0f} s for {what}")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench.invoke import records_under
-from tests.cluster.conftest import JOB, TINY, squeue, sweep, wait_for
+from tests.cluster.conftest import JOB, TINY, wait_for
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.cluster
@@ -39,18 +39,11 @@ def checkpoint_of(results: Path, seed: int) -> Path | None:
     return found[0] if found else None
 
 
-def array_task(seed_index: int) -> str | None:
-    """The running array task ``<job>_<index>`` of the sweep's point ``seed_index``."""
-    for job_id, state in squeue("%i", "%T"):
-        if job_id.endswith(f"_{seed_index}") and state == "RUNNING":
-            return job_id
-    return None
-
-
-def test_a_sweep_is_one_job_array_and_every_point_leaves_its_record(cluster, submit_env, tmp_path):
+def test_a_sweep_is_one_job_array_and_every_point_leaves_its_record(sweeps, submit_env,
+                                                                    tmp_path):
     results = tmp_path / "results"
-    rc, out, err = sweep(submit_env, *JOB, *TINY, "seed=0,1", "trainer.max_steps=2",
-                         f"results_dir={results}")
+    rc, out, err = sweeps.run(*JOB, *TINY, "seed=0,1", "trainer.max_steps=2",
+                              f"results_dir={results}")
     assert rc == 0, err
     found = records(results)
     assert sorted(found) == ["seed0", "seed1"] and all(
@@ -66,13 +59,12 @@ def test_a_sweep_is_one_job_array_and_every_point_leaves_its_record(cluster, sub
     assert ",2," in row, board.stdout  # the row aggregates both seeds
 
 
-def test_a_cancelled_task_says_interrupted_and_the_rerun_completes_only_it(cluster, submit_env,
-                                                                          tmp_path):
+def test_a_cancelled_task_says_interrupted_and_the_rerun_completes_only_it(sweeps, tmp_path):
     results = tmp_path / "results"
     args = [*JOB, *TINY, *LONG, "seed=0,1", f"results_dir={results}"]
-    process = sweep(submit_env, *args, "trainer.max_steps=400", wait=False)
-    wait_for(lambda: checkpoint_of(results, 1), 300, "a checkpoint of seed 1")
-    task = wait_for(lambda: array_task(1), 60, "seed 1's task running")
+    process = sweeps.start(*args)
+    wait_for(lambda: checkpoint_of(results, 1), 300, "a checkpoint of seed 1", process)
+    task = wait_for(lambda: sweeps.task(1), 60, "seed 1's task running", process)
     subprocess.run(["scancel", task], check=True)
     out, err = process.communicate(timeout=600)
     assert process.returncode != 0
@@ -82,21 +74,21 @@ def test_a_cancelled_task_says_interrupted_and_the_rerun_completes_only_it(clust
     ok = records(results)["seed0"]
     assert ok["status"] == "ok"
 
-    rc, out, err = sweep(submit_env, *args, "trainer.max_steps=400")
+    rc, out, err = sweeps.run(*args)
     assert rc == 0, err
     again = records(results)
     assert again["seed0"]["run_id"] == ok["run_id"]  # skipped: its record said ok
     assert again["seed1"]["status"] == "ok" and again["seed1"]["resumed_from"], again["seed1"]
 
 
-def test_a_requeued_task_resumes_from_its_last_checkpoint(cluster, submit_env, tmp_path):
+def test_a_requeued_task_resumes_from_its_last_checkpoint(sweeps, tmp_path):
     results = tmp_path / "results"
-    process = sweep(submit_env, *JOB, *TINY, *LONG, "seed=0", f"results_dir={results}",
-                    wait=False)
-    wait_for(lambda: checkpoint_of(results, 0), 300, "a checkpoint of seed 0")
-    task = wait_for(lambda: array_task(0), 60, "seed 0's task running")
+    process = sweeps.start(*JOB, *TINY, *LONG, "seed=0,1", f"results_dir={results}")
+    wait_for(lambda: checkpoint_of(results, 0), 300, "a checkpoint of seed 0", process)
+    task = wait_for(lambda: sweeps.task(0), 60, "seed 0's task running", process)
     subprocess.run(["scontrol", "requeue", task], check=True)
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err
-    record = records(results)["seed0"]
-    assert record["status"] == "ok" and record["resumed_from"], record
+    found = records(results)
+    assert found["seed0"]["status"] == "ok" and found["seed0"]["resumed_from"], found["seed0"]
+    assert found["seed1"]["status"] == "ok" and not found["seed1"]["resumed_from"]
