@@ -15,9 +15,8 @@ from tests.bench.invoke import mirror_with
 from tests.conftest import REPO
 
 #: every point a tiny run: bert-tiny-scratch on a few RTE rows, one thread, small SLURM jobs
-TINY = ["model=bert-tiny-scratch", "task=glue/rte", "task.max_train_samples=16",
-        "task.max_eval_samples=8", "task.batch_size=8", "trainer.threads=1",
-        "trainer.enable_progress_bar=false"]
+TINY = ["model=bert-tiny-scratch", "task=glue/rte", "task.max_eval_samples=8",
+        "task.batch_size=8", "trainer.threads=1", "trainer.enable_progress_bar=false"]
 #: hydra/launcher=slurm's one-GPU defaults made a job this cluster can run
 JOB = ["hydra/launcher=slurm", "hydra.launcher.partition=debug",
        "hydra.launcher.gpus_per_task=null", "hydra.launcher.cpus_per_task=1",
