@@ -163,9 +163,9 @@ def _refusal(name: str, hub_id: HubId, err: BaseException) -> PlmbenchError:
     elif isinstance(err, _transport_errors()) and not isinstance(err, HfHubHTTPError) or (
             status is not None and status >= 500):
         first = " ".join(str(err).split()) or type(err).__name__
-        why = (f"the download broke off ({type(err).__name__}: {first[:200]}); run the same "
-               "command again to retry: huggingface_hub resumes what arrived (kept apart as "
-               "*.incomplete, never loaded)")
+        why = (f"the transfer failed ({type(err).__name__}: {first[:200]}); run the same "
+               "command again to retry: huggingface_hub resumes a download that broke off from "
+               "what arrived (kept apart as *.incomplete, never loaded)")
     else:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         why = (f"it could not be fetched ({type(err).__name__}: {first}); check the id, the "
