@@ -89,6 +89,9 @@ def test_a_requeued_task_resumes_from_its_last_checkpoint(sweeps, tmp_path):
     wait_for(lambda: checkpoint_of(results, 0), 300, "a checkpoint of seed 0", process)
     task = wait_for(lambda: sweeps.task(0), 60, "seed 0's task running", process)
     subprocess.run(["scontrol", "requeue", task], check=True)
+    # SLURM holds a requeued batch job for 120 s (its BeginTime); let it start at once
+    wait_for(lambda: subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"],
+                                    capture_output=True).returncode == 0, 30, "the release")
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err
     found = records(results)
