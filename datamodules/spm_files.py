@@ -1,7 +1,8 @@
-"""SentencePiece model files (``spiece.model``) as `tokenizers` pipelines, without transformers.
+"""SentencePiece model files (``spiece.model``, DeBERTa-v2/v3's ``spm.model``) as `tokenizers`
+pipelines, without transformers.
 
-T5's and ALBERT's released checkpoints ship only SentencePiece's binary model (Kudo & Richardson
-2018). It is a ``ModelProto`` protocol buffer: the pieces with their log-probabilities and types
+T5's, ALBERT's and DeBERTa-v3's released checkpoints ship only SentencePiece's binary model (Kudo
+& Richardson 2018). It is a ``ModelProto`` protocol buffer: the pieces with their log-probabilities and types
 (normal, unknown, control, user-defined), the trainer's model type and special ids, and the
 normalizer: a precompiled character map (NFKC and the like, as a double-array trie), whether
 runs of whitespace collapse, whether a word-start marker "▁" is prepended. It is read with the
@@ -26,10 +27,16 @@ from tokenizers.models import Unigram
 
 from datamodules.errors import PlmbenchError
 
-MODEL_FILE = "spiece.model"
+#: the names released checkpoints give the model: T5's, ALBERT's, XLNet's; DeBERTa-v2/v3's
+MODEL_FILES = ("spiece.model", "spm.model")
 METASPACE = "▁"
 UNIGRAM = 1  # TrainerSpec.ModelType
 CONTROL, USER_DEFINED = 3, 4  # SentencePiece.Type
+
+
+def model_file(directory: Path) -> Path | None:
+    """The SentencePiece model file in ``directory`` (the first of ``MODEL_FILES``), or None."""
+    return next((directory / name for name in MODEL_FILES if (directory / name).is_file()), None)
 
 
 def read_model(path: Path):
@@ -50,7 +57,7 @@ def read_model(path: Path):
     if proto.trainer_spec.model_type != UNIGRAM:
         raise PlmbenchError(f"{path} is a SentencePiece model of type "
                             f"{proto.trainer_spec.model_type} (not unigram); plmbench reads "
-                            "unigram models (T5, ALBERT, XLNet)")
+                            "unigram models (T5, ALBERT, XLNet, DeBERTa-v3)")
     return proto
 
 
@@ -59,6 +66,11 @@ def proto_roles(proto) -> dict[str, str]:
     spec, pieces = proto.trainer_spec, proto.pieces
     ids = {"pad": spec.pad_id, "unk": spec.unk_id, "cls": spec.bos_id, "sep": spec.eos_id}
     return {role: pieces[i].piece for role, i in ids.items() if 0 <= i < len(pieces)}
+
+
+def pieces(proto) -> set[str]:
+    """The pieces of a ``ModelProto``."""
+    return {piece.piece for piece in proto.pieces}
 
 
 def _preprocess(options: Mapping[str, bool]) -> list:
