@@ -2,10 +2,11 @@
 pipelines, without transformers.
 
 T5's, ALBERT's and DeBERTa-v3's released checkpoints ship only SentencePiece's binary model (Kudo
-& Richardson 2018). It is a ``ModelProto`` protocol buffer: the pieces with their log-probabilities and types
-(normal, unknown, control, user-defined), the trainer's model type and special ids, and the
-normalizer: a precompiled character map (NFKC and the like, as a double-array trie), whether
-runs of whitespace collapse, whether a word-start marker "▁" is prepended. It is read with the
+& Richardson 2018). It is a ``ModelProto`` protocol buffer: the pieces with their
+log-probabilities and types (normal, unknown, control, user-defined), the trainer's model type
+and special ids, and the normalizer: a precompiled character map (NFKC and the like, as a
+double-array trie), whether runs of whitespace collapse, whether a word-start marker "▁" is
+prepended. It is read with the
 schema that the ``sentencepiece`` package ships (``sentencepiece_model_pb2``, decoded by
 ``protobuf``): the format's reference implementation, maintained by its authors, so no hand-made
 parser drifts from it. The unigram model becomes `tokenizers`' ``Unigram`` over the same pieces
