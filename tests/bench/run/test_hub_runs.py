@@ -7,8 +7,8 @@ a hub cache of tiny checkpoints of every architecture in their published layout
   encoder the same resolution gives equals transformers' ``AutoModel.from_pretrained`` of the
   same id and revision on the same input, to 1e-5;
 - a missing id offline, a missing revision, a checkpoint of an architecture plmbench lacks
-  (one that needs remote code) and one with a weight no net of its architecture has a place for are each
-  refused in one line, exit 2, with no run directory left.
+  (one that needs remote code) and one with a weight no net of its architecture has a place
+  for are each refused in one line, exit 2, with no run directory left.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
 from tokenizers.models import BPE
 
@@ -232,3 +232,57 @@ def test_bart_from_vocab_json_and_merges_alone(bart_dir):
     masked = tokenizer.backend.encode("Hello <mask> world")
     assert masked.ids[masked.tokens.index(" <mask>")] == special.mask
     assert "Ġ" not in masked.tokens
+
+
+# -------------------------------------------------------------------------------- DeBERTa-v3
+
+
+@pytest.fixture(scope="module")
+def deberta_v3_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor, dict]:
+    """As the published microsoft/deberta-v3-*: spm.model ([PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3;
+    [MASK] numbered after the pieces, no tokenizer.json) and the weights as an fp16 pickle
+    (``pytorch_model.bin``, as released); the fp16 tensors are returned."""
+    from tests.hub_cache import DEBERTA_V3_SPM
+
+    directory = tmp_path_factory.mktemp("deberta-v3")
+    sp = train_spm(directory / "spm.model", **DEBERTA_V3_SPM)
+    write_checkpoint(directory, "deberta_v2", sp.get_piece_size() + 1, pad_token_id=0)
+    weights = {k: v.half() for k, v in load_file(directory / "model.safetensors").items()}
+    torch.save(weights, directory / "pytorch_model.bin")
+    (directory / "model.safetensors").unlink()
+    return directory, sp, weights
+
+
+def test_deberta_v3_from_its_spm_model_and_fp16_pickle(deberta_v3_dir):
+    directory, sp, weights = deberta_v3_dir
+    _, net, tokenizer = from_hf(directory)
+    pieces = sp.get_piece_size()
+    special = tokenizer.special
+    assert (special.pad, special.cls, special.sep, special.unk) == (0, 1, 2, 3)
+    assert special.mask == pieces == tokenizer.vocab_size - 1 == net.config.vocab_size - 1
+    theirs = transformers.AutoTokenizer.from_pretrained(str(directory))
+    assert type(theirs).__name__ == "DebertaV2Tokenizer"
+    for text in TEXTS:
+        # SentencePiece's own segmentation between [CLS] and [SEP], as the released DeBERTa
+        # tokenizer (sentencepiece itself) gives it
+        assert our_ids(tokenizer, text) == [1, *sp.encode(text), 2]
+    # transformers 5's DebertaV2Tokenizer normalises with NFC, not the model's NFKC character
+    # map: the same ids where the two agree (not on full-width letters)
+    agree = [t for t in TEXTS if "ｆ" not in t]
+    assert hf_ids(directory, TEXTS[3]) != our_ids(tokenizer, TEXTS[3])
+    for text in [*agree, "Hello [MASK] world."]:
+        assert our_ids(tokenizer, text) == hf_ids(directory, text)
+    pair = tokenizer.backend.encode(TEXTS[0], "Hello [MASK] world")
+    expected = theirs(TEXTS[0], "Hello [MASK] world", return_token_type_ids=True)
+    assert pair.ids == expected["input_ids"] and pair.type_ids == expected["token_type_ids"]
+    assert special.mask in pair.ids
+    # the fp16 pickle loads into float32 parameters, value for value
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+    word = net.embeddings.word_embeddings.weight
+    assert torch.equal(word, weights["embeddings.word_embeddings.weight"].float())
+    reference = transformers.AutoModel.from_pretrained(str(directory), dtype=torch.float32)
+    ids = torch.tensor([pair.ids])
+    with torch.no_grad():
+        ours = net.eval()(ids).last_hidden_state
+        expected_states = reference.eval()(ids).last_hidden_state
+    torch.testing.assert_close(ours, expected_states, atol=1e-5, rtol=1e-4)
