@@ -286,3 +286,22 @@ def test_deberta_v3_from_its_spm_model_and_fp16_pickle(deberta_v3_dir):
         ours = net.eval()(ids).last_hidden_state
         expected_states = reference.eval()(ids).last_hidden_state
     torch.testing.assert_close(ours, expected_states, atol=1e-5, rtol=1e-4)
+
+
+def test_deberta_v3_as_released_fine_tunes_end_to_end(deberta_v3_dir, mirror, tmp_path):
+    """``plmbench run init_from=hf:<dir>`` on the released layout (spm.model, fp16 pickle):
+    RTE trains a step and leaves an ok record of the DeBERTa-v2 architecture."""
+    from tests.bench.invoke import plmbench, read, records_under
+
+    directory, _, _ = deberta_v3_dir
+    results = tmp_path / "results"
+    result = plmbench("run", "model=deberta-v3-tiny-scratch", f"init_from=hf:{directory}",
+                      "task=glue/rte", "task.max_train_samples=8", "task.max_eval_samples=4",
+                      "trainer.max_steps=1", "trainer.enable_progress_bar=false",
+                      f"results_dir={results}")
+    assert result.rc == 0, result.err
+    (path,) = records_under(results)
+    record = read(path.parent)
+    assert record["status"] == "ok" and record["config"]["model"]["arch"] == "deberta_v2"
+    assert record["checkpoint"]["weights"] == "pytorch_model.bin"
+    assert {"accuracy"} <= set(record["metrics"]["validation"])
