@@ -161,14 +161,17 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
 
 def write_checkpoint(arch_name: str, directory: Path) -> None:
     """A tiny published-layout checkpoint of ``arch_name`` into ``directory``: transformers'
-    pretraining class (random weights, seed 0) saved by ``save_pretrained``, and the tokenizer
-    files."""
+    pretraining class (its encoder class where it has none) with random weights (seed 0) saved
+    by ``save_pretrained``, and the tokenizer files."""
     transformers = require("transformers")
     directory.mkdir(parents=True, exist_ok=True)
     vocab_size, ids = _tokenizer_files(arch_name, directory)
     config = _preset_config(arch_name, vocab_size, **ids)
     torch.manual_seed(0)
-    model = getattr(transformers, get_arch(arch_name).hf.classes["pretraining"])(config)
+    classes = get_arch(arch_name).hf.classes  # DeBERTa-v3's pretraining net has no class there
+    model = getattr(transformers, classes["pretraining"], None) or getattr(
+        transformers, classes["encoder"])
+    model = model(config)
     model.save_pretrained(str(directory))
 
 

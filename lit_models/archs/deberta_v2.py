@@ -8,13 +8,25 @@ The released checkpoints are fp16 pickles (``pytorch_model.bin``); their tensors
 our float32 parameters. They also hold the pretraining heads transformers has no class for (the
 generator's ``lm_predictions`` and the discriminator's ``mask_predictions``): kept out of an
 encoder, as transformers does.
+
+Our pretraining net is DeBERTa-v3's (``nets/deberta_rtd.py``: generator, discriminator, RTD head,
+gradient-disentangled embeddings). transformers has no class for it: exported, its discriminator
+is what ``DebertaV2Model`` loads (token embeddings E_D = E_G + E_Δ), named
+``DebertaV2ForPreTraining`` in config.json's ``architectures``; the generator, the RTD head and
+the residual E_Δ go to a file beside it (``from_hf(..., with_heads=True)`` reads them back to
+continue pretraining). A discriminator alone (a released checkpoint) starts the net with
+E_G = E_D and E_Δ = 0. The generator alone exports and imports as ``DebertaV2ForMaskedLM``.
 """
 
 from dataclasses import dataclass
 from functools import partial
 
+import torch
+from torch import Tensor, nn
+
 from datamodules.tokenization import TokenizerSpec
 from lit_models.archs.spec import Arch, Capabilities, HFLayout, NameTable
+from lit_models.nets.deberta_rtd import DebertaV3ForPreTraining
 from lit_models.nets.deberta_v2 import DebertaV2Config, DebertaV2ForMaskedLM, DebertaV2Model
 from lit_models.nets.heads import FirstTokenClassifier
 
@@ -59,12 +71,41 @@ MLM_HEAD_NAMES = {
 }
 
 
+#: the discriminator's token embeddings (transformers' name, no prefix), the generator's, and
+#: the residual E_Δ (ours, then as kept beside the checkpoint)
+EMBEDDINGS = "embeddings.word_embeddings.weight"
+GENERATOR_EMBEDDINGS = "generator.deberta." + EMBEDDINGS
+DELTA, BESIDE_DELTA = "embeddings.word_embeddings.delta", "gdes.embedding_delta"
+
+
 @dataclass(frozen=True)
 class DebertaV2Layout(HFLayout):
-    """The MLM head's names follow the config's ``legacy`` (transformers' switch)."""
+    """The MLM head's names follow the config's ``legacy`` (transformers' switch); the
+    pretraining net's discriminator embeddings are exported as E_G + E_Δ (module docstring)."""
 
     def names_of(self, config) -> NameTable:
-        return {**self.names, **MLM_HEAD_NAMES[bool(getattr(config, "legacy", True))]}
+        legacy = bool(getattr(config, "legacy", True))
+        generator = {f"generator.{ours}": f"generator.{theirs}"
+                     for ours, theirs in MLM_HEAD_NAMES[legacy].items()}
+        return {**self.names, **MLM_HEAD_NAMES[legacy], **generator}
+
+    def export_state(self, net: nn.Module, weights: dict[str, Tensor]) -> dict[str, Tensor]:
+        if not isinstance(net, DebertaV3ForPreTraining):
+            return weights
+        delta = weights.pop(self.prefix + DELTA)
+        weights[self.prefix + EMBEDDINGS] = weights[GENERATOR_EMBEDDINGS] + delta
+        return weights | {BESIDE_DELTA: delta}
+
+    def import_state(self, net: nn.Module, state: dict[str, Tensor]) -> dict[str, Tensor]:
+        if not isinstance(net, DebertaV3ForPreTraining):
+            return state
+        discriminator = state.pop(EMBEDDINGS, None)
+        if BESIDE_DELTA in state:
+            return state | {DELTA: state.pop(BESIDE_DELTA)}
+        if discriminator is None:
+            return state
+        return {GENERATOR_EMBEDDINGS: discriminator, **state,
+                DELTA: torch.zeros_like(discriminator)}
 
 
 def unsupported(hf_config: dict) -> str | None:
@@ -83,24 +124,37 @@ ARCH = Arch(
     name="deberta_v2",
     config=DebertaV2Config,
     encoder=DebertaV2Model,
-    pretraining=DebertaV2ForMaskedLM,
+    pretraining=DebertaV3ForPreTraining,
+    masked_lm=DebertaV2ForMaskedLM,
     tokenizer=TOKENIZER,
     hf=DebertaV2Layout(
         model_type="deberta-v2",
         prefix="deberta.",
-        names={**ENCODER_NAMES, **MLM_HEAD_NAMES[True]},
-        head_prefixes=("cls.", "lm_predictions.", "mask_predictions."),
+        names={
+            **ENCODER_NAMES,
+            "rtd_head.dense": "mask_predictions.dense",
+            "rtd_head.norm": "mask_predictions.LayerNorm",
+            "rtd_head.classifier": "mask_predictions.classifier",
+            # the generator inside our pretraining net (its head: ``names_of``)
+            **{f"generator.deberta.{ours}": (f"generator.deberta.{theirs}"
+                                             if isinstance(theirs, str) else
+                                             tuple(f"generator.deberta.{t}" for t in theirs))
+               for ours, theirs in ENCODER_NAMES.items()},
+        },
+        head_prefixes=("cls.", "lm_predictions.", "mask_predictions.", "generator.", "gdes."),
         classifier_names={"dense": "pooler.dense", "out": "classifier"},
-        classes={"encoder": "DebertaV2Model", "pretraining": "DebertaV2ForMaskedLM",
+        classes={"encoder": "DebertaV2Model", "pretraining": "DebertaV2ForPreTraining",
                  "mlm": "DebertaV2ForMaskedLM",
                  "classifier": "DebertaV2ForSequenceClassification",
                  "multiple_choice": "DebertaV2ForMultipleChoice"},
-        skipped=r"(^|\.)position_ids$|^cls\.predictions\.decoder\.(weight|bias)$",
+        skipped=r"(^|\.)position_ids$|(^|\.)cls\.predictions\.decoder\.(weight|bias)$",
+        beside=r"^(generator|mask_predictions|gdes)\.",
         config_only_ours=("pre_norm",),
         unsupported=unsupported,
     ),
-    # token types are read where type_vocab_size > 0 (the released checkpoints: 0)
+    # token types are read where type_vocab_size > 0 (the released checkpoints: 0); the
+    # pretraining net: the generator (a masked LM) and the discriminator's head
     capabilities=Capabilities(attention_weights=True, head_mask=True,
-                              token_types=True, hidden_states=True, heads=frozenset({"mlm"})),
+                              token_types=True, hidden_states=True, heads=frozenset({"rtd"})),
     classification_head=partial(FirstTokenClassifier, hidden_act="gelu"),
 )

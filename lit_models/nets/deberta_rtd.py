@@ -17,13 +17,13 @@ E_G + E_Δ (``GradientDisentangledEmbedding.weight``).
 """
 
 from dataclasses import replace
+from functools import partial
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lit_models.nets.blocks import init_normal_
+from lit_models.nets.blocks import activation, init_normal_
 from lit_models.nets.deberta_v2 import DebertaV2Config, DebertaV2ForMaskedLM, DebertaV2Model
-from lit_models.nets.electra import DiscriminatorHead
 from lit_models.nets.outputs import EncoderOutput
 
 
@@ -47,6 +47,22 @@ class GradientDisentangledEmbedding(nn.Module):
         return F.embedding(input_ids, self.weight, self.padding_idx)
 
 
+class ReplacedTokenDetectionHead(nn.Module):
+    """One logit per token, replaced vs original: w^T LayerNorm(act(W h + b)), the released
+    discriminator's head (``mask_predictions``: dense, LayerNorm, classifier)."""
+
+    def __init__(self, config: DebertaV2Config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = activation(config.hidden_act)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        """[..., H] -> [...] logits of "replaced"."""
+        return self.classifier(self.norm(self.act(self.dense(hidden)))).squeeze(-1)
+
+
 def generator_config(config: DebertaV2Config) -> DebertaV2Config:
     """The generator: the discriminator's width and half its depth (§5.1)."""
     return replace(config, num_hidden_layers=max(1, config.num_hidden_layers // 2),
@@ -65,9 +81,8 @@ class DebertaV3ForPreTraining(nn.Module):
         self.deberta = DebertaV2Model(config)
         self.deberta.embeddings.word_embeddings = GradientDisentangledEmbedding(
             self.generator.deberta.embeddings.word_embeddings)
-        self.rtd_head = DiscriminatorHead(config)
-        init_normal_(self.rtd_head.dense, config.initializer_range)
-        init_normal_(self.rtd_head.prediction, config.initializer_range)
+        self.rtd_head = ReplacedTokenDetectionHead(config)
+        self.rtd_head.apply(partial(init_normal_, std=config.initializer_range))
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
                 token_type_ids: Tensor | None = None, output_hidden_states: bool = False,

@@ -67,3 +67,34 @@ def test_a_tiny_pretraining_run_lowers_both_losses(setup):
     first, last = torch.tensor(history[:5]).mean(0), torch.tensor(history[-5:]).mean(0)
     assert (last < 0.9 * first).all(), history
     assert tables(net)[1].abs().sum() > 0  # E_Δ learned a residual
+
+
+def test_the_export_is_the_discriminator_with_its_effective_embeddings(setup, tmp_path):
+    """transformers' DebertaV2Model loads the export with nothing missing and E_D = E_G + E_Δ;
+    the net comes back whole (with_heads, the file beside); a discriminator alone starts the
+    net with E_G = E_D and E_Δ = 0."""
+    import transformers
+
+    from lit_models.archs import Model
+    from lit_models.core.hf import BESIDE_FILE, from_hf, to_hf
+    from tests.nets.parity import randomize_
+
+    config, _, _, _ = setup
+    arch = get_arch("deberta_v2")
+    tokenizer = train_tokenizer(arch.tokenizer, TEXT, vocab_size=200, lowercase=False)
+    net = randomize_(DebertaV3ForPreTraining(config))
+    shared, delta = tables(net)
+    to_hf(Model(arch, net, tokenizer), tmp_path / "export")
+    theirs, info = transformers.DebertaV2Model.from_pretrained(tmp_path / "export",
+                                                               output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    assert torch.equal(theirs.embeddings.word_embeddings.weight, shared + delta)
+    ids = torch.tensor([tokenizer.backend.encode(TEXT[0]).ids])
+    with torch.no_grad():
+        torch.testing.assert_close(theirs.eval()(ids).last_hidden_state,
+                                   net.eval()(ids).last_hidden_state, atol=1e-5, rtol=1e-4)
+    again = from_hf(tmp_path / "export", with_heads=True).net
+    assert all(torch.equal(a, b) for a, b in zip(tables(again), (shared, delta), strict=True))
+    (tmp_path / "export" / BESIDE_FILE).unlink()
+    alone = from_hf(tmp_path / "export", with_heads=True).net
+    assert torch.equal(tables(alone)[0], shared + delta) and not tables(alone)[1].any()
