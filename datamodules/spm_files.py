@@ -16,8 +16,10 @@ pre-tokenizer, so the pipeline segments as ``sentencepiece`` itself does (tested
 
 ALBERT's and XLNet's tokenizers clean text before SentencePiece sees it (``preprocess_text``:
 `` and '' become ", accents are stripped unless ``keep_accents``, lowercased with
-``do_lower_case``): an architecture asks for it in its ``TokenizerSpec.spm_preprocess``, with its
-transformers class's defaults, and a checkpoint's ``tokenizer_config.json`` may override them.
+``do_lower_case``); DeBERTa-v2's lowercases with ``do_lower_case`` and, with ``split_by_punct``,
+encodes every punctuation mark as a word of its own. An architecture asks for these in its
+``TokenizerSpec.spm_preprocess``, with its transformers class's defaults, and a checkpoint's
+``tokenizer_config.json`` may override them.
 """
 
 from collections.abc import Mapping, Sequence
@@ -75,10 +77,14 @@ def pieces(proto) -> set[str]:
 
 
 def _preprocess(options: Mapping[str, bool]) -> list:
-    """ALBERT's / XLNet's ``preprocess_text`` as normalizers (module docstring)."""
-    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
-    if not options.get("keep_accents", False):
-        steps += [normalizers.NFKD(), normalizers.StripAccents()]
+    """The text cleanup an architecture's options ask for, as normalizers (module docstring):
+    ALBERT's / XLNet's ``preprocess_text`` where they name ``keep_accents``; lowercasing with
+    ``do_lower_case`` (theirs, DeBERTa-v2's)."""
+    steps = []
+    if "keep_accents" in options:
+        steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+        if not options["keep_accents"]:
+            steps += [normalizers.NFKD(), normalizers.StripAccents()]
     if options.get("do_lower_case", False):
         steps.append(normalizers.Lowercase())
     return steps
@@ -87,9 +93,10 @@ def _preprocess(options: Mapping[str, bool]) -> list:
 def spm_tokenizer(path: Path, preprocess: Mapping[str, bool] | None = None,
                   extra: Sequence[str] = ()) -> Tokenizer:
     """The SentencePiece model at ``path`` as a ``tokenizers.Tokenizer`` (no post-processor:
-    the architecture's templates come on top); ``preprocess``: ALBERT's text cleanup options, or
-    None; ``extra``: special tokens the released vocabulary numbers after the model's pieces, in
-    id order (T5's sentinels)."""
+    the architecture's templates come on top); ``preprocess``: the architecture's text cleanup
+    options (``_preprocess``; DeBERTa-v2's ``split_by_punct``), or None; ``extra``: special
+    tokens the released vocabulary numbers after the model's pieces, in id order (T5's
+    sentinels; DeBERTa-v3's [MASK])."""
     proto = read_model(path)
     vocab = [(piece.piece, piece.score) for piece in proto.pieces]
     present = {piece for piece, _ in vocab}
@@ -106,6 +113,12 @@ def spm_tokenizer(path: Path, preprocess: Mapping[str, bool] | None = None,
         backend.normalizer = normalizers.Sequence(steps)
     scheme = "always" if spec.add_dummy_prefix else "never"
     backend.pre_tokenizer = pre_tokenizers.Metaspace(METASPACE, prepend_scheme=scheme)
+    if (preprocess or {}).get("split_by_punct", False):  # DeBERTa-v2's: each punctuation mark
+        # a word of its own, encoded apart by SentencePiece (so after its own "▁"), and no
+        # whitespace left at a word's end (SentencePiece strips each)
+        backend.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation("isolated"),
+             backend.pre_tokenizer])
     backend.decoder = decoders.Metaspace(METASPACE, prepend_scheme=scheme)
     # control and user-defined pieces are whole tokens, never split (control ones special)
     backend.add_special_tokens([AddedToken(p.piece, special=True, normalized=False)

@@ -37,6 +37,7 @@ TOKENIZER = TokenizerSpec(
     single="cls $A sep",
     pair="cls $A sep $B:1 sep:1",
     tokenizer_class="DebertaV2Tokenizer",
+    spm_preprocess=(("do_lower_case", False), ("split_by_punct", False)),  # DebertaV2Tokenizer's
 )
 
 LAYER = "encoder.layer.{i}."

@@ -305,3 +305,33 @@ def test_deberta_v3_as_released_fine_tunes_end_to_end(deberta_v3_dir, mirror, tm
     assert record["status"] == "ok" and record["config"]["model"]["arch"] == "deberta_v2"
     assert record["checkpoint"]["weights"] == "pytorch_model.bin"
     assert {"accuracy"} <= set(record["metrics"]["validation"])
+
+
+def test_deberta_v3_lowercases_and_splits_punctuation_as_its_config_says(deberta_v3_dir,
+                                                                         tmp_path):
+    """DebertaV2Tokenizer's ``do_lower_case`` and ``split_by_punct`` from tokenizer_config.json:
+    lowercased text, each punctuation mark encoded apart, as the released tokenizer runs
+    sentencepiece on each; as transformers 5 does where no space precedes a mark (before one it
+    keeps a lone "▁" the released tokenizer has not)."""
+    import shutil
+    import unicodedata
+
+    source, sp, _ = deberta_v3_dir
+    directory = tmp_path / "cased"
+    shutil.copytree(source, directory)
+    (directory / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "split_by_punct": True, "vocab_type": "spm"}))
+    _, _, tokenizer = from_hf(directory)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(directory))
+    for text in ["HELLO world, 1,000 tokens!", "The quick (brown) fox.", "a"]:
+        words, word = [], ""
+        for char in text.lower():  # the released tokenizer's _run_split_on_punc
+            if unicodedata.category(char).startswith("P"):
+                words += [word, char] if word else [char]
+                word = ""
+            else:
+                word += char
+        expected = [1, *(i for w in [*words, word] if w.strip() for i in sp.encode(w)), 2]
+        assert our_ids(tokenizer, text) == expected, text
+    text = "HELLO world, 1,000 tokens!"
+    assert our_ids(tokenizer, text) == theirs(text)["input_ids"]
