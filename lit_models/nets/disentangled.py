@@ -21,6 +21,7 @@ all 2k (with k = 256 buckets and GLUE's T = 128, half of them).
 """
 
 import math
+from functools import lru_cache
 from typing import NamedTuple
 
 import torch
@@ -47,11 +48,13 @@ class RelativeIndex(NamedTuple):
     rows: slice
 
 
+@lru_cache(maxsize=64)
 def relative_index(length: int, span: int, buckets: int = 0, max_position: int = 0,
                    device: torch.device | None = None) -> RelativeIndex:
     """The ``RelativeIndex`` of a sequence of ``length`` over P of 2 ``span`` rows; ``buckets`` >
     0 buckets the distances (``log_bucket``, up to ``max_position``). Built on the CPU (where the
-    reachable rows are read without a device synchronisation), then moved to ``device``."""
+    reachable rows are read without a device synchronisation), then moved to ``device``; kept
+    per length and device (read, never written), so a forward builds none."""
     positions = torch.arange(length)
     delta = positions[:, None] - positions[None, :]
     if buckets > 0 and max_position > 0:
