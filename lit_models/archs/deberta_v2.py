@@ -144,6 +144,9 @@ ARCH = Arch(
         },
         head_prefixes=("cls.", "lm_predictions.", "mask_predictions.", "generator.", "gdes."),
         classifier_names={"dense": "pooler.dense", "out": "classifier"},
+        # ignored on import: the released checkpoints' masked-LM head beside the discriminator
+        # (where no net of ``legacy: false`` reads it) and our residual E_Δ (``import_state``)
+        task_head_prefixes=("classifier.", "qa_outputs.", "lm_predictions.", "gdes."),
         classes={"encoder": "DebertaV2Model", "pretraining": "DebertaV2ForPreTraining",
                  "mlm": "DebertaV2ForMaskedLM",
                  "classifier": "DebertaV2ForSequenceClassification",

@@ -77,6 +77,7 @@ def test_the_export_is_the_discriminator_with_its_effective_embeddings(setup, tm
 
     from lit_models.archs import Model
     from lit_models.core.hf import BESIDE_FILE, from_hf, to_hf
+    from lit_models.core.hf_check import check_checkpoint
     from tests.nets.parity import randomize_
 
     config, _, _, _ = setup
@@ -93,6 +94,7 @@ def test_the_export_is_the_discriminator_with_its_effective_embeddings(setup, tm
     with torch.no_grad():
         torch.testing.assert_close(theirs.eval()(ids).last_hidden_state,
                                    net.eval()(ids).last_hidden_state, atol=1e-5, rtol=1e-4)
+    check_checkpoint(tmp_path / "export")
     again = from_hf(tmp_path / "export", with_heads=True).net
     assert all(torch.equal(a, b) for a, b in zip(tables(again), (shared, delta), strict=True))
     (tmp_path / "export" / BESIDE_FILE).unlink()

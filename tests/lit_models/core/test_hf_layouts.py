@@ -24,6 +24,7 @@ from datamodules.collate import pad_collate
 from lit_models.archs import get_arch
 from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, hf_checkpoint
+from lit_models.core.hf_check import check_checkpoint
 from tests.conftest import REPO, require, tiny_preset_name
 
 spm = require("sentencepiece")
@@ -241,13 +242,31 @@ def test_bart_from_vocab_json_and_merges_alone(bart_dir):
 def deberta_v3_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor, dict]:
     """As the published microsoft/deberta-v3-*: spm.model ([PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3;
     [MASK] numbered after the pieces, no tokenizer.json) and the weights as an fp16 pickle
-    (``pytorch_model.bin``, as released); the fp16 tensors are returned."""
+    (``pytorch_model.bin``, as released): the discriminator under ``deberta.``, its RTD head
+    (``mask_predictions``) and a masked-LM head (``lm_predictions``); the fp16 tensors are
+    returned."""
     from tests.hub_cache import DEBERTA_V3_SPM
 
     directory = tmp_path_factory.mktemp("deberta-v3")
     sp = train_spm(directory / "spm.model", **DEBERTA_V3_SPM)
     write_checkpoint(directory, "deberta_v2", sp.get_piece_size() + 1, pad_token_id=0)
-    weights = {k: v.half() for k, v in load_file(directory / "model.safetensors").items()}
+    encoder = load_file(directory / "model.safetensors")
+    H, V = encoder["embeddings.LayerNorm.weight"].shape[0], sp.get_piece_size() + 1
+    generator = torch.Generator().manual_seed(0)
+    heads = {f"{head}.{name}": torch.randn(*shape, generator=generator)
+             for head, names in (("mask_predictions", {"dense.weight": (H, H), "dense.bias": (H,),
+                                                       "LayerNorm.weight": (H,),
+                                                       "LayerNorm.bias": (H,),
+                                                       "classifier.weight": (1, H),
+                                                       "classifier.bias": (1,)}),
+                                 ("lm_predictions.lm_head", {"dense.weight": (H, H),
+                                                             "dense.bias": (H,),
+                                                             "LayerNorm.weight": (H,),
+                                                             "LayerNorm.bias": (H,),
+                                                             "bias": (V,)}))
+             for name, shape in names.items()}
+    weights = {**{f"deberta.{k}": v.half() for k, v in encoder.items()},
+               **{k: v.half() for k, v in heads.items()}}
     torch.save(weights, directory / "pytorch_model.bin")
     (directory / "model.safetensors").unlink()
     return directory, sp, weights
@@ -279,7 +298,14 @@ def test_deberta_v3_from_its_spm_model_and_fp16_pickle(deberta_v3_dir):
     # the fp16 pickle loads into float32 parameters, value for value
     assert all(p.dtype == torch.float32 for p in net.parameters())
     word = net.embeddings.word_embeddings.weight
-    assert torch.equal(word, weights["embeddings.word_embeddings.weight"].float())
+    assert torch.equal(word, weights["deberta.embeddings.word_embeddings.weight"].float())
+    check_checkpoint(directory)  # every weight has a place, or is a head no net reads
+    # the pretraining net starts from it: E_G = E_D, E_Δ = 0, the released RTD head
+    pretraining = from_hf(directory, with_heads=True).net
+    assert torch.equal(pretraining.generator.deberta.embeddings.word_embeddings.weight, word)
+    assert not pretraining.deberta.embeddings.word_embeddings.delta.any()
+    assert torch.equal(pretraining.rtd_head.classifier.weight,
+                       weights["mask_predictions.classifier.weight"].float())
     reference = transformers.AutoModel.from_pretrained(str(directory), dtype=torch.float32)
     ids = torch.tensor([pair.ids])
     with torch.no_grad():
