@@ -172,7 +172,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     except json.JSONDecodeError as err:
         raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
     # the architecture first: a checkpoint of one plmbench lacks is named as such, whatever
-    # files it ships (DeBERTa-v2's spm.model)
+    # files it ships
     try:
         found = arch_of_model_type(hf_config.get("model_type"))
     except PlmbenchError as err:
