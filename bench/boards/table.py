@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.points import row_names, row_points, settings
+from bench.boards.protocols import PROTOCOL_COLUMN, named, row_text
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score
 from bench.record import Part, Record, as_records
@@ -274,6 +275,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
     settings_of: dict[tuple[str, str], dict[str, str]] = {}  # per row (board_points)
     texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    made_by: dict[tuple[str, str], set[str | None]] = defaultdict(set)  # protocols of each row
     text_labels: dict[str, None] = {}
     for (label, record_protocol, task, seed), record in selected:
         try:
@@ -298,6 +300,8 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
                 texts[label, protocol][column.label].add(text)
                 text_labels.setdefault(column.label)
         n_records += not record.baseline  # runs used; a baseline is no run
+        if not record.baseline:
+            made_by[label, protocol].add(record.protocol)
         settings_of.setdefault((label, protocol), settings(record))
         row = extras[label, protocol]
         row.setdefault("records", defaultdict(list))[task].append(record)
@@ -334,6 +338,12 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
+    # rows of several protocols: a column names each row's (bench/boards/protocols.py)
+    if len(named(p for found in made_by.values() for p in found)) > 1:
+        text_labels = {PROTOCOL_COLUMN: None, **text_labels}
+        for key in values:
+            if made_by[key]:
+                texts[key][PROTOCOL_COLUMN].add(row_text(made_by[key]))
     names = row_names(list(values), settings_of)
     points = row_points(list(values), settings_of)
     rows = []
@@ -354,6 +364,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
                        for text, found in texts[key].items()}
         rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
                         texts=shown_texts, record_label=label,
+                        protocols=tuple(named(made_by[key])),
                         settings=settings_of.get(key, {}), point=points[key],
                         **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
