@@ -267,9 +267,10 @@ def references_legend(table: Table) -> list[str]:
     """What the published table's marks mean, one sentence each."""
     lines = ["x? : the source gives one figure for the task without saying which metric."]
     if any(r.misplaced for r in table.references):
+        shown_as = sorted({r.presented_as for r in table.references if r.misplaced})
         lines.append(f"{MISPLACED_MARK} : test-set figures the source presents as "
-                     f"{'/'.join(sorted({r.presented_as for r in table.references if r.misplaced}))}"
-                     " figures: not comparable with the measured rows' dev figures.")
+                     f"{'/'.join(shown_as)} figures: not comparable with the measured rows' dev "
+                     "figures.")
     lines.append("protocol: how the source fine-tuned (conf/protocol/; unstated where it does not "
                  "say); a measured row of another protocol is no replication of it.")
     return lines

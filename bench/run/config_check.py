@@ -9,9 +9,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
   ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile``, ``dataloader`` and
   ``threads``);
-  ``task``, ``optim``, ``logger``, ``objective`` and ``protocol`` against the keys of the YAMLs of their group
-  in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
-  nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
+  ``task``, ``optim``, ``logger``, ``objective`` and ``protocol`` against the keys of the YAMLs of
+  their group in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name
+  the nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
   checked as the run builds it;
 - types: ``trainer`` values against ``Trainer``'s annotations, ``model`` values against the
   architecture's config dataclass;

@@ -341,9 +341,10 @@ def _legend(results: Sequence[Result], correction: str) -> str:
             "its task's trivial baseline (the best constant predictor on the same examples) by "
             "more than its interval, so it has not learned the task and the claim is not "
             "tested; or the claim is a GPU claim, not run at CPU size (its cost says the GPU "
-            f"hours it takes, its detail the command). MDE: the smallest |B - A| the test finds with {POWER:.0%} power at α, "
-            "from its standard error; an inconclusive claim whose MDE is above the effect the "
-            "paper reports could not have been decided at this size. Effects are on each "
+            "hours it takes, its detail the command). MDE: the smallest |B - A| the test finds "
+            f"with {POWER:.0%} power at α, from its standard error; an inconclusive claim whose "
+            "MDE is above the effect the paper reports could not have been decided at this size. "
+            "Effects are on each "
             "claim's board score.")
 
 

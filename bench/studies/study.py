@@ -18,17 +18,17 @@ a checkpoint an earlier one left. A study is its experiment's ``study`` block::
 
 Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
 overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes
-that one instead, as the smoke study's do), a sweep's points one after another as
-Hydra's basic launcher runs them, through the same code (``bench.run.execute.run_one``): every run
-leaves its record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry
-is the run directory of the earlier entry ``name``, whose record must say ok: its one run, or, for
-a sweep of one model on one task (a grid over settings and seeds), the first seed of the grid
-point best on dev (ModernBERT's round two starts from the MNLI run so chosen:
-``conf/experiment/glue_modernbert.yaml``); an entry may hold lists (interpolated from elsewhere in the block: flattened), and a
-null entry or group is left out (a smaller preset drops runs that way). A failed run stops the
-study after its entry; ``plmbench rerun <record>`` repeats it, and the study then picks up where
-it stopped. The runs go one after another in this process: to use a cluster, submit the study
-command as one job.
+that one instead, as the smoke study's do), a sweep's points one after another as Hydra's basic
+launcher runs them, through the same code (``bench.run.execute.run_one``): every run leaves its
+record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry is the run
+directory of the earlier entry ``name``, whose record must say ok: its one run, or, for a sweep of
+one model on one task (a grid over settings and seeds), the first seed of the grid point best on dev
+(ModernBERT's round two starts from the MNLI run so chosen:
+``conf/experiment/published_glue_modernbert.yaml``); an entry may hold lists (interpolated from
+elsewhere in the block: flattened), and a null entry or group is left out (a smaller preset drops
+runs that way). A failed run stops the study after its entry; ``plmbench rerun <record>`` repeats
+it, and the study then picks up where it stopped. The runs go one after another in this process: to
+use a cluster, submit the study command as one job.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Protocols (conf/protocol/, DESIGN.md contract 8) end to end at tiny size: ModernBERT's two rounds
-(conf/experiment/published_glue_modernbert_tiny.yaml: a stand-in for MNLI, then RTE from the round-one
-run best on dev), and the same model under the paper and glue_sane protocols in one results
-directory. Every record names its protocol; round two's records start from round one's selected
-checkpoint; the glue board selects the modernbert protocol's grid on dev and shows the rows of the
-three protocols side by side, a column saying which is which; published figures show their
+(conf/experiment/published_glue_modernbert_tiny.yaml: a stand-in for MNLI, then RTE from the
+round-one run best on dev), and the same model under the paper and glue_sane protocols in one
+results directory. Every record names its protocol; round two's records start from round one's
+selected checkpoint; the glue board selects the modernbert protocol's grid on dev and shows the rows
+of the three protocols side by side, a column saying which is which; published figures show their
 protocol and split; the GPU claims read "no evidence" at CPU size with their command and hours."""
 
 from __future__ import annotations
