@@ -106,8 +106,9 @@ def _finished(run_dir: Path, name: str) -> Record:
 def best_run(run_dirs: list[Path], source: str, name: str) -> Path:
     """The run of sweep ``source`` (one model on one task: a grid over seeds and settings) that
     entry ``name`` starts from: of the grid point best on dev (``bench.boards.selection``: the
-    best mean over seeds of the task's scoring columns), its first seed, as ModernBERT's
-    glue.py starts round two from the first MNLI job's checkpoint."""
+    best mean over seeds of the task's scoring columns), its lowest seed (not the best one: a seed
+    chosen on dev would overstate round two), as ModernBERT's glue.py starts round two from its
+    first MNLI job's checkpoint."""
     from bench.boards.config import get_board
     from bench.boards.selection import best_on_dev
 
@@ -117,7 +118,8 @@ def best_run(run_dirs: list[Path], source: str, name: str) -> Path:
                             "or tasks; a later entry starts from a sweep of one model on one "
                             "task (its grid and seeds), so split it")
     kept = best_on_dev(records, get_board(records[0].board))
-    first = min(kept, key=lambda r: (str(r.seed), str(r.run_dir)))
+    first = min(kept, key=lambda r: (not isinstance(r.seed, int), r.seed if isinstance(
+        r.seed, int) else 0, str(r.seed), str(r.run_dir)))
     log.info("study.runs.%s starts from %s: %s", name, source, first.run_dir)
     return Path(str(first.run_dir))
 
