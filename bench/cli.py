@@ -148,6 +148,7 @@ def first_missing(directory: Path) -> Path | None:
 def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     """The board's tables of the records under ``results_dir``, as the options ask: one per
     evaluation set its runs were scored on (``bench/boards/sections.py``), usually one."""
+    from bench.boards.protocols import reported_statistic
     from bench.boards.references import load_references
     from bench.boards.sections import build_tables
     from bench.boards.selection import best_on_dev, selection_lines
@@ -163,7 +164,9 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
         records = best_on_dev(records, board)
     if getattr(args, "baselines", True):
         records += baseline_records(records, board.records_of)
-    tables = build_tables(records, board, getattr(args, "stat", "mean"), unused)
+    # the statistic asked for, else the one the runs' protocol reports (glue_sane: the median)
+    stat = getattr(args, "stat", None) or reported_statistic(records, board)
+    tables = build_tables(records, board, stat, unused)
     for table in tables:
         for line in selection_lines(table):  # which grid point each row and task stands for
             print(f"best-on-dev: {line}", file=sys.stderr)
@@ -351,10 +354,10 @@ def parser() -> argparse.ArgumentParser:
     lb.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
-    lb.add_argument("--stat", choices=["mean", "median"], default="mean",
+    lb.add_argument("--stat", choices=["mean", "median"], default=None,
                     help="the statistic over seeds in cells and scores: mean ± its 95%% "
-                         "interval, or median "
-                         "[min, max] as cramming reports (experiment=glue_sane)")
+                         "interval, or median [min, max] as cramming reports; by default the "
+                         "one the runs' protocol reports (glue_sane: median), else the mean")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--tasks", help="only the runs of these tasks: comma-separated patterns "

@@ -15,7 +15,7 @@ board of such records says nothing of protocols, as before.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 #: where the protocols live: <repo>/conf/protocol/<name>.yaml
@@ -46,6 +46,20 @@ def row_text(protocols: Iterable[str | None]) -> str:
     """A row's protocol as its column shows it: its records' one name ("a / b" should a row
     ever hold several, "unnamed" for records that name none)."""
     return " / ".join(named(protocols)) or "unnamed"
+
+
+def reported_statistic(records: Iterable, board) -> str:
+    """The statistic over seeds a board shows when none is asked for: the one the protocol of
+    every finished run of the board reports (``protocol.statistic``: glue_sane's median,
+    modernbert's mean), else the mean (rows of protocols reporting different statistics, or of
+    the paper protocol, whose papers differ)."""
+    found = set()
+    for record in records:
+        if record.status != "ok" or record.baseline or not board.holds(record):
+            continue
+        protocol = record.config.get("protocol")
+        found.add(protocol.get("statistic") if isinstance(protocol, Mapping) else None)
+    return found.pop() if len(found) == 1 and None not in found else "mean"
 
 
 def note(protocols: Iterable[str | None], column: bool) -> str:

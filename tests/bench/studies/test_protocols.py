@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.boards.config import get_board
+from bench.boards.protocols import reported_statistic
 from bench.boards.references import load_references
 from bench.boards.sections import build_tables, render_tables
 from bench.boards.table import build_table
 from bench.boards.text import render_json, render_markdown
+from bench.record import as_records
 from bench.records import config_hash, iter_records
 from bench.studies.claims import _cost_text, claims_of, evaluate, on_cpu
 from bench.studies.study import composed
@@ -119,6 +122,14 @@ def test_the_board_shows_rows_of_three_protocols_side_by_side(results):
     assert "modernbert (ModernBERT's: RTE, MRPC and STS-B from the same model's MNLI" in text
     data = render_json(table)
     assert '"protocols": {' in data and '"protocol": "glue_sane"' in data
+    # the statistic a board shows unless asked: the one its runs' protocol reports
+    typed = [r for r in as_records(records)]
+    board = get_board("glue")
+    assert reported_statistic(typed, board) == "mean"  # three protocols
+    sane = [r for r in typed if r.protocol == "glue_sane"]
+    assert reported_statistic(sane, board) == "median"
+    out = plmbench("leaderboard", str(Path(sane[0].run_dir).parent), "--board", "glue")
+    assert out.rc == 0 and "median [min, max] over seeds" in out.out
     # one protocol alone: no column, the footnote names it
     (alone,) = build_tables([r for r in records if r["protocol"] == "paper"], "glue")
     assert "protocol" not in alone.text_columns
