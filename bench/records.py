@@ -125,7 +125,8 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     so is the default protocol (``protocol=paper``, each preset's own recipe: conf/protocol/),
     whose settings are those runs' own."""
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
-    if (config.get("finetune") or {}).get("name") == "full":
+    finetune = config.get("finetune")
+    if isinstance(finetune, Mapping) and finetune.get("name") == "full":
         dropped |= {"finetune"}
     if (config.get("protocol") or {}).get("name") == DEFAULT_PROTOCOL:
         dropped |= {"protocol"}
