@@ -128,7 +128,8 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     finetune = config.get("finetune")
     if isinstance(finetune, Mapping) and finetune.get("name") == "full":
         dropped |= {"finetune"}
-    if (config.get("protocol") or {}).get("name") == DEFAULT_PROTOCOL:
+    protocol = config.get("protocol")
+    if isinstance(protocol, Mapping) and protocol.get("name") == DEFAULT_PROTOCOL:
         dropped |= {"protocol"}
     kept = _without(config, dropped)
     task = config.get("task")

@@ -344,8 +344,7 @@ def _legend(results: Sequence[Result], correction: str) -> str:
             "hours it takes, its detail the command). MDE: the smallest |B - A| the test finds "
             f"with {POWER:.0%} power at α, from its standard error; an inconclusive claim whose "
             "MDE is above the effect the paper reports could not have been decided at this size. "
-            "Effects are on each "
-            "claim's board score.")
+            "Effects are on each claim's board score.")
 
 
 def _checks(result: Result) -> list[str]:
