@@ -22,7 +22,7 @@ from bench.boards.text import render_json, render_markdown
 from bench.record import as_records
 from bench.records import config_hash, iter_records
 from bench.studies.claims import _cost_text, claims_of, evaluate, on_cpu
-from bench.studies.study import composed
+from bench.studies.study import composed, needed, study_runs
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import mirror_with, plmbench
 
@@ -183,3 +183,23 @@ def test_the_gpu_claims_read_no_evidence_at_cpu_size_with_their_command_and_hour
         assert _cost_text(result) == f"not run at CPU size: ~{hours:g} GPU-hours (estimated)"
         # on a GPU the claim is its arms' comparison: with no records, its rows are not run
         assert evaluate(name, claims[name], [], 10, 0, cpu=False).verdict == "not run"
+
+
+def test_the_published_study_runs_modernberts_two_rounds_for_each_model():
+    """published_glue_modernbert (the GPU study): per model round one's five tasks, then RTE, MRPC
+    and STS-B from that model's own MNLI entry, with the protocol's seeds per task."""
+    cfg = composed(["experiment=published_glue_modernbert"])
+    entries = study_runs(cfg)
+    seeds = {"cola": 4, "sst2": 3, "qqp": 1, "qnli": 1, "mnli": 1, "rte": 5, "mrpc": 5, "stsb": 5}
+    for model in ("modernbert", "deberta_v3", "ettin"):
+        for task, count in seeds.items():
+            entry = entries[f"{model}_{task}"]
+            assert f"task=glue/{task}" in entry
+            (seed,) = [o for o in entry if o.startswith("seed=")]
+            assert len(seed.split("=")[1].split(",")) == count
+            second = task in ("rte", "mrpc", "stsb")
+            assert needed(entries, [f"{model}_{task}"]) == (
+                {f"{model}_{task}", f"{model}_mnli"} if second else {f"{model}_{task}"})
+        assert "save_model=true" in entries[f"{model}_mnli"]
+    assert list(entries).index("modernbert_mnli") < list(entries).index("modernbert_rte")
+    assert cfg.protocol.name == "modernbert" and cfg.results_dir == "results/published_glue"
