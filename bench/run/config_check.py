@@ -9,9 +9,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
   ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile``, ``dataloader`` and
   ``threads``);
-  ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
-  in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
-  nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
+  ``task``, ``optim``, ``logger``, ``objective`` and ``protocol`` against the keys of the YAMLs of
+  their group in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name
+  the nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
   checked as the run builds it;
 - types: ``trainer`` values against ``Trainer``'s annotations, ``model`` values against the
   architecture's config dataclass;
@@ -25,7 +25,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   hub id (resolved when the run starts: no network here);
 - seeds: within the range NumPy's RNG takes (0 .. 2**32 - 1);
 - data: the task's training split (or its eval splits where it trains on none) is in the
-  mirror, or the hub can give it.
+  mirror, or the hub can give it;
+- the launcher of a sweep (``check_launcher``): ``hydra/launcher=slurm`` where this machine has
+  SLURM's commands.
 
 These run before the run imports torch and Lightning (``bench.cli.cmd_run``), so what they
 find is one line within a second, not after the seconds a run takes to load.
@@ -37,6 +39,8 @@ import dataclasses
 import functools
 import inspect
 import math
+import shutil
+import subprocess
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -50,7 +54,8 @@ from datamodules.init_from import InitFrom
 from datamodules.keys import check_keys
 
 #: config groups of the root config (conf/config.yaml's defaults) and the study block
-GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune")
+GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune",
+          "protocol")
 #: run-config keys that are not Lightning Trainer arguments (bench/run/execute.py pops them)
 TRAINER_EXTRAS = ("compile", "dataloader", "threads")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
@@ -297,6 +302,9 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> InitFrom:
     check_data(config["task"])
     check_keys(config.get("checkpoint") or {}, root["checkpoint"], "checkpoint", "checkpoint.")
     check_tree(config.get("logger") or {}, known_tree("logger"), "logger", "logger.")
+    # a protocol's files are global (they set optim, task, trainer too): its own block's keys
+    check_tree(config.get("protocol") or {}, known_tree("protocol")["protocol"], "protocol",
+               "protocol.")
     check_model(config["model"])
     check_trainer(config["trainer"])
     check_optim(config["optim"])
@@ -313,6 +321,35 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> InitFrom:
             check_path_part(split, "task.splits", room=SPLIT_ROOM)
     check_start(config)
     return start
+
+
+#: the submitit launcher's class (hydra-submitit-launcher), and the SLURM commands it runs
+SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+SLURM_COMMANDS = ("sbatch", "srun", "squeue", "scontrol")
+
+
+def check_launcher(hydra: Mapping) -> None:
+    """A sweep sent to SLURM (``hydra/launcher=slurm``) from a machine without SLURM's commands,
+    or whose SLURM controller does not answer (``scontrol ping``): one line, where submitit would
+    end in a traceback ("Could not detect srun", sbatch's own errors)."""
+    if (hydra.get("launcher") or {}).get("_target_") != SLURM_LAUNCHER:
+        return
+    missing = [command for command in SLURM_COMMANDS if shutil.which(command) is None]
+    if missing:
+        raise PlmbenchError(
+            f"hydra/launcher=slurm: this machine has no SLURM ({', '.join(missing)} not on PATH); "
+            "submit from a cluster's login node, or leave out hydra/launcher=slurm to run the "
+            "sweep here (hydra/launcher=local: parallel local jobs)")
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+        said = " ".join((ping.stdout + ping.stderr).split()) or f"exit status {ping.returncode}"
+        answered = ping.returncode == 0 and "DOWN" not in said
+    except subprocess.TimeoutExpired:
+        said, answered = "no answer in 30 s", False
+    if not answered:
+        raise PlmbenchError(
+            f"hydra/launcher=slurm: SLURM's controller does not answer (scontrol ping: "
+            f"{said[:300]}); start slurmctld or submit from a node where `sinfo` works")
 
 
 def check_data(task: Mapping) -> None:
