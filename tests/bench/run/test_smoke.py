@@ -21,7 +21,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from bench.run.execute import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize, resolve_target
 from datamodules import goodreads, universal_dependencies
 from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
@@ -76,6 +76,7 @@ def compose_run(arch: str, task: str, *overrides: str):
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"model={tiny_preset_name(arch)}", f"task={task}", *TINY,
                                            *overrides])
+    resolve_target(cfg)  # a task's target, as a run resolves it before its checks
     normalize(cfg)
     if "eval_documents" in cfg.task:  # a held-out split carved from a capped corpus
         cfg.task.eval_documents = 3

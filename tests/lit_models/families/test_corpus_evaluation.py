@@ -4,7 +4,7 @@ pretraining heads gets vocabulary figures and no loss; the corpora take the eval
 
 from hydra import compose, initialize_config_dir
 
-from bench.run.execute import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize, resolve_target
 from lit_models.core.hf import has_pretraining_heads
 from lit_models.families.corpus_evaluation import corpus_task
 
@@ -16,6 +16,7 @@ def test_a_sentence_encoder_gets_vocabulary_figures_and_no_loss(mirror, minilm_p
             "model=minilm-l6", "task=perplexity/domains", "task.splits.eval=[cs]",
             "task.max_train_samples=12", "task.eval_documents=2",
             f"task.vocabulary_reference=hf:{minilm_path}", "trainer.enable_progress_bar=false"])
+    resolve_target(cfg)  # a task's target, as a run resolves it before its checks
     normalize(cfg)
     record = execute(cfg, tmp_path / "run").to_dict()
     assert record["status"] == "ok" and record["steps"] == 0

@@ -15,7 +15,7 @@ from bench.boards.table import build_table
 from bench.boards.text import render_markdown
 from bench.example_outputs import read_outputs
 from bench.record import iter_records
-from bench.run.execute import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize, resolve_target
 from datamodules.summarization import SummarizationDataModule
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
@@ -28,6 +28,7 @@ def run(results: Path, model: str, *overrides: str) -> dict:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"model={model}", *QUICK, *overrides,
                                            f"results_dir={results}"])
+    resolve_target(cfg)  # a task's target, as a run resolves it before its checks
     normalize(cfg)
     return execute(cfg, results / cfg.task.name).to_dict()
 

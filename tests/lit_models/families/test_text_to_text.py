@@ -13,7 +13,7 @@ from sklearn.metrics import f1_score, matthews_corrcoef
 
 from bench.boards.table import build_table
 from bench.record import iter_records
-from bench.run.execute import CONF_DIR, execute, normalize
+from bench.run.execute import CONF_DIR, execute, normalize, resolve_target
 from datamodules.glue_text import GlueTextDataModule, vocabulary_corpus
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import get_arch
@@ -26,6 +26,7 @@ QUICK = ["task.max_train_samples=16", "task.max_eval_samples=6", "trainer.max_st
 def task_config(name: str, *overrides: str):
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"task={name}", *overrides])
+    resolve_target(cfg)  # a task's target, as a run resolves it before its checks
     normalize(cfg)
     return cfg
 
