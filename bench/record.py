@@ -5,14 +5,14 @@ The run is the only writer of a record (``bench/run/execute.py`` builds one and
 ``Record.from_json`` reads every record plmbench has written: schema 1 gained keys over time
 (``overrides`` and ``predictions``, then ``variant``, ``notes``, ``epochs``, ``recipe``,
 ``outputs``, ``metric_signatures``, ``analysis``, ``trained_parameters``, ``checkpoint``,
-``baselines``; a failed run has no result keys at all), and a key a file does not hold reads as
-its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys the
-record was given, so a record read and written again is the same bytes, and the JSON users' own
-scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it
-and what is wrong.
+``baselines``, ``batching``; a failed run has no result keys at all), and a key a file does not hold
+reads as its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys
+the record was given, so a record read and written again is the same bytes, and the JSON users' own
+scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it and
+what is wrong.
 
-The parts with a structure of their own (versions, hardware, the checkpoint's identity, the
-pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
+The parts with a structure of their own (versions, hardware, batching, the checkpoint's identity,
+the pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
 round trip; the open-ended ones (metrics per split, the resolved config, data fingerprints) are
 mappings, as the board's dotted column paths (``metrics.validation.accuracy``, ``Record.at``)
 address them.
@@ -154,6 +154,20 @@ class Hardware(Part):
 
 
 @dataclass(frozen=True)
+class Batching(Part):
+    """How the run's processes shared its work (``datamodules/batching.py``): ``world_size``
+    processes; where the run trains, each forward pass of a process held ``per_process_batch``
+    examples and an optimizer step accumulated ``accumulate_grad_batches`` of them on every
+    process, ``global_batch`` (``task.batch_size``, the recipe's) in all. Records written before it
+    have none."""
+
+    world_size: int | None = field(default=None, metadata=_of(int))
+    per_process_batch: int | None = field(default=None, metadata=_of(int))
+    accumulate_grad_batches: int | None = field(default=None, metadata=_of(int))
+    global_batch: int | None = field(default=None, metadata=_of(int))
+
+
+@dataclass(frozen=True)
 class Checkpoint(Part):
     """Which weights an ``init_from=hf:`` run started from (``InitFrom.identity``): a hub id's
     id, revision and commit, or a directory; the weights file and its sha256."""
@@ -239,6 +253,7 @@ class Record(Part):
     protocol_hash: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
+    batching: Batching | None = field(default=None, metadata={"part": Batching})
     started_at: str | None = None
     finished_at: str | None = None
     wall_time_s: float | None = field(default=None, metadata=_of((int, float)))

@@ -123,3 +123,54 @@ class PhasedSampler(EpochSampler):
             parts.append(torch.cat(passes or [torch.empty(0, dtype=torch.long)])[:need] + offset)
             offset += size
         return torch.cat(parts)
+
+
+class GlobalBatches(DistributedSampler):
+    """One process's share of a one-process training order (``sampler``'s, per epoch), so that
+    the optimizer steps of N processes see the batches one process would: the order is cut into
+    global batches of ``num_replicas`` x ``share`` examples (``share``: a process's examples per
+    optimizer step, its batch times the batches it accumulates), and rank r takes the r-th
+    ``share`` of each. The last global batch, when short, is padded with the epoch's first
+    examples to a multiple of the ranks (as ``DistributedSampler`` pads) so that every rank steps
+    as often as the others. A ``DistributedSampler`` so that Lightning uses it as it is (its own
+    wrapper would reshuffle the order across ranks). Resumable, as ``EpochSampler``."""
+
+    def __init__(self, sampler: EpochSampler, share: int, num_replicas: int, rank: int) -> None:
+        self.sampler, self.share = sampler, share
+        self.num_replicas, self.rank = num_replicas, rank
+        self.epoch = 0
+        self._resume: tuple[int, int] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
+
+    def resume_at(self, epoch: int, seen: int) -> None:
+        """The next pass over ``epoch`` starts after this rank's first ``seen`` examples."""
+        self._resume = (epoch, seen)
+
+    def indices(self, epoch: int) -> list[int]:
+        """This rank's examples of ``epoch``, in order."""
+        order = self.sampler.order(epoch).tolist()
+        width = self.share * self.num_replicas
+        full = len(order) // width * width
+        last = order[full:]
+        if last:  # a short last global batch: equal shares, padded from the start
+            each = -(-len(last) // self.num_replicas)
+            last += (order * each)[: each * self.num_replicas - len(last)]
+        mine = [order[start + self.rank * self.share: start + (self.rank + 1) * self.share]
+                for start in range(0, full, width)]
+        if last:
+            each = len(last) // self.num_replicas
+            mine.append(last[self.rank * each: (self.rank + 1) * each])
+        return [index for chunk in mine for index in chunk]
+
+    def __iter__(self) -> Iterator[int]:
+        skip = 0
+        if self._resume is not None and self._resume[0] == self.epoch:
+            skip = self._resume[1]
+        self._resume = None
+        yield from self.indices(self.epoch)[skip:]
+
+    def __len__(self) -> int:
+        return len(self.indices(self.epoch))

@@ -48,7 +48,7 @@ from bench.run.checkpoints import (
 )
 from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
-from bench.run.launch import check_accelerator, own_processes
+from bench.run.launch import check_accelerator, check_batching, own_processes, run_batching
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
     LOG_NAME,
@@ -159,6 +159,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
                    FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
     )
+    batching = run_batching(cfg.task, trainer)
     predictions = {}
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
         predictions = family.predict(trainer, module, dm, run_dir, cfg)
@@ -195,6 +196,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         "data": dm.fingerprints,
         "tokenizer": model.tokenizer.fingerprint,
         "analysis": family.analysis(module),
+        # processes, and how the recipe's global batch was split over them (a run that trains)
+        "batching": batching,
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
         "notes": list(result.notes),
@@ -236,6 +239,20 @@ def interrupted(err: BaseException) -> bool:
         seen.add(id(err))
         err = err.__cause__ or err.__context__
     return False
+
+
+def original(err: BaseException) -> BaseException:
+    """The failure ``err`` arose from: the exception that was being handled when ``err`` was
+    raised (an error in Lightning's teardown after a DDP rank failed, or in logging a failure),
+    followed back to the first; ``err`` itself where it says what went wrong on purpose (a
+    ``PlmbenchError``'s one line, ``raise ... from``, ``from None``)."""
+    seen = {id(err)}
+    while (not isinstance(err, PlmbenchError) and err.__cause__ is None
+           and not err.__suppress_context__
+           and err.__context__ is not None and id(err.__context__) not in seen):
+        err = err.__context__
+        seen.add(id(err))
+    return err
 
 
 def failure_kind(err: BaseException) -> str:
@@ -326,7 +343,8 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         check_evaluated(cfg, outcome)
         record.update(status="ok", error=None)
     except BaseException as err:
-        record.update(status="failed", error=record_error(err), failure_kind=failure_kind(err))
+        first = original(err)  # not what went wrong while handling it
+        record.update(status="failed", error=record_error(first), failure_kind=failure_kind(first))
         raise
     finally:
         record.update(wall_time_s=round(time.perf_counter() - start, 3), finished_at=now())
@@ -355,6 +373,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         init_from = check_config(cfg, overrides)
         normalize(cfg)
         check_accelerator(cfg.trainer)
+        check_batching(cfg.task, cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
         current = config_hash(config)  # once per run: the claim and the record use it
         variant = effective_overrides(overrides, cfg, current, dirs)
@@ -379,6 +398,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
                 " (its record says failure_kind: interrupted)" if said else "")) from None
         if not isinstance(err, Exception):
             raise
+        err = original(err)  # as its record says it
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:
             log.error("run %s failed: %s (traceback in %s)", run_dir, record_error(err),

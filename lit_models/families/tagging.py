@@ -72,7 +72,8 @@ class LitTagger(PlmModule):
             words = sentences[dm.task["tokens_field"]]
             tags = sentences[dm.task["tags_field"]]
             gold = [[self.label_names[t] for t in sentence] for sentence in tags]
-            predicted = self.word_tags(collected[i], [len(w) for w in words])
+            predicted = self.word_tags(self.gather_batches(collected[i]),
+                                       [len(w) for w in words])
             self.metrics.update(gold, tags=predicted)
             self.record_metrics(split, self.metrics.compute())
             self.metrics.reset()

@@ -26,7 +26,8 @@ from lit_models.metrics.registry import (
     METRICS,
     Metrics,
     build_metrics,
+    exact_total,
     register_metric,
 )
 
-__all__ = ["INPUTS", "METRICS", "Metrics", "build_metrics", "register_metric"]
+__all__ = ["INPUTS", "METRICS", "Metrics", "build_metrics", "exact_total", "register_metric"]

@@ -176,6 +176,10 @@ KINDS = {
     "unknown task": Kind(["task=glue/rtee"], ["task=glue/rtee", "did you mean task=glue/rte?"]),
     "unknown trainer preset": Kind(["trainer=cpus"], ["did you mean trainer=cpu?"]),
     "unknown launcher": Kind(["hydra/launcher=lokal"], ["did you mean hydra/launcher=local?"]),
+    "global batch the processes do not divide": Kind(
+        ["task.batch_size=32", "trainer.accumulate_grad_batches=3"],
+        ["task.batch_size=32 (the global batch", "trainer.accumulate_grad_batches=3",
+         "a multiple of 3 (such as 30)"]),
     "misspelled key": Kind(
         ["trainer.max_step=3"],
         ["trainer.max_step=3: unknown key trainer.max_step (did you mean trainer.max_steps?)"],
