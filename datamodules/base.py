@@ -25,7 +25,7 @@ import lightning as L
 import pyarrow.compute as pc
 import torch
 from omegaconf import DictConfig, OmegaConf
-from torch.utils.data import DataLoader, DistributedSampler
+from torch.utils.data import DataLoader
 
 from datamodules.batching import Batching
 from datamodules.errors import PlmbenchError
@@ -146,7 +146,7 @@ class PlmDataModule(L.LightningDataModule):
         processes: ``GlobalBatches``, each optimizer step's examples those of one process's step),
         resumed where a loaded checkpoint stood."""
         processes, rank = self.ranks()
-        if processes > 1 and not isinstance(sampler, DistributedSampler):  # not dealt already
+        if processes > 1:
             batching = self.batching
             sampler = GlobalBatches(
                 sampler, batching.per_process_batch * batching.accumulate_grad_batches,
@@ -157,13 +157,12 @@ class PlmDataModule(L.LightningDataModule):
         return sampler
 
     def _sampler(self, data: Sequence) -> EpochSampler:
-        """Shuffled, or grouped by length with the task's ``group_by_length`` (then split over
-        the ranks of a distributed run here, so each rank's batches stay grouped)."""
+        """One process's training order: shuffled, or grouped by length in global batches with
+        the task's ``group_by_length``."""
         if not self.task.get("group_by_length"):
             return EpochSampler(len(data), self.seed)
-        processes, rank = self.ranks()
-        return LengthGroupedSampler(example_lengths(data), self.train_batch_size, self.seed,
-                                    num_replicas=processes, rank=rank)
+        # grouped in global batches, one process's order: ``shared`` deals them to the ranks
+        return LengthGroupedSampler(example_lengths(data), self.task["batch_size"], self.seed)
 
     @property
     def batching(self) -> Batching:
