@@ -100,7 +100,7 @@ def cases() -> dict[str, dict]:
 CASES = cases()
 #: what three processes evaluate in the default suite
 THREE = ("Classification", "Classification-glue-stsb", "Tagging", "Probing",
-         "AttentionAnalysis", "BiEncoderTraining", "MultipleChoice")
+         "BiEncoderTraining")
 
 
 def evaluate(results: Path, names: list[str], world: int, mirror: Path) -> None:
