@@ -13,6 +13,7 @@ from lit_models.archs import (
     electra,
     gpt,
     longformer,
+    modernbert,
     roberta,
     spanbert,
     t5,
@@ -33,7 +34,7 @@ from lit_models.archs.spec import (
 )
 
 for _module in (bert, roberta, albert, distilbert, electra, spanbert, deberta, bart, longformer,
-                xlnet, gpt, t5):
+                xlnet, gpt, t5, modernbert):
     register_arch(_module.ARCH)
 
 #: the models that are no Transformer, by preset name (``arch``)

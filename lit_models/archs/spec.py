@@ -35,7 +35,7 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
 Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
 reads and writes them); what renaming cannot do is a hook an architecture overrides in a
 subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``,
-``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
+``config_of``, ``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
 
 ``tests/contracts`` checks every declaration of every registered architecture (Hugging Face and
 classifier round trips, cached decoding equal to uncached, hidden states, attention weights,
@@ -131,6 +131,12 @@ class HFLayout:
     def export_weight(self, name: str, tensor: Tensor) -> Tensor:
         """Our tensor as their ``name`` holds it (the inverse of ``import_weight``)."""
         return tensor
+
+    def config_of(self, hf_config: dict) -> dict:
+        """config.json's values under our config's keys (a hook: ModernBERT's transformers 5
+        configs state per-layer ``layer_types`` and ``rope_parameters``); called after
+        ``unsupported`` has accepted it."""
+        return hf_config
 
     def weights_config(self, names: set[str]) -> dict:
         """Config values the checkpoint's weight names imply beyond config.json (a hook)."""

@@ -184,7 +184,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
         raise PlmbenchError(f"{config_file}: {reason}")
     check_hf_directory(directory, (WEIGHT_FILES, TOKENIZER_FILES))
     known = {f.name for f in fields(arch.config)}
-    values = {k: v for k, v in hf_config.items() if k in known}
+    values = {k: v for k, v in arch.hf.config_of(hf_config).items() if k in known}
     if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
             hf_config.get("eos_token_id"), int):  # GPT-2 has no pad: its end pads, masked
         values["pad_token_id"] = hf_config["eos_token_id"]

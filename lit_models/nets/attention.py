@@ -177,6 +177,9 @@ class Unpadding:
     positions: Tensor
     batch: int
     length: int
+    #: each row's token count, in row order: the packed sequences' lengths
+    #: (``varlen_attention``), known on the host
+    lengths: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, attention_mask: Tensor | None) -> "Unpadding | None":
@@ -185,7 +188,13 @@ class Unpadding:
         count would be a host-device synchronisation)."""
         if attention_mask is None or attention_mask.ndim != 2 or attention_mask.is_cuda:
             return None
-        return cls(attention_mask.flatten().nonzero().squeeze(1), *attention_mask.shape)
+        return cls(attention_mask.flatten().nonzero().squeeze(1), *attention_mask.shape,
+                   tuple(attention_mask.bool().sum(1).tolist()))
+
+    @property
+    def columns(self) -> Tensor:
+        """[N]: each real token's column in its padded row (its position id)."""
+        return self.positions % self.length
 
     def remove(self, x: Tensor) -> Tensor:
         """[B, T, F] -> [N, F], the real tokens."""
