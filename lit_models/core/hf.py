@@ -2,8 +2,8 @@
 
 A Hugging Face checkpoint directory holds ``config.json`` (its ``model_type`` names the
 architecture, its keys are the fields of the architecture's config dataclass), weights in
-``model.safetensors`` or ``pytorch_model.bin`` named after transformers' modules, and tokenizer
-files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
+``model.safetensors`` or ``pytorch_model.bin`` (or shards of either, named by
+``<file>.index.json``) named after transformers' modules, and tokenizer files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
 ``HFLayout.names`` table (``names_of`` a net's config) maps our module names to theirs; a tuple
 there is one of our tensors made of several of theirs (a fused qkv projection), concatenated
 along the output dimension on import and split on export; the layout's hooks convert what
@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
+from datamodules.hub import weight_shards
 from datamodules.init_from import (
     EVERY_FILE,
     TOKENIZER_FILES,
@@ -145,14 +146,24 @@ def _pretraining_net(arch: Arch, directory: Path, config) -> nn.Module:
     return arch.pretraining(config)
 
 
+def read_weight_files(file: Path, read) -> dict[str, Tensor]:
+    """The tensors of a weights file, or of every shard a sharded checkpoint's index names
+    (``datamodules.hub.weight_shards``), each file read by ``read(file, safetensors)``; one line
+    naming a file that does not read."""
+    state = {}
+    for shard in weight_shards(file):
+        try:
+            state |= read(shard, shard.suffix == ".safetensors")
+        except Exception as err:  # any reader failure means a corrupt or foreign file
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise PlmbenchError(f"cannot read {shard}: {reason}; re-export the checkpoint"
+                                ) from err
+    return state
+
+
 def _read_weights(file: Path) -> dict[str, Tensor]:
-    try:
-        if file.suffix == ".safetensors":
-            return load_file(file)
-        return torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as err:  # any reader failure means a corrupt or foreign file
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
+    return read_weight_files(file, lambda shard, safetensors: load_file(shard) if safetensors
+                             else torch.load(shard, map_location="cpu", weights_only=True))
 
 
 def _weights_file(directory: Path) -> Path | None:
