@@ -1,7 +1,8 @@
 """The architecture contract (``suite.py``) for every architecture in the registry, on its tiny
 preset, and on the variants of a preset whose checkpoints take another layout (ALBERT without
 layer sharing: a group per layer; T5 v1.1: the gated feed-forward's ``wi_0``/``wi_1`` and an
-output layer of its own)."""
+output layer of its own) or another computation (ModernBERT's mean pooling and attention
+pattern)."""
 
 import pytest
 
@@ -9,7 +10,10 @@ from lit_models.archs import ARCHS, Arch
 from tests.contracts.suite import ArchContracts, tiny_preset
 
 VARIANTS = {"albert": {"sharing": "none"},
-            "t5": {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}}
+            "t5": {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
+            # mean pooling (the released checkpoints'), global every 2nd layer, an odd window
+            "modernbert": {"classifier_pooling": "mean", "global_attn_every_n_layers": 2,
+                           "local_attention": 5}}
 CASES = [(name, {}) for name in sorted(ARCHS)] + sorted(VARIANTS.items())
 
 
