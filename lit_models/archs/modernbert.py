@@ -55,7 +55,11 @@ def _every_n(layer_types: list[str]) -> int | None:
 
 
 def unsupported(hf_config: dict) -> str | None:
-    """Why a ModernBERT config has no counterpart here (None: it has one)."""
+    """Why a ModernBERT config has no counterpart here, or ours none in transformers (None: it
+    has one)."""
+    if hf_config.get("pruned_heads"):
+        return ("pruned_heads: transformers' ModernBERT cannot hold a net with heads removed; "
+                "export the net before pruning")
     layer_types = hf_config.get("layer_types")
     if layer_types is not None and _every_n(layer_types) is None:
         return (f"layer_types {layer_types}: plmbench's ModernBERT attends globally in every "
@@ -109,6 +113,9 @@ ARCH = Arch(
                  "multiple_choice": "ModernBertForMultipleChoice"},
         skipped=r"^decoder\.weight$",
         unsupported=unsupported,
+        # ModernBertForTokenClassification / ForQuestionAnswering read the tokens through the
+        # prediction head (dense, GELU, norm) before their Linear; plmbench's token heads do not
+        token_head_classes=False,
     ),
     capabilities=Capabilities(attention_weights=True, head_mask=True, hidden_states=True,
                               heads=frozenset({"mlm"})),

@@ -115,6 +115,10 @@ class HFLayout:
     #: our multiple-choice head's modules -> those of transformers' ``*ForMultipleChoice``;
     #: None: ``classifier_names`` (the same head with one output)
     multiple_choice_names: Mapping[str, str] | None = None
+    #: whether transformers' token-level task classes (``*ForTokenClassification``,
+    #: ``*ForQuestionAnswering``) are one Linear over the encoder's states, as plmbench's tagger
+    #: and reader heads are; False: they are not, and those exports are refused
+    token_head_classes: bool = True
 
     def names_of(self, config) -> NameTable:
         """The name table of a net of ``config`` (a hook: T5's depends on its feed-forward)."""

@@ -284,9 +284,18 @@ def task_class(layout: HFLayout, task: str) -> str | None:
     BertForTokenClassification); None where transformers has none for the architecture."""
     if task in layout.classes:
         return layout.classes[task]
-    if task in TASK_HEADS:
+    if task in TASK_HEADS and layout.token_head_classes:
         return layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0]
     return None
+
+
+def check_task_export(cfg, arch: Arch, task: str) -> None:
+    """Refuse, before a run starts, ``save_model=true`` for a ``task`` model transformers has no
+    class of the architecture for (``task_class``)."""
+    if cfg["save_model"] and task_class(arch.hf, task) is None:
+        raise PlmbenchError(f"task {cfg['task']['name']}: transformers has no {task} model of "
+                            f"{arch.hf.model_type} that plmbench's {task} head exports to; run "
+                            "without save_model=true")
 
 
 def task_head_names(layout: HFLayout, task: str) -> Mapping[str, str]:

@@ -21,7 +21,7 @@ released config.json files), so config.json maps 1:1.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
@@ -37,6 +37,7 @@ from lit_models.nets.attention import (
 )
 from lit_models.nets.blocks import FeedForward, activation, make_norm, padding_mask
 from lit_models.nets.outputs import EncoderOutput
+from lit_models.nets.pruning import PrunableHeads
 from lit_models.nets.rotary import apply_rotary, rotary_angles
 from lit_models.nets.varlen_attention import varlen_attention
 
@@ -74,6 +75,9 @@ class ModernBertConfig:
     classifier_dropout: float = 0.0
     classifier_bias: bool = False
     classifier_activation: str = "gelu"
+    #: heads removed from each layer's weights (``nets/pruning.py``); transformers' ModernBERT
+    #: has no such key, so a pruned net is not exported (``archs/modernbert.py``)
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.classifier_pooling not in POOLINGS:
@@ -137,6 +141,8 @@ class RotarySelfAttention(MultiHeadSelfAttention):
 
     def forward(self, x: Tensor, inputs: LayerInputs, unpadding: Unpadding | None = None,
                 probe: HeadProbe | None = None) -> Tensor:
+        if self.num_heads == 0:  # every head pruned: the output projection of nothing
+            return super().forward(x, unpadding=unpadding, probe=probe)
         qkv = self.qkv(x)
         cos, sin = inputs.angles
         dropout = self.dropout if self.training else 0.0
@@ -176,7 +182,7 @@ class ModernBertLayer(nn.Module):
         return x + self.feed_forward(self.ffn_norm(x))
 
 
-class ModernBertModel(nn.Module):
+class ModernBertModel(PrunableHeads, nn.Module):
     """Embeddings, the layers and the final norm; ``pooler_output`` is the state the
     classification head reads (``classifier_pooling``: [CLS]'s, or the mean over the tokens),
     which has no weights of its own."""
@@ -190,6 +196,7 @@ class ModernBertModel(nn.Module):
         self.final_norm = make_norm("layernorm", config.hidden_size, config.norm_eps,
                                     config.norm_bias)
         self.init_weights()
+        self.prune_configured_heads()
 
     def init_weights(self) -> None:
         """As transformers initialises ModernBERT: truncated normals of std ``initializer_range``
