@@ -187,7 +187,9 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     try:
         found = arch_of_model_type(hf_config.get("model_type"))
     except PlmbenchError as err:
-        raise PlmbenchError(f"{config_file}: {err}") from None
+        remote = (" (its auto_map names modelling code of its own, which plmbench does not run)"
+                  if hf_config.get("auto_map") else "")
+        raise PlmbenchError(f"{config_file}: {err}{remote}") from None
     if arch is None or arch.hf.model_type != found.hf.model_type:
         arch = found
     reason = arch.hf.unsupported(hf_config)
