@@ -4,11 +4,11 @@
 ``HF_HUB_CACHE``; ``HF_TOKEN`` for gated or private repositories; ``HF_HUB_OFFLINE=1`` reads the
 cache alone), downloading only what a load reads (``LOAD_FILES``: config.json, the tokenizer's
 files, and one set of weights: ``model.safetensors`` where the repository has it, else
-``pytorch_model.bin``, never both; either may be sharded, an index
-``<name>.index.json`` naming its shards, as ``save_pretrained(max_shard_size=...)`` writes
-large models, and then the shards are downloaded). The revision (a branch, tag or commit; ``main`` by default)
-is pinned to the commit it resolved to, and the run's record names the id, that commit and the
-weights' sha256 (``identity``), so a board row says exactly which weights it measured.
+``pytorch_model.bin``, never both; either may be sharded, an index ``<name>.index.json`` naming its
+shards, as ``save_pretrained(max_shard_size=...)`` writes large models, and then the shards are
+downloaded). The revision (a branch, tag or commit; ``main`` by default) is pinned to the commit it
+resolved to, and the run's record names the id, that commit and the weights' sha256 (``identity``),
+so a board row says exactly which weights it measured.
 
 Everything that can go wrong (offline and not cached, a mistyped id, a missing revision, a gated
 repository without a token) is one ``PlmbenchError`` line naming the id, the cache it looked in

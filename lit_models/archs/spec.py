@@ -33,9 +33,9 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
   attention keeps a window per token.
 
 Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
-reads and writes them); what renaming cannot do is a hook an architecture overrides in a
-subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``,
-``config_of``, ``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
+reads and writes them); what renaming cannot do is a hook an architecture overrides in a subclass
+in its own module (``names_of``, ``import_weight`` / ``export_weight``, ``config_of``,
+``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
 
 ``tests/contracts`` checks every declaration of every registered architecture (Hugging Face and
 classifier round trips, cached decoding equal to uncached, hidden states, attention weights,

@@ -3,18 +3,17 @@
 A Hugging Face checkpoint directory holds ``config.json`` (its ``model_type`` names the
 architecture, its keys are the fields of the architecture's config dataclass), weights in
 ``model.safetensors`` or ``pytorch_model.bin`` (or shards of either, named by
-``<file>.index.json``) named after transformers' modules, and tokenizer files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
-``HFLayout.names`` table (``names_of`` a net's config) maps our module names to theirs; a tuple
-there is one of our tensors made of several of theirs (a fused qkv projection), concatenated
-along the output dimension on import and split on export; the layout's hooks convert what
-renaming cannot (``import_weight`` / ``export_weight``: GPT-2's transposed Conv1D weights), so
-nothing here names an architecture. Tied copies (an MLM decoder tied to the token embeddings,
-Devlin et al. 2019 §3.1) are skipped on import and not written on export, as transformers'
-``save_pretrained`` does. An export holds exactly the weights of the class its config.json names
-(transformers loads it with no missing or unexpected key): no pooler under a task head that reads
-none, and pretraining weights the class has no place for in ``BESIDE_FILE``, read back by
-``from_hf``.
-``transformers`` itself is never imported here.
+``<file>.index.json``) named after transformers' modules, and tokenizer files. The architecture's
+registration (``lit_models/archs``) holds the whole mapping: its ``HFLayout.names`` table
+(``names_of`` a net's config) maps our module names to theirs; a tuple there is one of our tensors
+made of several of theirs (a fused qkv projection), concatenated along the output dimension on
+import and split on export; the layout's hooks convert what renaming cannot (``import_weight`` /
+``export_weight``: GPT-2's transposed Conv1D weights), so nothing here names an architecture. Tied
+copies (an MLM decoder tied to the token embeddings, Devlin et al. 2019 §3.1) are skipped on import
+and not written on export, as transformers' ``save_pretrained`` does. An export holds exactly the
+weights of the class its config.json names (transformers loads it with no missing or unexpected
+key): no pooler under a task head that reads none, and pretraining weights the class has no place
+for in ``BESIDE_FILE``, read back by ``from_hf``. ``transformers`` itself is never imported here.
 """
 
 import json

@@ -2,19 +2,19 @@
 local attention.
 
 Warner et al. 2024, "Smarter, Better, Faster, Longer: A Modern Bidirectional Encoder for Fast,
-Memory Efficient, and Long Context Finetuning and Inference", §2.1.1 "Architectural
-Improvements": no bias terms in the linear layers or norms (``attention_bias``, ``mlp_bias``,
-``norm_bias`` false), rotary position embeddings (Su et al. 2021; ``rotary.py``) instead of
-learned ones, pre-normalisation (Xiong et al. 2020) with a LayerNorm after the embeddings and
-one after the last layer (the first layer's attention takes the normalised embeddings as they
-are), GeGLU feed-forward layers (Shazeer 2020: GELU(x W_0) * x W_1, ``blocks.FeedForward``),
-and attention that alternates: every ``global_attn_every_n_layers``-th layer (the first
-included) attends globally with RoPE base ``global_rope_theta`` (160,000), the others to the
+Memory Efficient, and Long Context Finetuning and Inference", §2.1.1 "Architectural Improvements":
+no bias terms in the linear layers or norms (``attention_bias``, ``mlp_bias``, ``norm_bias``
+false), rotary position embeddings (Su et al. 2021; ``rotary.py``) instead of learned ones,
+pre-normalisation (Xiong et al. 2020) with a LayerNorm after the embeddings and one after the last
+layer (the first layer's attention takes the normalised embeddings as they are), GeGLU feed-forward
+layers (Shazeer 2020: GELU(x W_0) * x W_1, ``blocks.FeedForward``). §2.1.2 "Efficiency
+Improvements": attention that alternates, every ``global_attn_every_n_layers``-th layer (the first
+included) attending globally with RoPE base ``global_rope_theta`` (160,000), the others to the
 tokens within ``local_attention`` / 2 positions either side (a 128-token window) with base
-``local_rope_theta`` (10,000). §2.1.2 "Unpadding": a padded batch runs packed
-(``attention.Unpadding`` and ``varlen_attention``). The classification head (transformers'
-``ModernBertPredictionHead`` and classifier) pools the [CLS] state or the mean of the tokens'
-states (``classifier_pooling``), then dense, activation and LayerNorm before the output layer.
+``local_rope_theta`` (10,000); unpadding, a padded batch run packed (``attention.Unpadding`` and
+``varlen_attention``). The classification head (transformers' ``ModernBertPredictionHead`` and
+classifier) pools the [CLS] state or the mean of the tokens' states (``classifier_pooling``), then
+dense, activation and LayerNorm before the output layer.
 
 Field names of ``ModernBertConfig`` equal transformers' ``ModernBertConfig`` keys (those of the
 released config.json files), so config.json maps 1:1.

@@ -4,8 +4,9 @@ on an unpadded batch (``attention.Unpadding``).
 A padded batch [B, T] of sequences of lengths L_1 .. L_B attends over B T^2 scores, most of them
 masked when the lengths differ; packed ("unpadded", "varlen"), its N = Σ L_b tokens are one
 [N, heads, d] tensor cut by the cumulative lengths (cu_seqlens), and each sequence attends to
-itself alone, Σ L_b^2 scores, no mask (Dao et al. 2022, "FlashAttention", §3.1's varlen
-kernel; NVIDIA's BERT and ModernBERT, Warner et al. 2024, §2.1.2 "Unpadding", train this way).
+itself alone, Σ L_b^2 scores, no mask: the packed layout of FlashAttention's variable-length
+kernels (Dao et al. 2022, "FlashAttention"), in which NVIDIA's BERT and ModernBERT (Warner et
+al. 2024, §2.1.2 "Unpadding") train.
 The position-wise layers then run on the N tokens too (``Unpadding``), and nothing is restored
 to [B, T] between layers.
 
