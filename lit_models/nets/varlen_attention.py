@@ -10,12 +10,12 @@ al. 2024, §2.1.2 "Unpadding") train.
 The position-wise layers then run on the N tokens too (``Unpadding``), and nothing is restored
 to [B, T] between layers.
 
-On CUDA with half-precision inputs this is torch's varlen flash kernel
-(``torch.nn.attention.varlen.varlen_attn``, sliding windows included); elsewhere (the CPU, fp32)
-each sequence, or each run of consecutive sequences of one length, is one
+Each sequence, or each run of consecutive sequences of one length, is one
 ``scaled_dot_product_attention`` call on views of the packed tensor, unmasked unless a sliding
 window cuts it, which takes SDPA's fused CPU kernel where the padded batch's masked call cannot.
-``docs/benchmarks.md`` measures it against the padded batch.
+A batch is unpadded on the CPU only (``Unpadding.of``: on an accelerator, counting the tokens
+would wait for the device), so this runs there; ``docs/benchmarks.md`` measures it against the
+padded batch (``plmbench perf``'s "plmbench padded" rows).
 """
 
 from collections.abc import Sequence
@@ -23,14 +23,6 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
-
-def cumulative_lengths(lengths: Sequence[int], device: torch.device) -> Tensor:
-    """cu_seqlens: [0, L_1, L_1 + L_2, ..., N] (int32, as the varlen kernels take it)."""
-    offsets = [0]
-    for length in lengths:
-        offsets.append(offsets[-1] + length)
-    return torch.tensor(offsets, dtype=torch.int32, device=device)
 
 
 def window_mask(columns: Tensor, window: int | None) -> Tensor | None:
@@ -42,21 +34,6 @@ def window_mask(columns: Tensor, window: int | None) -> Tensor | None:
     return (columns[:, None] - columns[None, :]).abs() <= window
 
 
-def _flash_varlen(q: Tensor, k: Tensor, v: Tensor, lengths: Sequence[int], window: int | None,
-                  scale: float | None) -> Tensor | None:
-    """torch's varlen flash kernel where it runs (CUDA, fp16/bf16, no dropout); None elsewhere."""
-    if not q.is_cuda or q.dtype not in (torch.float16, torch.bfloat16):
-        return None
-    try:
-        from torch.nn.attention.varlen import varlen_attn
-    except ImportError:
-        return None
-    cu = cumulative_lengths(lengths, q.device)
-    longest = max(lengths)
-    sides = (-1, -1) if window is None else (window, window)
-    return varlen_attn(q, k, v, cu, cu, longest, longest, scale=scale, window_size=sides)
-
-
 def varlen_attention(q: Tensor, k: Tensor, v: Tensor, lengths: Sequence[int],
                      columns: Tensor | None = None, window: int | None = None,
                      scale: float | None = None, dropout: float = 0.0) -> Tensor:
@@ -64,10 +41,6 @@ def varlen_attention(q: Tensor, k: Tensor, v: Tensor, lengths: Sequence[int],
     hold the sequences of ``lengths`` one after another -> [N, heads, d]. ``window``: each query
     sees the keys within ``window`` positions of it (``columns`` [N]: each token's position;
     consecutive where None); ``scale`` None = 1/sqrt(d); ``dropout`` on the probabilities."""
-    if not dropout:
-        out = _flash_varlen(q, k, v, lengths, window, scale)
-        if out is not None:
-            return out
     if sum(lengths) != q.shape[0]:
         raise ValueError(f"lengths sum to {sum(lengths)} for {q.shape[0]} packed tokens")
     if columns is None:
