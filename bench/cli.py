@@ -41,7 +41,6 @@ import argparse
 import shutil
 import sys
 from collections.abc import Iterator, Sequence
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -149,21 +148,14 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     """The board's tables of the records under ``results_dir``, as the options ask: one per
     evaluation set its runs were scored on (``bench/boards/sections.py``), usually one."""
     from bench.boards.references import load_references
-    from bench.boards.sections import build_tables
-    from bench.boards.selection import best_on_dev, selection_lines
-    from bench.record import records_in
-    from bench.run.baselines import baseline_records
+    from bench.boards.selection import selection_lines
+    from bench.boards.tables import View, tables_in
 
-    records, unused = records_in(results_dir)
-    if getattr(args, "tasks", None):
-        patterns = args.tasks.split(",")
-        records = [r for r in records
-                   if isinstance(r.task, str) and any(fnmatch(r.task, p) for p in patterns)]
-    if getattr(args, "select", "all") == "best-on-dev":
-        records = best_on_dev(records, board)
-    if getattr(args, "baselines", True):
-        records += baseline_records(records, board.records_of)
-    tables = build_tables(records, board, getattr(args, "stat", "mean"), unused)
+    tasks = getattr(args, "tasks", None)
+    view = View(stat=getattr(args, "stat", "mean"), baselines=getattr(args, "baselines", True),
+                tasks=tuple(tasks.split(",")) if tasks else (),
+                select=getattr(args, "select", "all"))
+    tables = tables_in(results_dir, board, view)
     for table in tables:
         for line in selection_lines(table):  # which grid point each row and task stands for
             print(f"best-on-dev: {line}", file=sys.stderr)

@@ -197,7 +197,7 @@ class Throughput(Part):
 @dataclass(frozen=True)
 class BaselineRow(Part):
     """One reference row with no training: its name (None: the majority class or mean score,
-    ``bench.run.baselines.BASELINE_LABEL``) and its metrics per eval split."""
+    ``bench.boards.baselines.BASELINE_LABEL``) and its metrics per eval split."""
 
     name: str | None = None
     metrics: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict,
@@ -206,7 +206,7 @@ class BaselineRow(Part):
 
 @dataclass(frozen=True)
 class Baselines(Part):
-    """The task's baselines a run computed when it ran (``bench.run.baselines.of_task``), with the
+    """The task's baselines a run computed when it ran (``bench.task_baselines.of_task``), with the
     digest of the gold labels they scored per eval split; or why they could not be computed."""
 
     rows: tuple[BaselineRow, ...] = field(default=(), metadata={"parts": BaselineRow})
@@ -218,7 +218,7 @@ class Baselines(Part):
 class Record(Part):
     """One run's ``record.json`` (DESIGN.md contract 7). Fields are the file's keys; one a file
     does not hold reads as the default. ``path``: the file it was read from (not written);
-    ``baseline``: a reference row a board makes from kept baselines (``bench/run/baselines.py``),
+    ``baseline``: a reference row a board makes from kept baselines (``bench/boards/baselines.py``),
     never written to a file."""
 
     schema: int = field(default=SCHEMA_VERSION, metadata=_of(int))
@@ -239,8 +239,8 @@ class Record(Part):
     protocol_hash: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
-    started_at: str | None = None
-    finished_at: str | None = None
+    started_at: str | None = field(default=None, metadata=_of(str))
+    finished_at: str | None = field(default=None, metadata=_of(str))
     wall_time_s: float | None = field(default=None, metadata=_of((int, float)))
     status: str | None = field(default=None, metadata=_of(str))
     error: str | None = field(default=None, metadata=_of(str))
@@ -265,7 +265,7 @@ class Record(Part):
     resumed_from: str | None = field(default=None, metadata=_of(str))
     recipe: Mapping[str, Any] | None = field(default=None, metadata=_of(dict))
     baselines: Baselines | None = field(default=None, metadata={"part": Baselines})
-    # what a board adds, never in a file: a reference row (bench/run/baselines.py: ``baseline``,
+    # what a board adds, never in a file: a reference row (bench/boards/baselines.py: ``baseline``,
     # the digests of the gold labels it scored), the grid point best-on-dev chose
     # (bench/boards/selection.py: its settings)
     baseline: bool = False

@@ -114,7 +114,8 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     default fine-tuning method (``finetune=full``, every weight trains) is what every run did
     before the ``finetune`` group existed: it is left out, so their records keep their hashes."""
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
-    if (config.get("finetune") or {}).get("name") == "full":
+    finetune = config.get("finetune")
+    if isinstance(finetune, Mapping) and finetune.get("name") == "full":
         dropped |= {"finetune"}
     kept = _without(config, dropped)
     task = config.get("task")

@@ -4,8 +4,8 @@
 scored on different sets (``task.max_eval_samples`` 16 and 128, data changed between runs),
 ``build_tables`` makes one table per section of rows that agree on every task, each with a
 note saying which examples it holds, so no row is ranked, starred or given a baseline against
-rows scored on other examples. A baseline (``bench/run/baselines.py``) joins the tables whose runs
-were scored on the labels it was computed from; one that matches no run's labels (the data
+rows scored on other examples. A baseline (``bench/boards/baselines.py``) joins the tables whose
+runs were scored on the labels it was computed from; one that matches no run's labels (the data
 changed since the runs) is left out, and the table says so. One evaluation set (the usual case)
 gives one table, as ``bench.boards.table.build_table`` alone would, less such a baseline.
 

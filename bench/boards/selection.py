@@ -37,7 +37,7 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
             continue
         try:
             columns = _record_columns(record, board)
-        except (PlmbenchError, TypeError, ValueError, AttributeError):
+        except PlmbenchError:
             continue  # build_table lists it as unused, with the reason
         key, protocol = (record.label, record.task), record.protocol_hash
         for column in columns:

@@ -53,9 +53,9 @@ from omegaconf import OmegaConf
 from bench.boards.config import get_board
 from bench.boards.corrections import DEFAULT, NAMES, adjust
 from bench.boards.rows import Row
-from bench.boards.sections import build_tables
 from bench.boards.significance import Line, compare, find_rows, mde_text, render
 from bench.boards.stats import ALPHA, POWER
+from bench.boards.tables import tables_of
 from bench.boards.trivial import Learned, learned
 from bench.record import Record, records_in
 from bench.records import Unused, read_record
@@ -208,7 +208,7 @@ def evaluate(claim_id: str, spec: Mapping, records: list[Record], resamples: int
         return _parameters(claim_id, spec)
     board = get_board(spec["board"]).with_aggregate(spec.get("aggregate"))
     try:
-        table, *rows = find_rows(build_tables(records, board), spec["a"]["label"],
+        table, *rows = find_rows(tables_of(records, board), spec["a"]["label"],
                                  spec["b"]["label"])
     except PlmbenchError as err:
         return Result(claim_id, dict(spec), "not run", detail=str(err))

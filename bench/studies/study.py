@@ -157,15 +157,10 @@ def run_study(overrides: list[str], select: Iterable[str] | None = None) -> Dict
 
 def render_board(results_dir: Path, board_name: str) -> str:
     """The board's Markdown over the study's records, baseline rows included."""
-    from bench.boards.config import get_board
-    from bench.boards.sections import build_tables, render_tables
-    from bench.record import records_in
-    from bench.run.baselines import baseline_records
+    from bench.boards.sections import render_tables
+    from bench.boards.tables import tables_in
 
-    board = get_board(board_name)
-    records, unused = records_in(results_dir)
-    tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
-    return render_tables(tables, "md", str(results_dir))
+    return render_tables(tables_in(results_dir, board_name), "md", str(results_dir))
 
 
 def cmd_study(overrides: list[str]) -> int:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.boards.baselines import baseline_records
 from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.run.baselines import baseline_records
 from bench.studies.study import _resolve, composed, points, study_runs
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read

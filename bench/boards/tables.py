@@ -1,0 +1,74 @@
+"""Records into a board's tables: the one way every caller makes them.
+
+``plmbench leaderboard`` and ``plmbench significance`` (``bench/cli.py``), a study's board
+(``bench/studies/study.py``) and the claims report (``bench/studies/claims.py``) all call
+``tables_in`` on a results directory (or ``tables_of`` on records read already), so they agree on
+which records a board holds and on its baseline rows. The steps, in order:
+
+1. the records of the tasks asked for (``View.tasks``: fnmatch patterns), if any;
+2. best-on-dev selection of a hyperparameter grid (``View.select``, ``bench/boards/selection.py``);
+3. the baseline rows of the tasks the board's runs used (``View.baselines``,
+   ``bench/boards/baselines.py``), made from what the runs kept;
+4. one table per evaluation set the runs were scored on (``bench/boards/sections.py``), each
+   aggregated by ``bench/boards/table.py``; records a board cannot use are listed with why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from bench.boards.baselines import baseline_records
+from bench.boards.config import Board, get_board
+from bench.boards.sections import build_tables
+from bench.boards.selection import best_on_dev
+from bench.boards.table import STATS, Table
+from bench.record import Record, as_records, records_in
+from bench.records import Unused
+from datamodules.errors import PlmbenchError
+
+#: how the records of a grid are chosen: every point a row, or per task the best on dev
+SELECTIONS = ("all", "best-on-dev")
+
+
+@dataclass(frozen=True)
+class View:
+    """What a caller asks of a board's records: the statistic over seeds (one of ``STATS``),
+    the baseline rows or not, the tasks shown (fnmatch patterns; () for every task) and the
+    selection of a grid (one of ``SELECTIONS``)."""
+
+    stat: str = "mean"
+    baselines: bool = True
+    tasks: tuple[str, ...] = ()
+    select: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.stat not in STATS:
+            raise PlmbenchError(f"unknown statistic {self.stat!r}; use one of {', '.join(STATS)}")
+        if self.select not in SELECTIONS:
+            raise PlmbenchError(f"unknown selection {self.select!r}; use one of "
+                                f"{', '.join(SELECTIONS)}")
+
+
+def tables_of(records: Iterable[Record | Mapping], board: Board | str, view: View = View(),
+              unused: Iterable[Unused] = ()) -> list[Table]:
+    """The board's tables of ``records`` as ``view`` asks (module docstring); ``unused``: the
+    records already found unusable (unreadable files), listed under the first table."""
+    board = get_board(board) if isinstance(board, str) else board
+    records = as_records(records)
+    if view.tasks:
+        records = [r for r in records if isinstance(r.task, str)
+                   and any(fnmatchcase(r.task, pattern) for pattern in view.tasks)]
+    if view.select == "best-on-dev":
+        records = best_on_dev(records, board)
+    if view.baselines:
+        records += baseline_records(records, board.records_of)
+    return build_tables(records, board, view.stat, unused)
+
+
+def tables_in(results_dir: str | Path, board: Board | str, view: View = View()) -> list[Table]:
+    """The board's tables of every record under ``results_dir`` (``tables_of``)."""
+    records, unused = records_in(results_dir)
+    return tables_of(records, board, view, unused)
