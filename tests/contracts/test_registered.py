@@ -11,9 +11,10 @@ from tests.contracts.suite import ArchContracts, tiny_preset
 
 VARIANTS = {"albert": {"sharing": "none"},
             "t5": {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
-            # mean pooling (the released checkpoints'), global every 2nd layer, an odd window
-            "modernbert": {"classifier_pooling": "mean", "global_attn_every_n_layers": 2,
-                           "local_attention": 5}}
+            # mean pooling (the released checkpoints'), the released pattern (a global layer,
+            # two local ones), an odd window
+            "modernbert": {"classifier_pooling": "mean", "num_hidden_layers": 3,
+                           "global_attn_every_n_layers": 3, "local_attention": 5}}
 CASES = [(name, {}) for name in sorted(ARCHS)] + sorted(VARIANTS.items())
 
 
