@@ -130,7 +130,8 @@ def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp
     ("GatedRepoError", "org/nmae is gated: accept its terms on huggingface.co and set HF_TOKEN"),
     ("RevisionNotFoundError", "the hub has no revision 'v2' of org/nmae"),
     ("HfHubHTTPError", "it could not be fetched (HfHubHTTPError: 503 Service Unavailable)"),
-    ("RemoteEntryNotFoundError", "org/nmae@v2 has no model.safetensors or pytorch_model.bin"),
+    ("RemoteEntryNotFoundError", "org/nmae@v2 has no model.safetensors or "
+     "model.safetensors.index.json or pytorch_model.bin or pytorch_model.bin.index.json"),
 ])
 def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_path, error,
                                                               expected):
