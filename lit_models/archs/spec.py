@@ -216,7 +216,7 @@ def arch_of_model_type(model_type: str | None) -> Arch:
     for arch in ARCHS.values():
         if arch.hf.model_type == model_type:
             return arch
-    known = [arch.hf.model_type for arch in ARCHS.values()]
+    known = list(dict.fromkeys(arch.hf.model_type for arch in ARCHS.values()))
     raise PlmbenchError(
         f"checkpoint has model_type {model_type!r}; plmbench imports {known}: point init_from at "
         "a checkpoint of one of those"
