@@ -132,6 +132,7 @@ class LayerInputs:
     angles: tuple[Tensor, Tensor]
     window: int | None
     mask: Tensor | None
+    positions: Tensor | None  # [N]: each packed token's position (the unpadded path's window)
 
 
 class RotarySelfAttention(MultiHeadSelfAttention):
@@ -149,7 +150,7 @@ class RotarySelfAttention(MultiHeadSelfAttention):
         if unpadding is not None:  # [N, 3 heads d] -> 3 x [N, heads, d]
             q, k, v = qkv.view(-1, 3, self.num_heads, self.head_dim).unbind(1)
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-            y = varlen_attention(q, k, v, unpadding.lengths, unpadding.columns, inputs.window,
+            y = varlen_attention(q, k, v, unpadding.lengths, inputs.positions, inputs.window,
                                  self.scale, dropout)
             return self.out(y.flatten(1))
         q, k, v = split_heads(qkv, 3, self.num_heads)
@@ -215,24 +216,29 @@ class ModernBertModel(PrunableHeads, nn.Module):
     def head_layers(self) -> list[nn.Module]:
         return [layer.attention for layer in self.layers]
 
-    def layer_inputs(self, T: int, attention_mask: Tensor | None, unpadding: Unpadding | None,
-                     device: torch.device) -> tuple[LayerInputs, LayerInputs]:
+    def layer_inputs(self, T: int, attention_mask: Tensor | None, position_ids: Tensor | None,
+                     unpadding: Unpadding | None, device: torch.device
+                     ) -> tuple[LayerInputs, LayerInputs]:
         """What the global and the local layers read: rotary angles at each token's position
-        (its column; per packed token when unpadded) and, for the padded path, the key padding
-        mask, banded to the window in the local layers."""
+        (``position_ids`` [B, T], else its column; per packed token when unpadded) and, for the
+        padded path, the key padding mask, banded to the window in the local layers."""
         c = self.config
         head_dim = c.hidden_size // c.num_attention_heads
-        if unpadding is not None:
-            positions = unpadding.columns[:, None]  # [N, 1]: broadcast over [N, heads, d]
-        else:
-            positions = torch.arange(T, device=device)  # [T]: over [B, heads, T, d]
+        if position_ids is None:
+            position_ids = torch.arange(T, device=device)[None]
+        packed = None
+        if unpadding is not None:  # [N, 1]: broadcast over [N, heads, d]
+            packed = position_ids.expand(unpadding.batch, T).flatten()[unpadding.positions]
+            positions = packed[:, None]
+        else:  # [B or 1, 1, T]: over [B, heads, T, d]
+            positions = position_ids[:, None]
         mask = padding_mask(attention_mask)
-        steps = torch.arange(T, device=device)
-        band = (steps[:, None] - steps[None, :]).abs() <= c.window
+        band = (positions[..., :, None] - positions[..., None, :]).abs() <= c.window
         local_mask = band if mask is None else mask & band
-        return (LayerInputs(rotary_angles(positions, head_dim, c.global_rope_theta), None, mask),
+        return (LayerInputs(rotary_angles(positions, head_dim, c.global_rope_theta), None, mask,
+                            packed),
                 LayerInputs(rotary_angles(positions, head_dim, c.local_rope_theta), c.window,
-                            local_mask))
+                            local_mask, packed))
 
     def forward(
         self,
@@ -242,10 +248,12 @@ class ModernBertModel(PrunableHeads, nn.Module):
         output_hidden_states: bool = False,
         output_attentions: bool = False,
         head_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
     ) -> EncoderOutput:
-        """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad);
-        ``token_type_ids`` is not read (ModernBERT has one segment). On the CPU a padded batch
-        runs unpadded (its outputs are zero at the padding)."""
+        """``input_ids`` [B, T]; ``attention_mask`` [B, T] 1 = token, 0 = pad (None = no pad), or
+        [B, T, T] which keys each query may attend (packed rows, with their ``position_ids``
+        [B, T]); ``token_type_ids`` is not read (ModernBERT has one segment). On the CPU a padded
+        batch runs unpadded (its outputs are zero at the padding)."""
         B, T = input_ids.shape
         if T > self.config.max_position_embeddings:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings "
@@ -254,7 +262,8 @@ class ModernBertModel(PrunableHeads, nn.Module):
         x = self.embeddings(input_ids)
         # the probabilities a probe keeps are [B, heads, T, T]: a padded batch then stays padded
         unpadding = Unpadding.of(attention_mask) if probes is None else None
-        global_inputs, local_inputs = self.layer_inputs(T, attention_mask, unpadding, x.device)
+        global_inputs, local_inputs = self.layer_inputs(T, attention_mask, position_ids,
+                                                        unpadding, x.device)
         hidden_states = [x] if output_hidden_states else None
         if unpadding is not None:
             x = unpadding.remove(x)
@@ -338,6 +347,8 @@ class ModernBertForMaskedLM(nn.Module):
         self.mlm_head = ModernBertMLMHead(config, self.model.embeddings.word_embeddings)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                token_type_ids: Tensor | None = None, output_hidden_states: bool = False
-                ) -> EncoderOutput:
-        return self.model(input_ids, attention_mask, output_hidden_states=output_hidden_states)
+                token_type_ids: Tensor | None = None, output_hidden_states: bool = False,
+                position_ids: Tensor | None = None) -> EncoderOutput:
+        """The encoder's output (``ModernBertModel.forward``); the objectives apply the head."""
+        return self.model(input_ids, attention_mask, output_hidden_states=output_hidden_states,
+                          position_ids=position_ids)
