@@ -152,7 +152,8 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     from bench.boards.tables import View, tables_in
 
     tasks = getattr(args, "tasks", None)
-    view = View(stat=getattr(args, "stat", "mean"), baselines=getattr(args, "baselines", True),
+    # no --stat: the statistic the runs' protocol reports (glue_sane: the median), else the mean
+    view = View(stat=getattr(args, "stat", None), baselines=getattr(args, "baselines", True),
                 tasks=tuple(tasks.split(",")) if tasks else (),
                 select=getattr(args, "select", "all"))
     tables = tables_in(results_dir, board, view)
@@ -343,10 +344,10 @@ def parser() -> argparse.ArgumentParser:
     lb.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
-    lb.add_argument("--stat", choices=["mean", "median"], default="mean",
+    lb.add_argument("--stat", choices=["mean", "median"], default=None,
                     help="the statistic over seeds in cells and scores: mean ± its 95%% "
-                         "interval, or median "
-                         "[min, max] as cramming reports (experiment=glue_sane)")
+                         "interval, or median [min, max] as cramming reports; by default the "
+                         "one the runs' protocol reports (glue_sane: median), else the mean")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--tasks", help="only the runs of these tasks: comma-separated patterns "

@@ -5,11 +5,11 @@ The run is the only writer of a record (``bench/run/execute.py`` builds one and
 ``Record.from_json`` reads every record plmbench has written: schema 1 gained keys over time
 (``overrides`` and ``predictions``, then ``variant``, ``notes``, ``epochs``, ``recipe``,
 ``outputs``, ``metric_signatures``, ``analysis``, ``trained_parameters``, ``checkpoint``,
-``baselines``; a failed run has no result keys at all), and a key a file does not hold reads as
-its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys the
-record was given, so a record read and written again is the same bytes, and the JSON users' own
-scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it
-and what is wrong.
+``baselines``, ``protocol``; a failed run has no result keys at all), and a key a file does not hold
+reads as its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys
+the record was given, so a record read and written again is the same bytes, and the JSON users' own
+scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it and
+what is wrong.
 
 The parts with a structure of their own (versions, hardware, the checkpoint's identity, the
 pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
@@ -237,6 +237,9 @@ class Record(Part):
     config: Mapping[str, Any] = field(default_factory=dict, metadata=_of(dict))
     config_hash: str | None = field(default=None, metadata=_of(str))
     protocol_hash: str | None = field(default=None, metadata=_of(str))
+    #: the protocol's name (conf/protocol/: paper, modernbert, glue_sane); None in a record of
+    #: before protocols had names
+    protocol: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
     started_at: str | None = field(default=None, metadata=_of(str))

@@ -37,10 +37,11 @@ INDEX_SUFFIX = ".index.json"
 WEIGHT_FILES = tuple(name for fmt in WEIGHT_FORMATS for name in (fmt, fmt + INDEX_SUFFIX))
 #: what a load reads besides the weights: config.json and every tokenizer file a published
 #: checkpoint may carry (WordPiece's vocab.txt, byte-level BPE's vocab.json + merges.txt,
-#: SentencePiece's spiece.model, the tokenizer.json the fast tokenizers write, and their configs),
-#: and the shard indexes (a few kilobytes), which say whether the weights are sharded
+#: SentencePiece's spiece.model (DeBERTa-v3's spm.model), the tokenizer.json the fast tokenizers
+#: write, and their configs), and the shard indexes (a few kilobytes), which say whether the
+#: weights are sharded
 LOAD_FILES = ("config.json", "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt",
-              "spiece.model", "tokenizer_config.json", "special_tokens_map.json",
+              "spiece.model", "spm.model", "tokenizer_config.json", "special_tokens_map.json",
               *(fmt + INDEX_SUFFIX for fmt in WEIGHT_FORMATS))
 DEFAULT_REVISION = "main"
 #: a revision: a branch, a tag (``v1.0``), a commit or a pull request's ref (``refs/pr/1``)

@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.points import row_names, row_points, settings
+from bench.boards.protocols import PROTOCOL_COLUMN, named, row_text
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score
 from bench.record import Part, Record, as_records
@@ -290,6 +291,8 @@ class _RowGathered:
     values: dict[tuple[str, str], list[tuple[str, float]]] = field(
         default_factory=lambda: defaultdict(list))
     protocols: set[str] = field(default_factory=set)  # of its records (rows: label)
+    #: the protocols its runs name (conf/protocol/; None: a record of before they had names)
+    made_by: set[str | None] = field(default_factory=set)
     settings: dict[str, str] | None = None  # its first record's (bench/boards/points.py)
     texts: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     records: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
@@ -309,6 +312,8 @@ class _RowGathered:
             self.settings = settings(record)
         self.records[record.task].append(record)
         self.baseline = record.baseline
+        if not record.baseline:
+            self.made_by.add(record.protocol)
         if record.selected is not None:
             self.selected[record.task] = dict(record.selected)
         size = record.trained_parameters if board.size == "trained_parameters" else (
@@ -329,7 +334,8 @@ class _RowGathered:
                    texts={text: " / ".join(sorted(found)) for text, found in self.texts.items()},
                    record_label=label, settings=self.settings or {}, point=point,
                    records=dict(self.records), baseline=self.baseline, selected=self.selected,
-                   parameters=self.parameters, compute=self.compute)
+                   parameters=self.parameters, compute=self.compute,
+                   protocols=tuple(named(self.made_by)))
 
 
 def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: str = "mean",
@@ -380,6 +386,12 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
+    # rows of several protocols: a column names each row's (bench/boards/protocols.py)
+    if len(named(p for row in gathered.values() for p in row.made_by)) > 1:
+        text_labels = {PROTOCOL_COLUMN: None, **text_labels}
+        for row in gathered.values():
+            if row.made_by:
+                row.texts[PROTOCOL_COLUMN].add(row_text(row.made_by))
     settings_of = {key: row.settings or {} for key, row in gathered.items()}
     names = row_names(list(gathered), settings_of)
     points = row_points(list(gathered), settings_of)

@@ -6,10 +6,13 @@
 which records a board holds and on its baseline rows. The steps, in order:
 
 1. the records of the tasks asked for (``View.tasks``: fnmatch patterns), if any;
-2. best-on-dev selection of a hyperparameter grid (``View.select``, ``bench/boards/selection.py``);
+2. best-on-dev selection of a hyperparameter grid (``View.select``, ``bench/boards/selection.py``;
+   the records of a protocol that selects on dev, ModernBERT's, are selected whatever the view);
 3. the baseline rows of the tasks the board's runs used (``View.baselines``,
    ``bench/boards/baselines.py``), made from what the runs kept;
-4. one table per evaluation set the runs were scored on (``bench/boards/sections.py``), each
+4. the statistic over seeds: ``View.stat``, or where it is None the one the runs' protocol
+   reports (``bench/boards/protocols.py``: glue_sane's median), else the mean;
+5. one table per evaluation set the runs were scored on (``bench/boards/sections.py``), each
    aggregated by ``bench/boards/table.py``; records a board cannot use are listed with why.
 """
 
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from bench.boards.baselines import baseline_records
 from bench.boards.config import Board, get_board
+from bench.boards.protocols import reported_statistic
 from bench.boards.sections import build_tables
 from bench.boards.selection import best_on_dev
 from bench.boards.table import STATS, Table
@@ -35,17 +39,17 @@ SELECTIONS = ("all", "best-on-dev")
 
 @dataclass(frozen=True)
 class View:
-    """What a caller asks of a board's records: the statistic over seeds (one of ``STATS``),
-    the baseline rows or not, the tasks shown (fnmatch patterns; () for every task) and the
-    selection of a grid (one of ``SELECTIONS``)."""
+    """What a caller asks of a board's records: the statistic over seeds (one of ``STATS``;
+    None: the one the runs' protocol reports), the baseline rows or not, the tasks shown (fnmatch
+    patterns; () for every task) and the selection of a grid (one of ``SELECTIONS``)."""
 
-    stat: str = "mean"
+    stat: str | None = "mean"
     baselines: bool = True
     tasks: tuple[str, ...] = ()
     select: str = "all"
 
     def __post_init__(self) -> None:
-        if self.stat not in STATS:
+        if self.stat is not None and self.stat not in STATS:
             raise PlmbenchError(f"unknown statistic {self.stat!r}; use one of {', '.join(STATS)}")
         if self.select not in SELECTIONS:
             raise PlmbenchError(f"unknown selection {self.select!r}; use one of "
@@ -63,9 +67,10 @@ def tables_of(records: Iterable[Record | Mapping], board: Board | str, view: Vie
                    and any(fnmatchcase(r.task, pattern) for pattern in view.tasks)]
     if view.select == "best-on-dev":
         records = best_on_dev(records, board)
+    stat = view.stat or reported_statistic(records, board)
     if view.baselines:
         records += baseline_records(records, board.records_of)
-    return build_tables(records, board, view.stat, unused)
+    return build_tables(records, board, stat, unused)
 
 
 def tables_in(results_dir: str | Path, board: Board | str, view: View = View()) -> list[Table]:

@@ -307,6 +307,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "config": config,
         "config_hash": hash_,
         "protocol_hash": config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
+        "protocol": (config.get("protocol") or {}).get("name"),  # conf/protocol/
         "versions": software_versions(),
         "hardware": {
             "accelerator": cfg.trainer.accelerator,

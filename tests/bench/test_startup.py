@@ -94,8 +94,9 @@ def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
                                 "config.json, model.safetensors or "
                                 "model.safetensors.index.json or pytorch_model.bin or "
                                 "pytorch_model.bin.index.json, "
-                                "tokenizer.json or vocab.txt or vocab.json or spiece.model; point "
-                                "init_from at a directory written by save_pretrained or `to_hf`"]
+                                "tokenizer.json or vocab.txt or vocab.json or spiece.model or "
+                                "spm.model; point init_from at a directory written by "
+                                "save_pretrained or `to_hf`"]
     assert not (tmp_path / "results").exists()
 
 
