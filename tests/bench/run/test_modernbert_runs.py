@@ -50,7 +50,7 @@ def checkpoints(tmp_path_factory):
         vocab_size, ids = modernbert_tokenizer(directory)
     torch.manual_seed(0)
     transformers.ModernBertForMaskedLM(tiny_config(vocab_size, ids)).save_pretrained(whole)
-    save_sharded(whole, sharded, "modernbert")
+    save_sharded(whole, sharded)
     config = tiny_config(vocab_size, ids, classifier_pooling="mean",
                          id2label={0: "entailment", 1: "not_entailment"})  # RTE's
     transformers.ModernBertForSequenceClassification(config).save_pretrained(classifier)

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
-from lit_models.archs import get_arch
 from lit_models.core.hf import from_hf
 from lit_models.core.hf_check import check_checkpoint
 from tests.conftest import require
@@ -27,11 +26,12 @@ def hub_cache(tmp_path_factory):
     return session_hub_cache(tmp_path_factory)
 
 
-def save_sharded(source: Path, target: Path, arch_name: str) -> list[str]:
-    """``source``'s checkpoint re-saved by transformers' pretraining class in shards of at most
-    20 kB, with its tokenizer files; the shard files' names."""
-    cls = getattr(transformers, get_arch(arch_name).hf.classes["pretraining"])
-    cls.from_pretrained(source).save_pretrained(target, max_shard_size="20KB")
+def save_sharded(source: Path, target: Path) -> list[str]:
+    """``source``'s checkpoint re-saved, by the transformers class that saved it (config.json's
+    ``architectures``), in shards of at most 20 kB, with its other files; the shards' names."""
+    (name,) = json.loads((source / "config.json").read_text())["architectures"]
+    getattr(transformers, name).from_pretrained(source).save_pretrained(
+        target, max_shard_size="20KB")
     for file in source.iterdir():
         if not (target / file.name).exists() and not file.name.startswith("model."):
             shutil.copyfile(file, target / file.name)
@@ -43,7 +43,7 @@ def save_sharded(source: Path, target: Path, arch_name: str) -> list[str]:
 def test_a_sharded_checkpoint_loads_as_the_whole_one(arch_name, hub_cache, tmp_path):
     _, built = hub_cache
     source = built[arch_name].snapshot
-    shards = save_sharded(source, tmp_path / "sharded", arch_name)
+    shards = save_sharded(source, tmp_path / "sharded")
     assert len(shards) > 1 and not (tmp_path / "sharded" / "model.safetensors").exists()
     check_checkpoint(tmp_path / "sharded")  # every shard's names and shapes, nothing refused
     for with_heads in (False, True):  # what a checkpoint lacks (ELECTRA's generator) starts
@@ -57,7 +57,7 @@ def test_a_sharded_checkpoint_loads_as_the_whole_one(arch_name, hub_cache, tmp_p
 
 def test_a_shard_missing_beside_its_index_is_one_line(hub_cache, tmp_path):
     _, built = hub_cache
-    shards = save_sharded(built["bert"].snapshot, tmp_path / "sharded", "bert")
+    shards = save_sharded(built["bert"].snapshot, tmp_path / "sharded")
     (tmp_path / "sharded" / shards[1]).unlink()
     for load in (from_hf, check_checkpoint):
         with pytest.raises(PlmbenchError) as info:
