@@ -22,6 +22,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import CONF_DIR, normalize, resolve_target
@@ -222,26 +223,36 @@ def task_baselines(task: DictConfig) -> dict | None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) ended a run, whose record says ``failure_kind: interrupted``; the command
-    stops there (a sweep's later points do not start) with this one line."""
+    """Ctrl-C (SIGINT) or SIGTERM (``scancel``, ``scontrol requeue``, a preemption, ``kill``)
+    ended a run, whose record says ``failure_kind: interrupted``; the command stops there (a
+    sweep's later points do not start) with this one line."""
 
 
-def interrupted(err: BaseException) -> bool:
-    """Whether ``err`` is SIGINT's: a KeyboardInterrupt, or what was raised while handling one
-    (Lightning's Trainer answers it with "attempting graceful shutdown" and ``sys.exit(1)``)."""
+def interrupting_signal(err: BaseException) -> str | None:
+    """The signal that ended a run, where ``err`` is its doing: SIGINT for a KeyboardInterrupt
+    (or what was raised while handling one: Lightning's Trainer answers it with "attempting
+    graceful shutdown" and ``sys.exit(1)``), SIGTERM for Lightning's ``SIGTERMException`` (its
+    handler stops the loop at the next batch); None for anything else."""
     seen = set()
     while err is not None and id(err) not in seen:
         if isinstance(err, KeyboardInterrupt):
-            return True
+            return "SIGINT"
+        if isinstance(err, SIGTERMException):
+            return "SIGTERM"
         seen.add(id(err))
         err = err.__cause__ or err.__context__
-    return False
+    return None
+
+
+def interrupted(err: BaseException) -> bool:
+    """Whether a signal ended the run (``interrupting_signal``): Ctrl-C or SIGTERM."""
+    return interrupting_signal(err) is not None
 
 
 def failure_kind(err: BaseException) -> str:
     """Whose failure it is, as a failed record keeps it: a ``PlmbenchError``'s own kind (input,
     or configuration for a diverging loss), ``environment`` (the machine: a full disk, memory),
-    ``interrupted`` (Ctrl-C, SIGINT), or ``crash`` (anything else). A re-run skips only
+    ``interrupted`` (Ctrl-C, SIGTERM), or ``crash`` (anything else). A re-run skips only
     ``configuration``; an interrupted run resumes from its last checkpoint."""
     if isinstance(err, PlmbenchError):
         return err.kind
@@ -252,9 +263,12 @@ def failure_kind(err: BaseException) -> str:
 
 def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
-    if not isinstance(err, PlmbenchError) and interrupted(err):
-        return ("interrupted by Ctrl-C (SIGINT); run the same command again to resume it from "
-                "its last checkpoint")
+    signal_name = None if isinstance(err, PlmbenchError) else interrupting_signal(err)
+    if signal_name is not None:
+        by = "Ctrl-C (SIGINT)" if signal_name == "SIGINT" else (
+            "SIGTERM (scancel, scontrol requeue, a preemption or kill)")
+        return (f"interrupted by {by}; run the same command again to resume it from its last "
+                "checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
 
