@@ -14,6 +14,7 @@ from lit_models.archs import (
     electra,
     gpt,
     longformer,
+    modernbert,
     roberta,
     spanbert,
     t5,
@@ -34,7 +35,7 @@ from lit_models.archs.spec import (
 )
 
 for _module in (bert, roberta, albert, distilbert, electra, spanbert, deberta, bart, longformer,
-                xlnet, gpt, t5):
+                xlnet, gpt, t5, modernbert):
     register_arch(_module.ARCH)
 register_arch(deberta_v2.ARCH)
 
