@@ -60,8 +60,8 @@ BASELINE_FAMILIES = ("glue/", "ner/", "pretrain/", "embeddings/")
 #: architectures registered after the suite's time was spent (issue 34): a task of each family
 #: (classification, regression, extractive QA, tagging, multiple choice, pretraining) in the
 #: default suite, every task with `pytest -m benchmark`
-REPRESENTATIVE = {"deberta_v2": ("glue/rte", "glue/stsb", "ner/ncbi_disease",
-                                 "mc/swag", "pretrain/wikipedia", "squad/v1")}
+_SIX = ("glue/rte", "glue/stsb", "ner/ncbi_disease", "mc/swag", "pretrain/wikipedia", "squad/v1")
+REPRESENTATIVE = {"deberta_v2": _SIX, "modernbert": _SIX}
 REFUSED = "squad/v1"
 TINY = ["task.max_train_samples=24", "task.max_eval_samples=8", "trainer.max_steps=1",
         "trainer.enable_progress_bar=false"]
