@@ -104,9 +104,7 @@ def _file_gold(path: Path) -> str | None:
 
 def run_dir_of(record: Record) -> Path | None:
     """Where a record's files are: beside its record.json, else its recorded run directory."""
-    if record.path:
-        return Path(record.path).parent
-    return Path(record.run_dir) if record.run_dir else None
+    return record.home
 
 
 def eval_set(record: Record) -> EvalSet:

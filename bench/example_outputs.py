@@ -256,7 +256,7 @@ def read_outputs(record: Record | Mapping, split: str) -> Outputs:
         raise PlmbenchError(f"run {where} wrote no predictions for split {split!r} (a run "
                             "before predictions files were written, or an unscored split): re-run "
                             "it with `plmbench rerun <its record>`")
-    path = Path(record.run_dir) / files[split]
+    path = (record.home or Path()) / files[split]
     if not path.is_file():
         raise PlmbenchError(f"{path} is missing: the run's predictions are needed for the "
                             "paired bootstrap; re-run it with `plmbench rerun`")

@@ -14,8 +14,9 @@ Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIE
 one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
 (``bench/run/baselines.py``) by more than its interval (its value, with one seed) has not learned
 the task and gets no mark: a column where no row beats the baseline has no best row, so noise is
-never starred. A column of a value that does not vary with the seed (parameters, FLOPs) or of a
-config setting (``config.task.max_length``, beams) has no best row and no marks.
+never starred. A column of a value that does not vary with the seed (parameters, FLOPs), of a
+config setting (``config.task.max_length``, beams) or with no better direction (a probe's best
+layer, ``higher_is_better: null``) has no best row and no marks.
 """
 
 from __future__ import annotations
@@ -94,6 +95,23 @@ def score(cells: Mapping[str, Cell], columns: Sequence[Column], board: Board, st
     return value, covered, weighted_sum(parts)
 
 
+def score_bounds(cells: Mapping[str, Cell], columns: Sequence[Column], board: Board
+                 ) -> tuple[float | None, float | None]:
+    """The range a row's score can take, scaled as the score is: the weighted mean of its
+    scoring columns' ranges (``Column.bounds``); None on a side where a column is unbounded."""
+    weights = scoring_weights(cells, columns, board)
+
+    def side(i: int) -> float | None:
+        ends = [[c.scale * c.bounds[i] if c.bounds[i] is not None else None for c in cols]
+                for _, cols in weights.values()]
+        if not ends or any(e is None for task in ends for e in task):
+            return None
+        return sum(w * statistics.fmean(task)
+                   for (w, _), task in zip(weights.values(), ends, strict=True))
+
+    return side(0), side(1)
+
+
 def _mark(estimates: dict[int, Estimate], higher_is_better: bool) -> dict[int, str]:
     """Row index -> BEST / TIED among ``estimates`` (rows that have the value)."""
     if not estimates:
@@ -127,7 +145,7 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) ->
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     baselines = [row for row in rows if row.baseline]
     for column in columns:
-        if not column.varies or column.is_setting:  # nothing to be best at
+        if not column.varies or column.is_setting or not column.ranked:  # nothing to be best at
             continue
         up = column.higher_is_better
         floor = _floor([row.cells[column.label].mean for row in baselines

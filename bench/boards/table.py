@@ -41,7 +41,7 @@ from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.points import row_names, row_points, settings
 from bench.boards.rows import Row
-from bench.boards.score import mark_rows, score
+from bench.boards.score import mark_rows, score, score_bounds
 from bench.record import Part, Record, as_records
 from bench.records import Unused
 from datamodules.errors import PlmbenchError
@@ -355,6 +355,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
         rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
                         texts=shown_texts, record_label=label,
                         settings=settings_of.get(key, {}), point=points[key],
+                        score_bounds=score_bounds(cells, shown, board),
                         **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
                   stat, list(text_labels), unused=sorted(unused, key=lambda u: (u.source, u.why)))

@@ -9,6 +9,7 @@ bench/run/checkpoints.py).
 """
 
 import logging
+import signal
 import time
 import uuid
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, own_processes
 from bench.run.recipe import recipe_of
+from bench.signals import described, stopping_signal
 from bench.run.run_dir import (
     LOG_NAME,
     claimed,
@@ -222,20 +224,20 @@ def task_baselines(task: DictConfig) -> dict | None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) ended a run, whose record says ``failure_kind: interrupted``; the command
-    stops there (a sweep's later points do not start) with this one line."""
+    """Ctrl-C (SIGINT) or SIGTERM (``bench/signals.py``) ended a run, whose record says
+    ``failure_kind: interrupted``; the command stops there (a sweep's later points do not start)
+    with this one line, and exits 128 + ``signum``."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 def interrupted(err: BaseException) -> bool:
-    """Whether ``err`` is SIGINT's: a KeyboardInterrupt, or what was raised while handling one
-    (Lightning's Trainer answers it with "attempting graceful shutdown" and ``sys.exit(1)``)."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, KeyboardInterrupt):
-            return True
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
-    return False
+    """Whether ``err`` is SIGINT's or SIGTERM's: a KeyboardInterrupt, or what was raised while
+    handling one (Lightning's Trainer answers it with "attempting graceful shutdown" and
+    ``sys.exit(1)``)."""
+    return stopping_signal(err) is not None
 
 
 def failure_kind(err: BaseException) -> str:
@@ -253,8 +255,8 @@ def failure_kind(err: BaseException) -> str:
 def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
     if not isinstance(err, PlmbenchError) and interrupted(err):
-        return ("interrupted by Ctrl-C (SIGINT); run the same command again to resume it from "
-                "its last checkpoint")
+        return (f"interrupted by {described(stopping_signal(err))}; run the same command again "
+                "to resume it from its last checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
 
@@ -376,7 +378,8 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
             previous = record_at(run_dir)
             said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
-                " (its record says failure_kind: interrupted)" if said else "")) from None
+                " (its record says failure_kind: interrupted)" if said else ""),
+                stopping_signal(err)) from None
         if not isinstance(err, Exception):
             raise
         bad_input = isinstance(err, PlmbenchError)
