@@ -13,8 +13,8 @@ a unified diff of what its records render now (exit 1); ``--write`` puts the ren
 place. A block's paths are the repository's: it renders from the root of the checkout the page
 sits in (the nearest folder above it with ``pyproject.toml`` or ``.git``), whatever the current
 directory; without FILEs, the pages of the checkout the current directory is in, else of the one
-plmbench runs from; a page that is not there is one line, exit 2. The test suite runs the check over the
-repository's own docs (tests/bench/boards/test_doc_boards.py), so a change to the boards' code or to
+plmbench runs from; a page that is not there is one line, exit 2. The test suite runs the check
+over the repository's own docs (tests/bench/boards/test_doc_boards.py), so a change to the boards' code or to
 the records that moves a number fails until the docs are rendered again.
 """
 

@@ -12,9 +12,10 @@ measured on one, gives the score no interval.
 Marks: on every column (and the score) the best row's value is ``BEST``; a row whose value
 Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIED``. Rows with
 one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
-(``bench/run/baselines.py``) by more than its interval (its value, with one seed) has not learned
-the task and gets no mark: a column where no row beats the baseline has no best row, so noise is
-never starred. A column of a value that does not vary with the seed (parameters, FLOPs), of a
+(``bench/run/baselines.py``), and the best constant answer on its evaluation set
+(``bench/boards/constant.py``), by more than its interval (its value, with one seed) has not
+learned the task and gets no mark: a column where no row beats the baseline has no best row, so
+noise is never starred. A column of a value that does not vary with the seed (parameters, FLOPs), of a
 config setting (``config.task.max_length``, beams) or with no better direction (a probe's best
 layer, ``higher_is_better: null``) has no best row and no marks.
 """
@@ -140,8 +141,12 @@ def _floor(values: Sequence[float], higher_is_better: bool) -> float | None:
     return (max if higher_is_better else min)(values) if values else None
 
 
-def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) -> None:
-    """Fill every row's ``marks`` (module docstring): per column, and for the score."""
+def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool,
+              constants: Mapping[str, float] | None = None) -> None:
+    """Fill every row's ``marks`` (module docstring): per column, and for the score.
+    ``constants``: per column label, the best constant answer's value on the evaluation set
+    (``bench/boards/constant.py``), a floor beside the baseline rows'."""
+    constants = constants or {}
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     baselines = [row for row in rows if row.baseline]
     for column in columns:
@@ -149,7 +154,8 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) ->
             continue
         up = column.higher_is_better
         floor = _floor([row.cells[column.label].mean for row in baselines
-                        if column.label in row.cells], up)
+                        if column.label in row.cells]
+                       + ([constants[column.label]] if column.label in constants else []), up)
         estimates = {i: rows[i].cells[column.label].estimate for i in ranked
                      if column.label in rows[i].cells
                      and _above(rows[i].cells[column.label].estimate, floor, up)}

@@ -241,8 +241,8 @@ def verdict(line: Line, higher_is_better: bool = True, alpha: float = ALPHA) -> 
     rows' predictions are the same."""
     if line.test is None:
         return "untested"
-    if line.test.identical:
-        return IDENTICAL
+    if (exact := line.test.exact_zero_text()) is not None:
+        return exact
     if not line.p < alpha:
         return NO_DIFFERENCE
     return "B better" if (line.test.value > 0) == higher_is_better else "A better"

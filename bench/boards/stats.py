@@ -139,6 +139,20 @@ class Difference:
         return self.p < ALPHA
 
     @property
+    def equal_scores(self) -> bool:
+        """Different predictions that score alike on every resample (two generations both
+        invalid, both scoring 0): B - A exactly 0, though the predictions are not identical."""
+        return (not self.identical and self.value == 0 and self.replicates is not None
+                and bool(np.all(self.replicates == 0)))
+
+    def exact_zero_text(self) -> str | None:
+        """What an exact 0 is: "identical predictions", "equal scores, different
+        predictions", or None where B - A is no exact 0."""
+        if self.identical:
+            return "identical predictions"
+        return "equal scores, different predictions" if self.equal_scores else None
+
+    @property
     def mde(self) -> float | None:
         """The minimum detectable effect at ALPHA and POWER; None without a standard error
         (identical predictions need none)."""

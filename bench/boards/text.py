@@ -32,14 +32,25 @@ REFERENCE_MARK = "‡"
 MARKS = {BEST: " ★", TIED: " ≈"}
 
 
+def partial(table: Table) -> bool:
+    """Whether some row's score covers fewer tasks (columns) than the board scores."""
+    return any(row.score is not None and row.n_scored < table.n_scorable for row in table.rows)
+
+
+def _scored_what(table: Table) -> str:
+    return "tasks" if table.board.aggregate == "task_macro" else "columns"
+
+
 def heading(table: Table) -> str:
     """The table's title and what scores it: "GLUE (score: BERT's Table 1 average)"."""
     board = table.board
     section = f", {table.section}" if table.section else ""
     if board.aggregate == "none":
         return board.title + section
-    return (f"{board.title} (score: {board.aggregate_description or board.score_label})"
-            f"{section}")
+    what = board.aggregate_description or board.score_label
+    if partial(table):
+        what = f"{board.score_label} over the {_scored_what(table)} a row has, partial"
+    return f"{board.title} (score: {what}){section}"
 
 
 def score_text(row: Row, table: Table) -> str:
@@ -136,21 +147,29 @@ def footnote(table: Table) -> str:
         parts.append(f"Lower is better: {', '.join(lower)}.")
     scoring = [c.label for c in table.columns if c.score]
     direction = "" if table.score_higher_is_better else " (lower is better)"
+    shown = any(row.score_interval() is not None for row in table.rows)
     if board.aggregate == "task_macro":
         parts.append(
             f"{board.score_label}{direction}: mean over the tasks a row has of each task's mean "
             f"over its scoring columns' {table.stat}s, with the number of tasks it covers "
-            f"of the {table.n_scorable} on this board; ± its 95% interval from the tasks' seeds."
+            f"of the {table.n_scorable} on this board"
+            + ("; ± its 95% interval from the tasks' seeds." if shown else ".")
         )
     elif board.aggregate == "mean":
         parts.append(
             f"{board.score_label}{direction}: mean of the {table.stat}s of the scoring columns "
-            f"a row has ({', '.join(scoring)}), with the number it covers; ± its 95% interval."
+            f"a row has ({', '.join(scoring)}), with the number it covers"
+            + ("; ± its 95% interval." if shown else ".")
         )
+    if partial(table):
+        parts.append(f"A score over fewer than the {table.n_scorable} {_scored_what(table)} is "
+                     f"partial: the mean over those a row has, not "
+                     f"{board.aggregate_description or 'the board aggregate'} (which takes "
+                     "every one), and comparable only with a score over the same ones.")
     parts.append("★ the column's best row; ≈ not significantly different from it (Welch's "
-                 "t-test over seeds, 5%); no mark for a row not above the baseline by more than "
-                 "its interval; plmbench significance tests a pair of rows over examples and "
-                 "seeds.")
+                 "t-test over seeds, 5%); no mark for a row not above the baseline rows and the "
+                 "best constant answer on the evaluation set by more than its interval; plmbench "
+                 "significance tests a pair of rows over examples and seeds.")
     if board.reference:
         parts.append(f"% of {board.reference}: a row's {board.score_label} and parameter count "
                      f"as percentages of the {board.reference} row's.")

@@ -51,7 +51,6 @@ from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, own_processes
 from bench.run.recipe import recipe_of
-from bench.signals import described, stopping_signal
 from bench.run.run_dir import (
     LOG_NAME,
     claimed,
@@ -61,6 +60,7 @@ from bench.run.run_dir import (
     run_log,
 )
 from bench.run.task_family import instantiated, task_family
+from bench.signals import described, stopping_signal
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_model

@@ -251,8 +251,8 @@ def _effect_text(result: Result) -> str:
     test = result.effect.test
     if test is None:
         return f"{result.effect.b - result.effect.a:+.2f} (untested)"
-    if test.identical:
-        return "+0 exactly (identical predictions)"
+    if (exact := test.exact_zero_text()) is not None:
+        return f"+0 exactly ({exact})"
     return f"{test.value:+.2f} [{test.low:+.2f}, {test.high:+.2f}]"
 
 
