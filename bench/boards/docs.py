@@ -14,8 +14,8 @@ place. A block's paths are the repository's: it renders from the root of the che
 sits in (the nearest folder above it with ``pyproject.toml`` or ``.git``), whatever the current
 directory; without FILEs, the pages of the checkout the current directory is in, else of the one
 plmbench runs from; a page that is not there is one line, exit 2. The test suite runs the check
-over the repository's own docs (tests/bench/boards/test_doc_boards.py), so a change to the boards' code or to
-the records that moves a number fails until the docs are rendered again.
+over the repository's own docs (tests/bench/boards/test_doc_boards.py), so a change to the
+boards' code or to the records that moves a number fails until the docs are rendered again.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ one seed, and baseline rows, are not tested. A row that is not above the board's
 (``bench/run/baselines.py``), and the best constant answer on its evaluation set
 (``bench/boards/constant.py``), by more than its interval (its value, with one seed) has not
 learned the task and gets no mark: a column where no row beats the baseline has no best row, so
-noise is never starred. A column of a value that does not vary with the seed (parameters, FLOPs), of a
-config setting (``config.task.max_length``, beams) or with no better direction (a probe's best
-layer, ``higher_is_better: null``) has no best row and no marks.
+noise is never starred. A column of a value that does not vary with the seed (parameters,
+FLOPs), of a config setting (``config.task.max_length``, beams) or with no better direction (a
+probe's best layer, ``higher_is_better: null``) has no best row and no marks.
 """
 
 from __future__ import annotations
