@@ -50,6 +50,7 @@ from bench.run.checkpoints import (
 from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, own_processes
+from bench.run.progress import EpochBar
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
     LOG_NAME,
@@ -159,7 +160,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         default_root_dir=run_dir,
         logger=make_logger(cfg.logger, run_dir, resumed),
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
-                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
+                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints),
+                   *([EpochBar()] if trainer_args.get("enable_progress_bar", True) else [])],
     )
     predictions = {}
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
