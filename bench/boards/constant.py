@@ -79,6 +79,20 @@ def constant_floors(rows: Sequence[Row], columns: Sequence[Column]) -> dict[str,
     return floors
 
 
+def constant_score(row: Row, columns: Sequence[Column], board, floors: dict[str, float]
+                   ) -> float | None:
+    """The row's score (``bench/boards/score.py``) were each of its scoring columns at its
+    ``floors`` value: above what any one constant answer scores (each column's best may be
+    another answer); None where a scoring column of the row has no floor."""
+    from bench.boards.score import scoring_weights
+
+    weights = scoring_weights(row.cells, columns, board)
+    if not weights or any(c.label not in floors for _, cols in weights.values() for c in cols):
+        return None
+    return sum(w * float(np.mean([c.scale * floors[c.label] for c in cols]))
+               for w, cols in weights.values())
+
+
 def _a_run(rows: Sequence[Row], task: str) -> Record | None:
     """One finished run of ``task`` among the rows (they share its evaluation set)."""
     return next((record for row in rows if not row.baseline

@@ -142,10 +142,12 @@ def _floor(values: Sequence[float], higher_is_better: bool) -> float | None:
 
 
 def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool,
-              constants: Mapping[str, float] | None = None) -> None:
+              constants: Mapping[str, float] | None = None,
+              score_constants: Sequence[float | None] = ()) -> None:
     """Fill every row's ``marks`` (module docstring): per column, and for the score.
     ``constants``: per column label, the best constant answer's value on the evaluation set
-    (``bench/boards/constant.py``), a floor beside the baseline rows'."""
+    (``bench/boards/constant.py``), a floor beside the baseline rows'; ``score_constants``: per
+    row, the score at those floors (None: none)."""
     constants = constants or {}
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     baselines = [row for row in rows if row.baseline]
@@ -164,6 +166,12 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool,
     floor = _floor([row.score for row in baselines if row.score is not None], score_up)
     scores = {i: rows[i].score_estimate or Estimate(rows[i].score, float("nan"), 0)
               for i in ranked if rows[i].score is not None}
-    scores = {i: estimate for i, estimate in scores.items() if _above(estimate, floor, score_up)}
+    own = dict(enumerate(score_constants))
+
+    def score_floor(i: int) -> float | None:
+        return _floor([v for v in (floor, own.get(i)) if v is not None], score_up)
+
+    scores = {i: estimate for i, estimate in scores.items()
+              if _above(estimate, score_floor(i), score_up)}
     for i, mark in _mark(scores, score_up).items():
         rows[i].marks[SCORE] = mark

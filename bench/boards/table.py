@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
-from bench.boards.constant import constant_floors
+from bench.boards.constant import constant_floors, constant_score
 from bench.boards.points import row_names, row_points, settings
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score, score_bounds
@@ -366,7 +366,9 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
         row.label, row.protocol_hash,
     ))
     table.rows = _with_shares(rows, board)
-    mark_rows(table.rows, shown, table.score_higher_is_better, constant_floors(table.rows, shown))
+    floors = constant_floors(table.rows, shown)
+    mark_rows(table.rows, shown, table.score_higher_is_better, floors,
+              [constant_score(row, shown, board, floors) for row in table.rows])
     return table
 
 
