@@ -170,7 +170,7 @@ class Difference:
     def mde(self) -> float | None:
         """The minimum detectable effect at ALPHA and POWER; None without a standard error
         (identical predictions need none)."""
-        if self.identical or not math.isfinite(self.se):
+        if self.identical or self.equal_scores or not math.isfinite(self.se):
             return None
         return minimum_detectable_effect(self.se, self.df)
 
