@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.constant import constant_floors, constant_score
-from bench.boards.points import row_names, row_points, settings
+from bench.boards.points import resolved, row_names, row_points, settings
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score, score_bounds
 from bench.record import Part, Record, as_records
@@ -274,6 +274,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     n_records = 0
     protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
     settings_of: dict[tuple[str, str], dict[str, str]] = {}  # per row (board_points)
+    configs_of: dict[tuple[str, str], Mapping] = {}  # per row, a record's resolved config
     texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     text_labels: dict[str, None] = {}
     for (label, record_protocol, task, seed), record in selected:
@@ -300,6 +301,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
                 text_labels.setdefault(column.label)
         n_records += not record.baseline  # runs used; a baseline is no run
         settings_of.setdefault((label, protocol), settings(record))
+        configs_of.setdefault((label, protocol), record.config)
         row = extras[label, protocol]
         row.setdefault("records", defaultdict(list))[task].append(record)
         row["baseline"] = record.baseline
@@ -335,6 +337,7 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
+    resolved(settings_of, configs_of)
     names = row_names(list(values), settings_of)
     points = row_points(list(values), settings_of)
     rows = []

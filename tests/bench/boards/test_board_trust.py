@@ -209,3 +209,40 @@ def test_docs_render_from_the_pages_checkout_name_each_stale_block_and_refuse_a_
     assert missing.rc == 2 and missing.err.strip() == (
         f"error: {tmp_path / 'nope.md'} does not exist: pass Markdown pages (README.md, "
         "docs/*.md), or none for the checkout's own")
+
+
+def test_a_row_name_reads_the_resolved_config_not_the_command_line():
+    """One run set task.max_train_samples=500 on its command line, the other got 2000 from its
+    experiment: the second row's name says 2000, never "unset"."""
+    rte = task_config("glue/rte", [col("RTE (acc)", "metrics.validation.accuracy")])
+    records = []
+    for protocol, cap, variant in (("a" * 16, 500, ["task.max_train_samples=500"]),
+                                   ("b" * 16, 2000, [])):
+        rec = record("m", "glue/rte", 0, {"validation": {"accuracy": 0.6}}, protocol=protocol,
+                     task_cfg={**rte, "max_train_samples": cap}, variant=variant)
+        records.append(rec)
+    names = sorted(row.label for row in build_table(records, BOARD).rows)
+    assert names == ["m max_train_samples=2000", "m max_train_samples=500"]
+
+
+def test_an_evaluation_set_is_its_examples_however_its_size_was_spelled(tmp_path):
+    """The whole dev set asked for as its size and as null: one set, one table, one row; a
+    smaller cap (other examples) is another."""
+    gold = [0, 1] * 10
+    for seed, cap in enumerate((None, 20, 20)):
+        rec = fake_run(tmp_path, "m", seed, gold, gold)
+        rec["config"]["task"] = {**rec["config"]["task"], "max_eval_samples": cap}
+        write_record(Path(rec["run_dir"]), rec)
+    tables = build_table_sections(tmp_path)
+    assert len(tables) == 1 and [row.cells["RTE (acc)"].n for row in tables[0].rows] == [3]
+    rec = fake_run(tmp_path, "m", 3, gold[:10], gold[:10])
+    rec["config"]["task"] = {**rec["config"]["task"], "max_eval_samples": 10}
+    write_record(Path(rec["run_dir"]), rec)
+    assert len(build_table_sections(tmp_path)) == 2
+
+
+def build_table_sections(root: Path) -> list:
+    from bench.boards.sections import build_tables
+    from bench.record import records_in
+
+    return build_tables(records_in(root)[0], BOARD)
