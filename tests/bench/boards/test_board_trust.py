@@ -246,3 +246,23 @@ def build_table_sections(root: Path) -> list:
     from bench.record import records_in
 
     return build_tables(records_in(root)[0], BOARD)
+
+
+def test_runs_that_kept_different_baselines_show_each_never_one_for_both():
+    """Two seeds of one task whose runs kept different baselines (the training data changed in
+    between): two baseline rows, each named as one of two, never the first silently."""
+    rte = {**task_config("glue/rte", [col("RTE (acc)", "metrics.validation.accuracy")]),
+           "family": FAMILY}
+    records = [record("m", "glue/rte", seed, {"validation": {"accuracy": 0.6}}, task_cfg=rte,
+                      baselines={"rows": [{"name": None,
+                                           "metrics": {"validation": {"accuracy": kept}}}],
+                                 "gold": None})
+               for seed, kept in enumerate((0.473, 0.527))]
+    from bench.run.baselines import baseline_records
+
+    made = baseline_records(records, "glue")
+    assert sorted((r.label, r.metrics["validation"]["accuracy"]) for r in made) == [
+        ("baseline (no training) [1 of 2 kept]", 0.473),
+        ("baseline (no training) [2 of 2 kept]", 0.527)]
+    rows = build_table(records + made, BOARD).rows
+    assert sorted(row.label for row in rows if row.baseline) == [r.label for r in made]
