@@ -37,7 +37,8 @@ count, its verdict no test and outside the correction; the report shows the larg
 ``<results_dir>/claims.md`` and ``claims.html``, gives per claim its paper, the two arms, the effect
 with its interval, the verdict, a sentence reading it generated from those numbers (``reading``)
 and the cost (training FLOPs and wall time of every run behind the two arms: pretraining and
-every ``ckpt:`` start included; FLOPs "–" where a run recorded none).
+every ``ckpt:`` start included; FLOPs "–" where no run recorded them, a lower bound "≥" naming how
+many did not where some did).
 
 A claim decides on the dev splits: its test reads the board's scoring columns of every split but
 the test splits, whose comparison is shown apart, below it, and never moves the verdict.
@@ -185,8 +186,8 @@ def _sources(record: Record) -> list[str]:
 
 def _cost(rows: tuple[Row, Row]) -> dict:
     """Training FLOPs and wall time of every run behind the two rows: theirs and, transitively,
-    the runs their models came from (pretraining, ``ckpt:`` starts), each counted once; FLOPs
-    None where a run recorded none (a cost unknown is no 0)."""
+    the runs their models came from (pretraining, ``ckpt:`` starts), each counted once; the
+    FLOPs of those that recorded them, and how many did not (a cost unknown is no 0)."""
     runs: dict[str, Record] = {}
     todo = [record for row in rows for records in row.records.values() for record in records]
     while todo:
@@ -199,8 +200,8 @@ def _cost(rows: tuple[Row, Row]) -> dict:
                  if source not in runs and (found := read_record(source)) is not None]
     flops = [r.at("throughput.train_flops") for r in runs.values()]
     seconds = sum(r.wall_time_s or 0 for r in runs.values())
-    return {"runs": len(runs), "wall_time_s": seconds,
-            "flops": None if any(f is None for f in flops) else sum(flops)}
+    return {"runs": len(runs), "wall_time_s": seconds, "flops": sum(f or 0 for f in flops),
+            "unrecorded": sum(f is None for f in flops)}
 
 
 def _parameters(claim_id: str, spec: Mapping) -> Result:
@@ -334,8 +335,11 @@ def _cost_text(result: Result) -> str:
     cost = result.cost
     if not cost:
         return "–"
-    flops = "–" if cost.get("flops") is None else f"{cost['flops']:.3g}"
-    return f"{flops} FLOPs, {cost['wall_time_s'] / 3600:.2f} h, {cost['runs']} runs"
+    runs, unrecorded = cost["runs"], cost.get("unrecorded", 0)
+    flops = ("– FLOPs" if unrecorded == runs else  # unknown, never 0
+             f"≥{cost['flops']:.3g} FLOPs ({unrecorded} of {runs} runs unrecorded)" if unrecorded
+             else f"{cost['flops']:.3g} FLOPs")
+    return f"{flops}, {cost['wall_time_s'] / 3600:.2f} h, {runs} runs"
 
 
 def _arm(result: Result, side: str) -> str:
