@@ -43,7 +43,6 @@ import shutil
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -177,29 +176,21 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     """The board's tables of the records under ``results_dir``, as the options ask: one per
     evaluation set its runs were scored on (``bench/boards/sections.py``), usually one."""
     from bench.boards.references import load_references
-    from bench.boards.sections import build_tables
-    from bench.boards.selection import best_on_dev, selection_lines
+    from bench.boards.selection import selection_lines
+    from bench.boards.tables import View, tables_of
     from bench.record import records_in
-    from bench.run.baselines import baseline_records
 
     records, unused = records_in(results_dir)
-    if getattr(args, "tasks", None):
-        patterns = args.tasks.split(",")
-        present = sorted({r.task for r in records if board.holds(r)})
-        records = [r for r in records
-                   if isinstance(r.task, str) and any(fnmatch(r.task, p) for p in patterns)]
-        if present and not any(board.holds(r) for r in records):
-            raise PlmbenchError(f"--tasks {args.tasks} matches no task of board {board.name!r} "
-                                f"under {results_dir}; its tasks: {', '.join(present)}")
     others = sorted({r.board for r in records if isinstance(r.board, str)} - {board.records_of})
     if others and not any(board.holds(r) for r in records):
         raise PlmbenchError(f"{results_dir} holds no run of board {board.name!r}, only of "
                             f"{', '.join(others)}; pass --board with one of them")
-    if getattr(args, "select", "all") == "best-on-dev":
-        records = best_on_dev(records, board)
-    if getattr(args, "baselines", True):
-        records += baseline_records(records, board.records_of)
-    tables = build_tables(records, board, getattr(args, "stat", "mean"), unused)
+    tasks = getattr(args, "tasks", None)
+    # no --stat: the statistic the runs' protocol reports (glue_sane: the median), else the mean
+    view = View(stat=getattr(args, "stat", None), baselines=getattr(args, "baselines", True),
+                tasks=tuple(tasks.split(",")) if tasks else (),
+                select=getattr(args, "select", "all"))
+    tables = tables_of(records, board, view, unused, where=results_dir)
     for table in tables:
         for line in selection_lines(table):  # which grid point each row and task stands for
             print(f"best-on-dev: {line}", file=sys.stderr)
@@ -413,10 +404,10 @@ def parser() -> argparse.ArgumentParser:
     lb.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                     help="best-on-dev: per model and task, the grid point best on dev "
                          "(experiment=glue_paper)")
-    lb.add_argument("--stat", choices=["mean", "median"], default="mean",
+    lb.add_argument("--stat", choices=["mean", "median"], default=None,
                     help="the statistic over seeds in cells and scores: mean ± its 95%% "
-                         "interval, or median "
-                         "[min, max] as cramming reports (experiment=glue_sane)")
+                         "interval, or median [min, max] as cramming reports; by default the "
+                         "one the runs' protocol reports (glue_sane: median), else the mean")
     lb.add_argument("--no-baselines", dest="baselines", action="store_false",
                     help="leave out the rows computed from the data alone (majority class)")
     lb.add_argument("--tasks", help="only the runs of these tasks: comma-separated patterns "

@@ -45,7 +45,19 @@ def checkpoint_package(name: str) -> str:
         raise PlmbenchError(message) from None
 
 
+def decoupled_weight_decay(weight_decay: float, lr: float) -> float:
+    """``${decoupled_weight_decay:W,LR}``: a fully decoupled weight decay ``W`` (Loshchilov &
+    Hutter 2019, Algorithm 2 with its schedule multiplier; Composer's ``DecoupledAdamW``, which
+    ModernBERT's GLUE jobs use) as the value torch's AdamW takes, which multiplies it by the
+    learning rate: ``W / LR`` (conf/protocol/modernbert.yaml)."""
+    if not isinstance(lr, int | float) or isinstance(lr, bool) or lr <= 0:
+        raise PlmbenchError(f"decoupled_weight_decay: the learning rate {lr!r} is no positive "
+                            "number; set optim.lr")
+    return float(weight_decay) / float(lr)
+
+
 OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replace=True)
+OmegaConf.register_new_resolver("decoupled_weight_decay", decoupled_weight_decay, replace=True)
 
 
 def _quoted_value(value: str) -> str:

@@ -132,11 +132,12 @@ def run_dir_of(record: Record) -> Path | None:
 
 def eval_set(record: Record) -> EvalSet:
     """The evaluation set of a record (module docstring). A baseline record carries its gold
-    digest (``bench/run/baselines.py``: from the data it was computed on)."""
+    digest (``bench/boards/baselines.py``: from the data it was computed on)."""
     task = record.task_config
     splits = (task.get("splits") or {}).get("eval") if isinstance(task.get("splits"),
                                                                   Mapping) else None
-    splits = [splits] if isinstance(splits, str) else list(splits or [])
+    splits = [splits] if isinstance(splits, str) else list(
+        splits if isinstance(splits, list | tuple) else [])
     source = {key: task.get(key) for key in SOURCE_KEYS if task.get(key) is not None}
     key = json.dumps({**source, "splits": splits}, sort_keys=True, default=str)
     caps = json.dumps({k: task.get(k) for k in CAP_KEYS if task.get(k) is not None},

@@ -5,11 +5,11 @@ The run is the only writer of a record (``bench/run/execute.py`` builds one and
 ``Record.from_json`` reads every record plmbench has written: schema 1 gained keys over time
 (``overrides`` and ``predictions``, then ``variant``, ``notes``, ``epochs``, ``recipe``,
 ``outputs``, ``metric_signatures``, ``analysis``, ``trained_parameters``, ``checkpoint``,
-``baselines``; a failed run has no result keys at all), and a key a file does not hold reads as
-its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys the
-record was given, so a record read and written again is the same bytes, and the JSON users' own
-scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it
-and what is wrong.
+``baselines``, ``protocol``; a failed run has no result keys at all), and a key a file does not hold
+reads as its default here (an empty list or mapping, None). ``to_json`` writes back exactly the keys
+the record was given, so a record read and written again is the same bytes, and the JSON users' own
+scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line naming it and
+what is wrong.
 
 The parts with a structure of their own (versions, hardware, the checkpoint's identity, the
 pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
@@ -197,7 +197,7 @@ class Throughput(Part):
 @dataclass(frozen=True)
 class BaselineRow(Part):
     """One reference row with no training: its name (None: the majority class or mean score,
-    ``bench.run.baselines.BASELINE_LABEL``) and its metrics per eval split."""
+    ``bench.boards.baselines.BASELINE_LABEL``) and its metrics per eval split."""
 
     name: str | None = None
     metrics: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict,
@@ -206,7 +206,7 @@ class BaselineRow(Part):
 
 @dataclass(frozen=True)
 class Baselines(Part):
-    """The task's baselines a run computed when it ran (``bench.run.baselines.of_task``), with the
+    """The task's baselines a run computed when it ran (``bench.task_baselines.of_task``), with the
     digest of the gold labels they scored per eval split; or why they could not be computed."""
 
     rows: tuple[BaselineRow, ...] = field(default=(), metadata={"parts": BaselineRow})
@@ -218,7 +218,7 @@ class Baselines(Part):
 class Record(Part):
     """One run's ``record.json`` (DESIGN.md contract 7). Fields are the file's keys; one a file
     does not hold reads as the default. ``path``: the file it was read from (not written);
-    ``baseline``: a reference row a board makes from kept baselines (``bench/run/baselines.py``),
+    ``baseline``: a reference row a board makes from kept baselines (``bench/boards/baselines.py``),
     never written to a file."""
 
     schema: int = field(default=SCHEMA_VERSION, metadata=_of(int))
@@ -237,10 +237,13 @@ class Record(Part):
     config: Mapping[str, Any] = field(default_factory=dict, metadata=_of(dict))
     config_hash: str | None = field(default=None, metadata=_of(str))
     protocol_hash: str | None = field(default=None, metadata=_of(str))
+    #: the protocol's name (conf/protocol/: paper, modernbert, glue_sane); None in a record of
+    #: before protocols had names
+    protocol: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
-    started_at: str | None = None
-    finished_at: str | None = None
+    started_at: str | None = field(default=None, metadata=_of(str))
+    finished_at: str | None = field(default=None, metadata=_of(str))
     wall_time_s: float | None = field(default=None, metadata=_of((int, float)))
     status: str | None = field(default=None, metadata=_of(str))
     error: str | None = field(default=None, metadata=_of(str))
@@ -265,7 +268,7 @@ class Record(Part):
     resumed_from: str | None = field(default=None, metadata=_of(str))
     recipe: Mapping[str, Any] | None = field(default=None, metadata=_of(dict))
     baselines: Baselines | None = field(default=None, metadata={"part": Baselines})
-    # what a board adds, never in a file: a reference row (bench/run/baselines.py: ``baseline``,
+    # what a board adds, never in a file: a reference row (bench/boards/baselines.py: ``baseline``,
     # the digests of the gold labels it scored), the grid point best-on-dev chose
     # (bench/boards/selection.py: its settings)
     baseline: bool = False

@@ -40,7 +40,16 @@ VOLATILE_KEYS = frozenset({
     "trainer.dataloader", "trainer.enable_progress_bar", "trainer.log_every_n_steps",
     "trainer.threads", "model.inputs.feature_cache_mb",  # how fast, not what: results unchanged
     "task.columns",  # how the leaderboard shows the task, not what the run computes
+    # a protocol's account of itself and of what its study sweeps and boards read (conf/protocol/):
+    # its name and the settings it fixes stay, the rest changes no run's result
+    "protocol.description", "protocol.statistic", "protocol.selection", "protocol.seeds",
+    "protocol.round_two_from", "protocol.grid", "protocol.sweep", "protocol.runs",
 })
+#: the protocol every run followed before protocols had names (conf/protocol/paper.yaml): each
+#: preset's own recipe; a record without a ``protocol`` was made by it or by an unnamed one
+DEFAULT_PROTOCOL = "paper"
+
+
 #: overrides a run's directory names already (task, label, seed), or that pick a named bundle:
 #: a model preset's name is the default label, an experiment sets its own results_dir
 PATH_KEYS = frozenset({"task", "model", "label", "seed", "experiment"})
@@ -112,10 +121,16 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     with ``ignore_task`` also without the task group but for its ``task_keys`` (the task keys a
     command line changed, such as a grid's ``task.batch_size``): the training recipe. The
     default fine-tuning method (``finetune=full``, every weight trains) is what every run did
-    before the ``finetune`` group existed: it is left out, so their records keep their hashes."""
+    before the ``finetune`` group existed: it is left out, so their records keep their hashes;
+    so is the default protocol (``protocol=paper``, each preset's own recipe: conf/protocol/),
+    whose settings are those runs' own."""
     dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
-    if (config.get("finetune") or {}).get("name") == "full":
+    finetune = config.get("finetune")
+    if isinstance(finetune, Mapping) and finetune.get("name") == "full":
         dropped |= {"finetune"}
+    protocol = config.get("protocol")
+    if isinstance(protocol, Mapping) and protocol.get("name") == DEFAULT_PROTOCOL:
+        dropped |= {"protocol"}
     kept = _without(config, dropped)
     task = config.get("task")
     if ignore_task and isinstance(task, Mapping):

@@ -27,9 +27,10 @@ from datamodules.files import staging_dir
 
 #: what a load reads besides the weights: config.json and every tokenizer file a published
 #: checkpoint may carry (WordPiece's vocab.txt, byte-level BPE's vocab.json + merges.txt,
-#: SentencePiece's spiece.model, the tokenizer.json the fast tokenizers write, and their configs)
+#: SentencePiece's spiece.model (DeBERTa-v3's spm.model), the tokenizer.json the fast tokenizers
+#: write, and their configs)
 LOAD_FILES = ("config.json", "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt",
-              "spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+              "spiece.model", "spm.model", "tokenizer_config.json", "special_tokens_map.json")
 #: the weights files a load reads, the first one present taken (lit_models.core.hf.WEIGHT_FILES)
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 DEFAULT_REVISION = "main"

@@ -132,7 +132,7 @@ class InitFrom:
 #: a Hugging Face checkpoint directory's files (``lit_models/core/hf.py`` reads them): each group
 #: is one file, the first of its names present
 CONFIG_FILES = ("config.json",)
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "spm.model")
 EVERY_FILE = (CONFIG_FILES, WEIGHT_FILES, TOKENIZER_FILES)
 
 

@@ -1,10 +1,12 @@
-"""SentencePiece model files (``spiece.model``) as `tokenizers` pipelines, without transformers.
+"""SentencePiece model files (``spiece.model``, DeBERTa-v2/v3's ``spm.model``) as `tokenizers`
+pipelines, without transformers.
 
-T5's and ALBERT's released checkpoints ship only SentencePiece's binary model (Kudo & Richardson
-2018). It is a ``ModelProto`` protocol buffer: the pieces with their log-probabilities and types
-(normal, unknown, control, user-defined), the trainer's model type and special ids, and the
-normalizer: a precompiled character map (NFKC and the like, as a double-array trie), whether
-runs of whitespace collapse, whether a word-start marker "▁" is prepended. It is read with the
+T5's, ALBERT's and DeBERTa-v3's released checkpoints ship only SentencePiece's binary model (Kudo
+& Richardson 2018). It is a ``ModelProto`` protocol buffer: the pieces with their
+log-probabilities and types (normal, unknown, control, user-defined), the trainer's model type
+and special ids, and the normalizer: a precompiled character map (NFKC and the like, as a
+double-array trie), whether runs of whitespace collapse, whether a word-start marker "▁" is
+prepended. It is read with the
 schema that the ``sentencepiece`` package ships (``sentencepiece_model_pb2``, decoded by
 ``protobuf``): the format's reference implementation, maintained by its authors, so no hand-made
 parser drifts from it. The unigram model becomes `tokenizers`' ``Unigram`` over the same pieces
@@ -14,8 +16,10 @@ pre-tokenizer, so the pipeline segments as ``sentencepiece`` itself does (tested
 
 ALBERT's and XLNet's tokenizers clean text before SentencePiece sees it (``preprocess_text``:
 `` and '' become ", accents are stripped unless ``keep_accents``, lowercased with
-``do_lower_case``): an architecture asks for it in its ``TokenizerSpec.spm_preprocess``, with its
-transformers class's defaults, and a checkpoint's ``tokenizer_config.json`` may override them.
+``do_lower_case``); DeBERTa-v2's lowercases with ``do_lower_case`` and, with ``split_by_punct``,
+encodes every punctuation mark as a word of its own. An architecture asks for these in its
+``TokenizerSpec.spm_preprocess``, with its transformers class's defaults, and a checkpoint's
+``tokenizer_config.json`` may override them.
 """
 
 from collections.abc import Mapping, Sequence
@@ -26,10 +30,16 @@ from tokenizers.models import Unigram
 
 from datamodules.errors import PlmbenchError
 
-MODEL_FILE = "spiece.model"
+#: the names released checkpoints give the model: T5's, ALBERT's, XLNet's; DeBERTa-v2/v3's
+MODEL_FILES = ("spiece.model", "spm.model")
 METASPACE = "▁"
 UNIGRAM = 1  # TrainerSpec.ModelType
 CONTROL, USER_DEFINED = 3, 4  # SentencePiece.Type
+
+
+def model_file(directory: Path) -> Path | None:
+    """The SentencePiece model file in ``directory`` (the first of ``MODEL_FILES``), or None."""
+    return next((directory / name for name in MODEL_FILES if (directory / name).is_file()), None)
 
 
 def read_model(path: Path):
@@ -50,7 +60,7 @@ def read_model(path: Path):
     if proto.trainer_spec.model_type != UNIGRAM:
         raise PlmbenchError(f"{path} is a SentencePiece model of type "
                             f"{proto.trainer_spec.model_type} (not unigram); plmbench reads "
-                            "unigram models (T5, ALBERT, XLNet)")
+                            "unigram models (T5, ALBERT, XLNet, DeBERTa-v3)")
     return proto
 
 
@@ -61,11 +71,20 @@ def proto_roles(proto) -> dict[str, str]:
     return {role: pieces[i].piece for role, i in ids.items() if 0 <= i < len(pieces)}
 
 
+def pieces(proto) -> set[str]:
+    """The pieces of a ``ModelProto``."""
+    return {piece.piece for piece in proto.pieces}
+
+
 def _preprocess(options: Mapping[str, bool]) -> list:
-    """ALBERT's / XLNet's ``preprocess_text`` as normalizers (module docstring)."""
-    steps = [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
-    if not options.get("keep_accents", False):
-        steps += [normalizers.NFKD(), normalizers.StripAccents()]
+    """The text cleanup an architecture's options ask for, as normalizers (module docstring):
+    ALBERT's / XLNet's ``preprocess_text`` where they name ``keep_accents``; lowercasing with
+    ``do_lower_case`` (theirs, DeBERTa-v2's)."""
+    steps = []
+    if "keep_accents" in options:
+        steps += [normalizers.Replace("``", '"'), normalizers.Replace("''", '"')]
+        if not options["keep_accents"]:
+            steps += [normalizers.NFKD(), normalizers.StripAccents()]
     if options.get("do_lower_case", False):
         steps.append(normalizers.Lowercase())
     return steps
@@ -74,9 +93,10 @@ def _preprocess(options: Mapping[str, bool]) -> list:
 def spm_tokenizer(path: Path, preprocess: Mapping[str, bool] | None = None,
                   extra: Sequence[str] = ()) -> Tokenizer:
     """The SentencePiece model at ``path`` as a ``tokenizers.Tokenizer`` (no post-processor:
-    the architecture's templates come on top); ``preprocess``: ALBERT's text cleanup options, or
-    None; ``extra``: special tokens the released vocabulary numbers after the model's pieces, in
-    id order (T5's sentinels)."""
+    the architecture's templates come on top); ``preprocess``: the architecture's text cleanup
+    options (``_preprocess``; DeBERTa-v2's ``split_by_punct``), or None; ``extra``: special
+    tokens the released vocabulary numbers after the model's pieces, in id order (T5's
+    sentinels; DeBERTa-v3's [MASK])."""
     proto = read_model(path)
     vocab = [(piece.piece, piece.score) for piece in proto.pieces]
     present = {piece for piece, _ in vocab}
@@ -93,6 +113,12 @@ def spm_tokenizer(path: Path, preprocess: Mapping[str, bool] | None = None,
         backend.normalizer = normalizers.Sequence(steps)
     scheme = "always" if spec.add_dummy_prefix else "never"
     backend.pre_tokenizer = pre_tokenizers.Metaspace(METASPACE, prepend_scheme=scheme)
+    if (preprocess or {}).get("split_by_punct", False):  # DeBERTa-v2's: each punctuation mark
+        # a word of its own, encoded apart by SentencePiece (so after its own "▁"), and no
+        # whitespace left at a word's end (SentencePiece strips each)
+        backend.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation("isolated"),
+             backend.pre_tokenizer])
     backend.decoder = decoders.Metaspace(METASPACE, prepend_scheme=scheme)
     # control and user-defined pieces are whole tokens, never split (control ones special)
     backend.add_special_tokens([AddedToken(p.piece, special=True, normalized=False)

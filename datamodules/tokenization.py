@@ -415,7 +415,8 @@ def scratch_tokenizer(spec: TokenizerSpec, texts: Callable[[], Iterable[str]], v
 def load_tokenizer(path: str | Path, spec: TokenizerSpec | None = None) -> TextTokenizer:
     """Tokenizer from a directory as Hugging Face writes it, or from a tokenizer.json file with
     its config files beside it: tokenizer.json; else the legacy files of the released
-    checkpoints: a SentencePiece ``spiece.model`` (T5, ALBERT; ``datamodules.spm_files``), a
+    checkpoints: a SentencePiece ``spiece.model`` or ``spm.model`` (T5, ALBERT, DeBERTa-v3;
+    ``datamodules.spm_files``), a
     WordPiece vocab.txt (lowercasing from tokenizer_config.json's do_lower_case) or byte-level
     BPE's vocab.json + merges.txt. ``spec``, the architecture's (``from_hf`` passes it), gives
     legacy files their templates and default roles. Roles come from the tokenizer's own files,
@@ -438,7 +439,7 @@ def load_tokenizer(path: str | Path, spec: TokenizerSpec | None = None) -> TextT
         special = _special(backend, vocab_files.with_pad(roles, model_roles), str(directory))
         return TextTokenizer(backend, family, special,
                              config.get("tokenizer_class", _DEFAULT_CLASS[family]))
-    if (directory / spm_files.MODEL_FILE).is_file():
+    if spm_files.model_file(directory) is not None:
         return _sentencepiece(directory, spec, config, roles, ids)
     legacy = VOCAB_TXT if (directory / "vocab.txt").is_file() else VOCAB_JSON
     if spec is not None and spec.family == legacy.family:
@@ -483,16 +484,20 @@ _PLAIN_UNIGRAM = TokenizerSpec("unigram", (), single="$A", pair="$A $B:1",
 
 def _sentencepiece(directory: Path, spec: TokenizerSpec | None, config: dict,
                    roles: dict[str, str], ids: dict[str, int]) -> TextTokenizer:
-    """A ``spiece.model`` directory: the SentencePiece pipeline (``spm_files``) with the
-    architecture's preprocessing, extra tokens and templates."""
+    """A SentencePiece model directory: the SentencePiece pipeline (``spm_files``) with the
+    architecture's preprocessing, extra tokens and templates. A role's token the model lacks
+    (DeBERTa-v3's [MASK]) is numbered after its pieces, as transformers adds it."""
     spec = spec if spec is not None and spec.family == "unigram" else _PLAIN_UNIGRAM
     preprocess = None
     if spec.spm_preprocess is not None:
         preprocess = {key: config.get(key, default) for key, default in spec.spm_preprocess}
     extra = spec.extra[::-1] if spec.extra_descending else spec.extra
-    file = directory / spm_files.MODEL_FILE
-    backend = spm_files.spm_tokenizer(file, preprocess, extra)
-    proto_roles = spm_files.proto_roles(spm_files.read_model(file))
+    file = spm_files.model_file(directory)
+    proto = spm_files.read_model(file)
+    absent = [token for token in {**dict(spec.tokens), **roles}.values()
+              if token not in spm_files.pieces(proto) and token not in extra]
+    backend = spm_files.spm_tokenizer(file, preprocess, (*absent, *extra))
+    proto_roles = spm_files.proto_roles(proto)
     full = _with_roles(replace(spec, extra=()), roles, _roles_of_ids(backend, ids), config,
                        proto_roles)
     return _assemble(backend, full, str(directory))

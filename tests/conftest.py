@@ -93,7 +93,19 @@ def minilm_path() -> Path:
 
 def tiny_preset_name(arch: str) -> str:
     """An architecture's tiny preset: ``<arch>-tiny-scratch`` for a Transformer (its random-weight
-    presets say so, issue 27), ``<arch>-tiny`` for a baseline (bilstm, elmo, glove, word2vec)."""
+    presets say so, issue 27), else the one ``*-tiny-scratch`` preset whose ``arch`` it is (an
+    architecture named after transformers' model type, its presets after the released models:
+    ``deberta_v2``'s is ``deberta-v3-tiny-scratch``); ``<arch>-tiny`` for a baseline (bilstm,
+    elmo, glove, word2vec)."""
+    from omegaconf import OmegaConf
+
     from lit_models.archs import BASELINES
 
-    return f"{arch}-tiny" if arch in BASELINES else f"{arch}-tiny-scratch"
+    if arch in BASELINES:
+        return f"{arch}-tiny"
+    presets = REPO / "conf" / "model"
+    if (presets / f"{arch}-tiny-scratch.yaml").is_file():
+        return f"{arch}-tiny-scratch"
+    named = [path.stem for path in sorted(presets.glob("*-tiny-scratch.yaml"))
+             if OmegaConf.load(path).get("arch") == arch]
+    return named[0] if named else f"{arch}-tiny-scratch"

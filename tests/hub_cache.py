@@ -11,7 +11,8 @@ architecture's ``<arch>-tiny-scratch`` preset sizes, config.json as transformers
 tokenizer files of the published checkpoints of that architecture: BERT's, DistilBERT's and
 ELECTRA's ``vocab.txt``; RoBERTa's, Longformer's, DeBERTa's and BART's ``vocab.json`` +
 ``merges.txt`` (GPT-2's also its ``tokenizer.json``); ALBERT's, T5's and XLNet's
-``spiece.model`` (each trained here on a small corpus, ``tests.lit_models.core.test_hf_layouts``).
+``spiece.model``, DeBERTa-v3's ``spm.model`` (each trained here on a small corpus,
+``tests.lit_models.core.test_hf_layouts``).
 
 ``build_hub_cache(root)`` writes them all (``plmbench-tests/tiny-<arch>``, revisions ``main`` and
 ``v1``); ``lay_into_cache`` lays any directory into a cache as a repository;
@@ -40,7 +41,10 @@ ORG = "plmbench-tests"
 TAG = "v1"
 #: the architectures of the published checkpoints (SpanBERT's are BERT's)
 ARCHS = ("bert", "roberta", "albert", "distilbert", "electra", "deberta", "xlnet", "longformer",
-         "gpt2", "t5", "bart")
+         "gpt2", "t5", "bart", "deberta_v2")
+#: the released DeBERTa-v3 spm.model's special pieces (``train_spm`` options)
+DEBERTA_V3_SPM = dict(pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="[PAD]", bos_piece="[CLS]",
+                      eos_piece="[SEP]", unk_piece="[UNK]")
 #: files the hub stores in LFS (their blobs are named by their sha256)
 LFS_SUFFIXES = (".safetensors", ".bin", ".model")
 #: a toy WordPiece vocabulary: BERT's special tokens first, as the tests' own (test_hf.py)
@@ -135,6 +139,11 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
         ids = ({"pad_token_id": 0} if arch_name == "deberta"
                else {"pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2})
         return len(vocab), ids | ({"decoder_start_token_id": 2} if arch_name == "bart" else {})
+    if arch_name == "deberta_v2":  # DeBERTa-v3's spm.model: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3;
+        sp = train_spm(directory / "spm.model", **DEBERTA_V3_SPM)  # [MASK] follows the pieces
+        (directory / "tokenizer_config.json").write_text(json.dumps(
+            {"do_lower_case": False, "vocab_type": "spm"}))
+        return sp.get_piece_size() + 1, {"pad_token_id": 0}
     spiece = directory / "spiece.model"
     if arch_name == "t5":  # pad 0, </s> 1, <unk> 2; the 100 sentinels numbered after the pieces
         sp = train_spm(spiece, pad_id=0, eos_id=1, unk_id=2, bos_id=-1)
@@ -152,14 +161,17 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
 
 def write_checkpoint(arch_name: str, directory: Path) -> None:
     """A tiny published-layout checkpoint of ``arch_name`` into ``directory``: transformers'
-    pretraining class (random weights, seed 0) saved by ``save_pretrained``, and the tokenizer
-    files."""
+    pretraining class (its encoder class where it has none) with random weights (seed 0) saved
+    by ``save_pretrained``, and the tokenizer files."""
     transformers = require("transformers")
     directory.mkdir(parents=True, exist_ok=True)
     vocab_size, ids = _tokenizer_files(arch_name, directory)
     config = _preset_config(arch_name, vocab_size, **ids)
     torch.manual_seed(0)
-    model = getattr(transformers, get_arch(arch_name).hf.classes["pretraining"])(config)
+    classes = get_arch(arch_name).hf.classes  # DeBERTa-v3's pretraining net has no class there
+    model = getattr(transformers, classes["pretraining"], None) or getattr(
+        transformers, classes["encoder"])
+    model = model(config)
     model.save_pretrained(str(directory))
 
 

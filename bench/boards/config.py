@@ -377,17 +377,30 @@ def task_columns(task: Mapping, board: Board, where: str = "task") -> list[Colum
         raise PlmbenchError(f"{where}: the task config has no name")
     specs = task.get("columns")
     if specs is None:
-        splits = (task.get("splits") or {}).get("eval") or []
-        splits = [splits] if isinstance(splits, str) else list(splits)
+        splits = task.get("splits") or {}
+        if not isinstance(splits, Mapping):
+            raise PlmbenchError(f"{where}: task {name} splits is {splits!r}, not a mapping "
+                                "of train and eval splits")
+        splits = splits.get("eval") or []
+        splits = [splits] if isinstance(splits, str) else splits
+        metrics = task.get("metrics") or []
+        if not _names(splits) or not _names(metrics):
+            raise PlmbenchError(f"{where}: task {name} names its eval splits {splits!r} and "
+                                f"metrics {metrics!r}: each must be a list of names")
         specs = [
             {
                 "label": f"{name} {metric}" + (f" [{split}]" if len(splits) > 1 else ""),
                 "value": f"metrics.{split}.{metric}",
             }
             for split in splits
-            for metric in task.get("metrics") or []
+            for metric in metrics
         ]
     return _parse_columns(specs, board, f"{where}: task {name}", lambda spec: name)
+
+
+def _names(values: object) -> bool:
+    """Whether ``values`` is a list of names (strings), as splits and metrics are."""
+    return isinstance(values, list | tuple) and all(isinstance(v, str) for v in values)
 
 
 def _parse_columns(specs: object, board: Board, where: str, task_of, extra: frozenset = frozenset()

@@ -1,6 +1,6 @@
 """The best constant predictor of the evaluation set: the floor under a board's marks.
 
-A board's baseline row (``bench/run/baselines.py``) answers the majority class of the (capped)
+A board's baseline row (``bench/boards/baselines.py``) answers the majority class of the (capped)
 training data everywhere. On an evaluation set whose own majority is another class it scores
 below what a constant answer can: RTE's training majority reads 47.3 dev accuracy where always
 answering the dev set's majority class reads 52.7. A row between the two has learned nothing a

@@ -22,11 +22,15 @@ from bench.boards.rows import Row
 from bench.boards.score import task_scores
 from bench.boards.table import Table
 from bench.boards.text import (
-    REFERENCE_MARK,
+    REFERENCE_HEADER,
+    REFERENCES_TITLE,
     footnote,
     header_cells,
     heading,
     reference_cells,
+    reference_head,
+    reference_name,
+    references_legend,
     row_cells,
     row_label,
     table_json,
@@ -112,17 +116,16 @@ def _board_table(table: Table, suffix: str = "") -> str:
 def _references_table(table: Table, suffix: str = "") -> str:
     if not table.references:
         return ""
-    header = "".join(f"<th>{_esc(h)}</th>" for h in ["Model", "published score", *table.labels,
+    header = "".join(f"<th>{_esc(h)}</th>" for h in [*REFERENCE_HEADER, *table.labels,
                                                        "source"])
     body = "".join(
         "<tr>" + "".join(f"<td>{_esc(text)}</td>" for text in [
-            f"{r.label} {REFERENCE_MARK}", "" if r.score is None else f"{r.score:.1f}",
-            *reference_cells(r, table), r.source]) + "</tr>"
+            *reference_head(r), *reference_cells(r, table), r.source]) + "</tr>"
         for r in table.references)
-    return ("<h2>Published dev results (not measured here, not ranked)</h2>"
+    legend = "".join(f'<p class="note">{_esc(line)}</p>' for line in references_legend(table))
+    return (f"<h2>{_esc(REFERENCES_TITLE)}</h2>"
             f'<table id="references{suffix}"><thead><tr>{header}</tr></thead><tbody>{body}</tbody>'
-            "</table><p class=\"note\">x? : the source gives one figure for the task without "
-            "saying which metric.</p>")
+            f"</table>{legend}")
 
 
 def _forests(table: Table, suffix: str = ""
@@ -155,7 +158,7 @@ def _forests(table: Table, suffix: str = ""
         for reference in table.references:
             figures_ = [reference.values.get(label) for label in scoring]
             if scoring and None not in figures_:
-                items[group].append(Item(f"{reference.label} {REFERENCE_MARK}",
+                items[group].append(Item(reference_name(reference),
                                          sum(figures_) / len(figures_), kind="reference"))
     for i, (group, group_items) in enumerate(items.items()):
         figures.append(forest(group, f"forest{suffix}-{i}", group_items, directions[group]))

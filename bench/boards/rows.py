@@ -39,6 +39,9 @@ class Row:
     #: per task, the grid point best-on-dev selection chose (bench.boards.selection: point, dev, n)
     selected: dict[str, dict] = field(default_factory=dict)
     record_label: str = ""  # the records' label (``label`` may add the point's values)
+    #: the protocols its records name (conf/protocol/; bench/boards/protocols.py): one, or none
+    #: for records of before protocols had names
+    protocols: tuple[str, ...] = ()
     settings: dict[str, str] = field(default_factory=dict)  # its config, flat (board_points)
     #: the settings that differ from the other rows of its label, all of them: what its short
     #: name (``label``) abbreviates (bench/boards/points.py)

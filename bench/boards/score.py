@@ -12,7 +12,7 @@ measured on one, gives the score no interval.
 Marks: on every column (and the score) the best row's value is ``BEST``; a row whose value
 Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIED``. Rows with
 one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
-(``bench/run/baselines.py``), and the best constant answer on its evaluation set
+(``bench/boards/baselines.py``), and the best constant answer on its evaluation set
 (``bench/boards/constant.py``), by more than its interval (its value, with one seed) has not
 learned the task and gets no mark: a column where no row beats the baseline has no best row, so
 noise is never starred. A column of a value that does not vary with the seed (parameters,

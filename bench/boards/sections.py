@@ -4,8 +4,8 @@
 scored on different sets (``task.max_eval_samples`` 16 and 128, data changed between runs),
 ``build_tables`` makes one table per section of rows that agree on every task, each with a
 note saying which examples it holds, so no row is ranked, starred or given a baseline against
-rows scored on other examples. A baseline (``bench/run/baselines.py``) joins the tables whose runs
-were scored on the labels it was computed from; one that matches no run's labels (the data
+rows scored on other examples. A baseline (``bench/boards/baselines.py``) joins the tables whose
+runs were scored on the labels it was computed from; one that matches no run's labels (the data
 changed since the runs) is left out, and the table says so. One evaluation set (the usual case)
 gives one table, as ``bench.boards.table.build_table`` alone would, less such a baseline.
 
@@ -21,10 +21,11 @@ import json
 from collections.abc import Iterable, Mapping
 
 from bench.boards.config import Board, get_board
+from bench.boards.selection import protocol_selection
 from bench.boards.table import Table, _row_label, build_table
 from bench.boards.text import render_csv, render_json, render_markdown, table_json
 from bench.eval_sets import Section, eval_set, place, sections
-from bench.record import Record, as_records
+from bench.record import Record
 from bench.records import Unused
 
 SPLIT_NOTE = ("The runs of this board were scored on {n} different evaluation sets: each set is "
@@ -67,7 +68,7 @@ def build_tables(records: Iterable[Record | Mapping], board: Board | str, stat: 
                  unused: Iterable[Unused] = ()) -> list[Table]:
     """The board's tables, one per evaluation set of its runs (module docstring)."""
     board = get_board(board) if isinstance(board, str) else board
-    records, unused = as_records(records), list(unused)
+    records, unused = protocol_selection(records, board), list(unused)
     mine = [r for r in records if board.holds(r)]
     found = sections(mine, _row_of(board), _is_run)
     if not found:

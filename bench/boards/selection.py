@@ -3,10 +3,12 @@ BERT paper's protocol (Devlin et al. 2019, §4.1) fine-tunes every grid point an
 task, the point that did best on the dev set.
 
 Grid points differ in their protocol hash, so without selection each is a row of its own. This
-keeps, per (label, task), the records of the point whose mean over seeds of the task's scoring
-columns is best, and gives them one protocol, ``best-on-dev``, so a model is one row again; each
+keeps, per (label, task, protocol name), the records of the point whose mean over seeds of the
+task's scoring columns is best, and gives them one protocol hash, ``best-on-dev`` (with the
+protocol's name where the records name one), so a model is one row per protocol again; each
 says which point it is (``selected``), which the boards print (``selection_lines``) and put in
-their CSV and JSON.
+their CSV and JSON. A protocol that selects on dev (``conf/protocol/modernbert.yaml``) has its
+records selected by every board (``protocol_selection``).
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
             continue
         try:
             columns = _record_columns(record, board)
-        except (PlmbenchError, TypeError, ValueError, AttributeError):
+        except PlmbenchError:
             continue  # build_table lists it as unused, with the reason
-        key, protocol = (record.label, record.task), record.protocol_hash
+        key, protocol = (record.label, record.task, record.protocol), record.protocol_hash
         for column in columns:
             value = lookup(record, column.value)
             if column.score and value is not None:
@@ -60,12 +62,39 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
                        "of": len(by_protocol)}
     kept = []
     for record in records:
-        key = (record.label, record.task)
+        key = (record.label, record.task, record.protocol)
         if key not in best or not board.holds(record):
             kept.append(record)
         elif record.protocol_hash == best[key]:
-            kept.append(record.updated(protocol_hash=SELECTED, selected=chosen[key]))
+            kept.append(record.updated(protocol_hash=selected_hash(record.protocol),
+                                       selected=chosen[key]))
     return kept
+
+
+def selected_hash(protocol: str | None) -> str:
+    """The protocol hash of the points selected under ``protocol``: ``best-on-dev``, followed
+    by the protocol's name where the records name one, so that rows selected under two
+    protocols stay two rows."""
+    return f"{SELECTED}:{protocol}" if protocol else SELECTED
+
+
+def protocol_selection(records: Iterable[Record | Mapping], board: Board) -> list[Record]:
+    """``records`` with best-on-dev applied to those whose protocol selects on dev
+    (``protocol.selection: best-on-dev`` in the config that ran them: ModernBERT's grid,
+    conf/protocol/modernbert.yaml), so every board reads such a protocol's rows as it reports
+    them; the others, and records selected already (``plmbench leaderboard --select``), as
+    they are."""
+    records = as_records(records)
+
+    def selects(record: Record) -> bool:
+        protocol = record.config.get("protocol")
+        return (record.selected is None and isinstance(protocol, Mapping)
+                and protocol.get("selection") == SELECTED)
+
+    chosen = [r for r in records if selects(r)]
+    if not chosen:
+        return records
+    return [r for r in records if not selects(r)] + best_on_dev(chosen, board)
 
 
 def selection_lines(table: Table) -> list[str]:

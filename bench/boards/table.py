@@ -23,7 +23,7 @@ rows more sharply.
 Failed runs of a board are listed apart from its rows, each with its error line, and so are the
 records it could not use (unreadable, or a value that is no number: ``Unused``), each with its
 path and why: no record is dropped in silence, and none can stop a board. Rows computed
-from the data alone (``bench/run/baselines.py``, a record with ``baseline: true``) are marked as
+from the data alone (``bench/boards/baselines.py``, a record with ``baseline: true``) are marked as
 such. The same records give the same bytes in every format (sorted rows, fixed float text).
 """
 
@@ -41,6 +41,7 @@ from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
 from bench.boards.constant import constant_floors, constant_score
 from bench.boards.points import resolved, row_names, row_points, settings
+from bench.boards.protocols import PROTOCOL_COLUMN, named, row_text
 from bench.boards.rows import Row
 from bench.boards.score import mark_rows, score, score_bounds
 from bench.record import Part, Record, as_records
@@ -126,7 +127,7 @@ def _row_label(record: Record, board: Board) -> str:
     label = str(record.label or record.model or "?")
     try:
         columns = _record_columns(record, board)
-    except (PlmbenchError, TypeError, ValueError, AttributeError):
+    except PlmbenchError:
         columns = []  # build_table lists the record as unused, with the reason
     texts = [text for column in columns if column.in_label
              and (text := lookup_text(record, column.value)) is not None]
@@ -162,11 +163,12 @@ def _failures(records: list[Record], board: Board, finished: dict[tuple, Record]
     )
 
 
-def _pretraining_flops(record: Record) -> float | None:
+def _pretraining_flops(record: Record, seen: frozenset[str] = frozenset()) -> float | None:
     """The training FLOPs behind a record's model: its own for a run from scratch; for a run from
     a ``ckpt:`` checkpoint the cost its record carries (``pretraining``: summed along the chain
     of checkpoints), or for an older record without it, the chain's first run's; None for a
-    checkpoint of unknown cost."""
+    checkpoint of unknown cost. A chain that returns to a run it passed (``seen``: the run
+    directories so far) is a PlmbenchError naming the run."""
     from bench.records import read_record
 
     try:
@@ -177,8 +179,14 @@ def _pretraining_flops(record: Record) -> float | None:
         return lookup(record, "throughput.train_flops")
     if record.pretraining is not None:
         return record.pretraining.flops
-    source = read_record(start.run_dir()) if start.kind == "ckpt" else None
-    return _pretraining_flops(Record.from_json(source)) if source else None
+    if start.kind != "ckpt":
+        return None
+    run_dir = str(start.run_dir())
+    if run_dir in seen:
+        raise PlmbenchError(f"its chain of init_from checkpoints returns to {run_dir}: a run "
+                            "cannot start from itself or from a run that started from it")
+    source = read_record(run_dir)
+    return _pretraining_flops(Record.from_json(source), seen | {run_dir}) if source else None
 
 
 def _record_columns(record: Record, board: Board) -> list[Column]:
@@ -187,7 +195,8 @@ def _record_columns(record: Record, board: Board) -> list[Column]:
     columns that add to them; a record of one of the board's ``finetune_columns`` methods
     shows them as columns of its own, "<label> (<method>)", scoring nothing."""
     columns = _task_and_board_columns(record, board)
-    method = (record.config.get("finetune") or {}).get("name")
+    finetune = record.config.get("finetune")
+    method = finetune.get("name") if isinstance(finetune, Mapping) else None
     if method in board.finetune_columns:
         return [replace(c, label=f"{c.label} ({method})", score=False) for c in columns]
     return columns
@@ -254,113 +263,148 @@ def _record_values(record: Record, board: Board) -> tuple[list[Column], list[tup
     return columns, found
 
 
+@dataclass
+class _Reading:
+    """What a board reads of one record: its columns, (column, value) for those it has a value
+    of, and the training FLOPs behind its model (``_pretraining_flops``)."""
+
+    columns: list[Column]
+    found: list[tuple[Column, float]]
+    flops: float | None
+
+
+def _read(record: Record, board: Board) -> _Reading | str:
+    """The record as the board reads it, or why the board cannot use it (a value that is no
+    finite number, task columns that cannot be read, a chain of checkpoints that loops, a
+    checkpoint's record that is no record)."""
+    try:
+        columns, found = _record_values(record, board)
+        return _Reading(columns, found, _pretraining_flops(record))
+    except PlmbenchError as err:
+        return str(err)
+
+
+@dataclass
+class _RowGathered:
+    """What ``build_table`` gathers of one row, (label, protocol), from its records."""
+
+    #: (column task, column label) -> (seed key, value) per record
+    values: dict[tuple[str, str], list[tuple[str, float]]] = field(
+        default_factory=lambda: defaultdict(list))
+    protocols: set[str] = field(default_factory=set)  # of its records (rows: label)
+    #: the protocols its runs name (conf/protocol/; None: a record of before they had names)
+    made_by: set[str | None] = field(default_factory=set)
+    settings: dict[str, str] | None = None  # its first record's (bench/boards/points.py)
+    config: Mapping = field(default_factory=dict)  # its first record's resolved config
+    texts: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    records: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
+    baseline: bool = False
+    selected: dict[str, dict] = field(default_factory=dict)  # bench.boards.selection's
+    parameters: float | None = None  # the largest over its records
+    compute: float | None = None
+
+    def add(self, record: Record, reading: _Reading, seed_key: str, board: Board) -> None:
+        """One record of the row: its values, texts, settings, size and compute."""
+        for column, value in reading.found:
+            self.values[column.task, column.label].append((seed_key, value))
+        for column in reading.columns:
+            if column.is_text and (text := lookup_text(record, column.value)) is not None:
+                self.texts[column.label].add(text)
+        if self.settings is None:
+            self.settings, self.config = settings(record), record.config
+        self.records[record.task].append(record)
+        self.baseline = record.baseline
+        if not record.baseline:
+            self.made_by.add(record.protocol)
+        if record.selected is not None:
+            self.selected[record.task] = dict(record.selected)
+        size = record.trained_parameters if board.size == "trained_parameters" else (
+            record.encoder_parameters or record.parameters)  # without a task head
+        if isinstance(size, int | float):
+            self.parameters = max(size, self.parameters if self.parameters is not None else size)
+        if isinstance(reading.flops, int | float):
+            self.compute = max(reading.flops,
+                               self.compute if self.compute is not None else reading.flops)
+
+    def row(self, name: str, protocol: str, cells: dict[str, Cell], board: Board, stat: str,
+            shown: list[Column], label: str, point: dict[str, str]) -> Row:
+        if board.rows == "label":  # a row of several protocols: a hash of them all
+            joined = ",".join(sorted(self.protocols))
+            protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
+        value, covered, estimate = score(cells, shown, board, stat)
+        return Row(name, protocol, cells, value, covered, score_estimate=estimate,
+                   texts={text: " / ".join(sorted(found)) for text, found in self.texts.items()},
+                   record_label=label, settings=self.settings or {}, point=point,
+                   records=dict(self.records), baseline=self.baseline, selected=self.selected,
+                   parameters=self.parameters, compute=self.compute,
+                   protocols=tuple(named(self.made_by)),
+                   score_bounds=score_bounds(cells, shown, board))
+
+
 def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: str = "mean",
                 unused: Iterable[Unused] = ()) -> Table:
     """Aggregate the board's ok records into rows sorted by score (best first), then label;
     ``stat`` (one of STATS) is the statistic over seeds that cells show and scores average.
     ``unused``: records already found unusable (``bench.records.read_records``), listed with
-    those of the board whose values cannot be read."""
+    those of the board that it cannot read (``_read``: each with its reason)."""
     board = get_board(board) if isinstance(board, str) else board
     if stat not in STATS:
         raise PlmbenchError(f"unknown statistic {stat!r}; use one of {', '.join(STATS)}")
     records, unused = as_records(records), list(unused)
     finished = _select(records, board)
-    selected = sorted(finished.items(), key=lambda item: repr(item[0]))
-    extras: dict[tuple[str, str], dict] = defaultdict(dict)  # per row: baseline, size, compute
     by_task: dict[str, list[tuple[Record, list[Column]]]] = defaultdict(list)
-    values: dict[tuple[str, str], dict[tuple[str, str], list[tuple[str, float]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    gathered: dict[tuple[str, str], _RowGathered] = {}
     n_records = 0
-    protocols: dict[tuple[str, str], set[str]] = defaultdict(set)  # the protocols of each row
-    settings_of: dict[tuple[str, str], dict[str, str]] = {}  # per row (board_points)
-    configs_of: dict[tuple[str, str], Mapping] = {}  # per row, a record's resolved config
-    texts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     text_labels: dict[str, None] = {}
-    for (label, record_protocol, task, seed), record in selected:
-        try:
-            columns, found = _record_values(record, board)
-            flops = _pretraining_flops(record)
-        except (PlmbenchError, TypeError, ValueError, AttributeError, RecursionError) as err:
-            unused.append(Unused(record.source, str(err)))
+    for (label, protocol, _, seed), record in sorted(finished.items(),
+                                                     key=lambda item: repr(item[0])):
+        reading = _read(record, board)
+        if isinstance(reading, str):
+            unused.append(Unused(record.source, reading))
             continue
-        if not found:
+        if not reading.found:
             continue
-        protocol = record_protocol
-        if board.rows == "label":
-            protocols[label, ""].add(protocol)
-            protocol = ""
-        for column in {c.task for c in columns}:
-            by_task[column].append((record, [c for c in columns if c.task == column]))
-        seed_key = repr((record_protocol, seed))  # a seed's runs, matched across columns
-        for column, value in found:
-            values[label, protocol][column.task, column.label].append((seed_key, value))
-        for column in columns:
-            if column.is_text and (text := lookup_text(record, column.value)) is not None:
-                texts[label, protocol][column.label].add(text)
-                text_labels.setdefault(column.label)
+        row = gathered.setdefault((label, "" if board.rows == "label" else protocol),
+                                  _RowGathered())
+        row.protocols.add(protocol)
+        for task in {c.task for c in reading.columns}:
+            by_task[task].append((record, [c for c in reading.columns if c.task == task]))
+        # a seed's runs, matched across columns
+        row.add(record, reading, repr((protocol, seed)), board)
+        text_labels.update((c.label, None) for c in reading.columns
+                           if c.is_text and lookup_text(record, c.value) is not None)
         n_records += not record.baseline  # runs used; a baseline is no run
-        settings_of.setdefault((label, protocol), settings(record))
-        configs_of.setdefault((label, protocol), record.config)
-        row = extras[label, protocol]
-        row.setdefault("records", defaultdict(list))[task].append(record)
-        row["baseline"] = record.baseline
-        if record.selected is not None:  # bench.boards.selection's chosen point
-            row.setdefault("selected", {})[record.task] = dict(record.selected)
-        size = record.trained_parameters if board.size == "trained_parameters" else (
-            record.encoder_parameters or record.parameters)  # without a task head
-        for key, value in (("parameters", size),
-                           ("compute", flops)):
-            if isinstance(value, int | float):
-                row[key] = max(value, row.get(key, value))
 
     columns = [
         c for c in _board_columns(by_task, board)
-        if not c.is_text and any((c.task, c.label) in row for row in values.values())
+        if not c.is_text and any((c.task, c.label) in row.values for row in gathered.values())
     ]
     if board.score_columns:  # the aggregate averages the columns it names, and only those
         columns = [replace(c, score=c.label in board.score_columns) for c in columns]
     shown = _unique_labels(columns)
-    if board.aggregate != "none":
-        directions = {c.higher_is_better for c in shown if c.score}
-        if len(directions) > 1:
-            ups = [c.label for c in shown if c.score and c.higher_is_better]
-            downs = [c.label for c in shown if c.score and not c.higher_is_better]
-            raise PlmbenchError(
-                f"board {board.name!r} averages columns where higher is better ({', '.join(ups)}) "
-                f"with columns where lower is better ({', '.join(downs)}); "
-                "set score: false on one kind"
-            )
+    _check_directions(shown, board)
     scoring = [c for c in shown if c.score]
     if board.aggregate == "task_macro":
         n_scorable = len(set(board.task_order) | {c.task for c in scoring})
     else:
         n_scorable = len(scoring) if board.aggregate == "mean" else 0
 
-    resolved(settings_of, configs_of)
-    names = row_names(list(values), settings_of)
-    points = row_points(list(values), settings_of)
+    # rows of several protocols: a column names each row's (bench/boards/protocols.py)
+    if len(named(p for row in gathered.values() for p in row.made_by)) > 1:
+        text_labels = {PROTOCOL_COLUMN: None, **text_labels}
+        for row in gathered.values():
+            if row.made_by:
+                row.texts[PROTOCOL_COLUMN].add(row_text(row.made_by))
+    settings_of = {key: dict(row.settings or {}) for key, row in gathered.items()}
+    resolved(settings_of, {key: row.config for key, row in gathered.items()})
+    names = row_names(list(gathered), settings_of)
+    points = row_points(list(gathered), settings_of)
     rows = []
-    for key, by_column in values.items():
-        label, protocol = key
-        extra = extras[key]
-        cells = {
-            new.label: Cell.of(by_column[old.task, old.label])
-            for old, new in zip(columns, shown, strict=True)
-            if (old.task, old.label) in by_column
-        }
-        name = names[key]
-        if board.rows == "label":  # a row of several protocols: a hash of them all
-            joined = ",".join(sorted(protocols[key]))
-            protocol = hashlib.sha256(joined.encode()).hexdigest()[:16]
-        value, covered, estimate = score(cells, shown, board, stat)
-        shown_texts = {text: " / ".join(sorted(found))
-                       for text, found in texts[key].items()}
-        rows.append(Row(name, protocol, cells, value, covered, score_estimate=estimate,
-                        texts=shown_texts, record_label=label,
-                        settings=settings_of.get(key, {}), point=points[key],
-                        score_bounds=score_bounds(cells, shown, board),
-                        **{k: dict(v) if k == "records" else v for k, v in extra.items()}))
+    for key, row in gathered.items():
+        cells = {new.label: Cell.of(row.values[old.task, old.label])
+                 for old, new in zip(columns, shown, strict=True)
+                 if (old.task, old.label) in row.values}
+        rows.append(row.row(names[key], key[1], cells, board, stat, shown, key[0], points[key]))
     table = Table(board, shown, [], n_records, n_scorable, _failures(records, board, finished),
                   stat, list(text_labels), unused=sorted(unused, key=lambda u: (u.source, u.why)))
     sign = -1 if table.score_higher_is_better else 1
@@ -373,6 +417,20 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
     mark_rows(table.rows, shown, table.score_higher_is_better, floors,
               [constant_score(row, shown, board, floors) for row in table.rows])
     return table
+
+
+def _check_directions(shown: list[Column], board: Board) -> None:
+    """A score averages columns of one direction: one line naming both kinds where it would not."""
+    if board.aggregate == "none":
+        return
+    if len({c.higher_is_better for c in shown if c.score}) > 1:
+        ups = [c.label for c in shown if c.score and c.higher_is_better]
+        downs = [c.label for c in shown if c.score and not c.higher_is_better]
+        raise PlmbenchError(
+            f"board {board.name!r} averages columns where higher is better ({', '.join(ups)}) "
+            f"with columns where lower is better ({', '.join(downs)}); "
+            "set score: false on one kind"
+        )
 
 
 def _with_shares(rows: list[Row], board: Board) -> list[Row]:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 from bench.boards.config import Column
 from bench.boards.points import point_text
+from bench.boards.protocols import PROTOCOL_COLUMN
+from bench.boards.protocols import describe as describe_protocol
+from bench.boards.protocols import note as protocol_note
 from bench.boards.rows import Row
 from bench.boards.score import BEST, SCORE, TIED
 from bench.boards.selection import selection_lines
@@ -176,6 +179,10 @@ def footnote(table: Table) -> str:
     if any(row.baseline for row in table.rows):
         parts.append(f"{BASELINE_MARK.strip()} Baseline: computed from the data alone, no training "
                      "(majority class; mean prediction for regression, whose correlations are 0).")
+    said = protocol_note((p for row in table.rows for p in row.protocols),
+                         PROTOCOL_COLUMN in table.text_columns)
+    if said:
+        parts.append(said)
     if board.note:
         parts.append(board.note)
     return " ".join(parts)
@@ -231,10 +238,14 @@ def reference_cells(reference, table: Table) -> list[str]:
     cells = []
     for column in table.columns:
         base = column.label.split(" [")[0]
+        # a figure keyed by the column's label, or by "<label> [<task>]" for a label tasks share
+        # (SQuAD v1.1's and v2.0's F1): never under another task's column of the same label
+        key = next((k for k in (column.label, f"{base} [{column.task}]")
+                    if k in reference.values), None)
         if column.value == "encoder_parameters" and reference.parameters:
             cells.append(column.show(reference.parameters))
-        elif base in reference.values:
-            cells.append(f"{reference.values[base]:.1f}")
+        elif key is not None:
+            cells.append(f"{reference.values[key]:.1f}")
         elif first_of_task[column.task] == column.label and column.task in reference.unstated:
             cells.append(f"{reference.unstated[column.task]:.1f}?")
         else:
@@ -258,19 +269,55 @@ def _aligned(header: list[str], body: list[list[str]]) -> list[str]:
     return [line(header), f"|{rule}|", *(line(cells) for cells in body)]
 
 
+#: the heading of the published rows, and the mark of a test-set figure presented as dev
+REFERENCES_TITLE = "Published results (not measured here, not ranked)"
+MISPLACED_MARK = "‼"
+REFERENCE_HEADER = ["Model", "protocol", "split", "published score"]
+
+
+def reference_name(reference) -> str:
+    """A published row's name: its label and the reference mark."""
+    return f"{reference.label} {REFERENCE_MARK}"
+
+
+def split_text(reference) -> str:
+    """The split a published row's figures are of: "dev", or "test, as dev ‼" for test-set
+    figures its source presents as dev ones."""
+    if reference.misplaced:
+        return f"{reference.split}, as {reference.presented_as} {MISPLACED_MARK}"
+    return reference.split
+
+
+def reference_head(reference) -> list[str]:
+    """A published row's cells under ``REFERENCE_HEADER``: name, protocol, split, score."""
+    return [reference_name(reference), reference.protocol, split_text(reference),
+            "" if reference.score is None else f"{reference.score:.1f}"]
+
+
+def references_legend(table: Table) -> list[str]:
+    """What the published table's marks mean, one sentence each."""
+    lines = ["x? : the source gives one figure for the task without saying which metric."]
+    if any(r.misplaced for r in table.references):
+        shown_as = sorted({r.presented_as for r in table.references if r.misplaced})
+        lines.append(f"{MISPLACED_MARK} : test-set figures the source presents as "
+                     f"{'/'.join(shown_as)} figures: not comparable with the measured rows' dev "
+                     "figures.")
+    lines.append("protocol: how the source fine-tuned (conf/protocol/; unstated where it does not "
+                 "say); a measured row of another protocol is no replication of it.")
+    return lines
+
+
 def _references_markdown(table: Table) -> list[str]:
     if not table.references or not table.columns:
         return []
-    body = [[f"{r.label} {REFERENCE_MARK}",
-             "" if r.score is None else f"{r.score:.1f}", *reference_cells(r, table)]
-            for r in table.references]
-    lines = ["### Published dev results (not measured here, not ranked)", "",
-             *_aligned(["Model", "published score", *table.labels], body), ""]
+    body = [[*reference_head(r), *reference_cells(r, table)] for r in table.references]
+    lines = [f"### {REFERENCES_TITLE}", "",
+             *_aligned([*REFERENCE_HEADER, *table.labels], body), ""]
     for r in table.references:
         what = f"; score: {r.score_definition}" if r.score_definition else ""
         notes = f" {r.notes}" if r.notes else ""
-        lines.append(f"- {r.label} {REFERENCE_MARK}: {r.source}{what}.{notes}")
-    lines += ["", "x? : the source gives one figure for the task without saying which metric."]
+        lines.append(f"- {reference_name(r)}: {r.source}{what}.{notes}")
+    lines += ["", *references_legend(table)]
     return [*lines, ""]
 
 
@@ -366,6 +413,12 @@ def _cell_json(column: Column, row: Row) -> dict | None:
             "mark": row.marks.get(column.label)}
 
 
+def _protocols_json(table: Table) -> dict:
+    """``{"protocols": {name: description}}`` of the rows' protocols; {} where none is named."""
+    names = sorted({p for row in table.rows for p in row.protocols})
+    return {"protocols": {name: describe_protocol(name) for name in names}} if names else {}
+
+
 def table_json(table: Table) -> dict:
     """The table as plain data: board, columns, rows (cells scaled, per seed too), failures,
     and the published reference rows when asked for."""
@@ -396,8 +449,11 @@ def table_json(table: Table) -> dict:
                  for row in table.rows],
         "references": [{"label": r.label, "source": r.source, "score": r.score,
                         "score_definition": r.score_definition, "parameters": r.parameters,
-                        "values": r.values, "unstated": r.unstated, "notes": r.notes}
+                        "values": r.values, "unstated": r.unstated, "notes": r.notes,
+                        "protocol": r.protocol, "split": r.split,
+                        "presented_as": r.presented_as or None}
                        for r in table.references],
+        **_protocols_json(table),
         "failures": [{"task": f.task, "label": f.label, "seed": f.seed, "run_dir": f.run_dir,
                       "error": f.error} for f in table.failures],
         "unused": [{"source": u.source, "why": u.why} for u in table.unused],

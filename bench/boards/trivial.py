@@ -5,8 +5,8 @@ A claim or comparison over a row that does no better than a constant answer says
 the claim: two models that both predict RTE's majority class differ by exactly 0, and a
 non-inferiority test would call that "supported". So before a verdict, each row is compared with
 the best trivial predictor of each of its tasks, built from the row's own predictions files (the
-examples and gold labels it was scored on; ``bench/run/baselines.py`` computes the boards' baseline
-rows from the training data, which on the eval set does no better than the best constant):
+examples and gold labels it was scored on; ``bench/boards/baselines.py`` gives the boards' baseline
+rows, computed from the training data, which on the eval set does no better than the best constant):
 
 - class ids (GLUE-style TSVs): every class predicted for every example, the one the board's
   columns score best kept (the majority class for accuracy; for the F1 of class 1, class 1

@@ -9,9 +9,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   architecture's config fields and the preset keys (``lit_models.core.build.check_preset``);
   ``trainer`` against Lightning's ``Trainer`` arguments (plus ``compile``, ``dataloader`` and
   ``threads``);
-  ``task``, ``optim``, ``logger`` and ``objective`` against the keys of the YAMLs of their group
-  in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name the
-  nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
+  ``task``, ``optim``, ``logger``, ``objective`` and ``protocol`` against the keys of the YAMLs of
+  their group in ``conf/`` (a new key is known once a YAML of its group uses it); unknown keys name
+  the nearest known one (``datamodules.keys``); ``finetune``'s keys are its method's arguments,
   checked as the run builds it;
 - types: ``trainer`` values against ``Trainer``'s annotations, ``model`` values against the
   architecture's config dataclass;
@@ -50,7 +50,8 @@ from datamodules.init_from import InitFrom
 from datamodules.keys import check_keys
 
 #: config groups of the root config (conf/config.yaml's defaults) and the study block
-GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune")
+GROUPS = ("model", "task", "trainer", "optim", "objective", "logger", "study", "finetune",
+          "protocol")
 #: run-config keys that are not Lightning Trainer arguments (bench/run/execute.py pops them)
 TRAINER_EXTRAS = ("compile", "dataloader", "threads")
 #: task keys whose values are checked by what reads them (Hydra's instantiate, the boards, the
@@ -297,6 +298,9 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> InitFrom:
     check_data(config["task"])
     check_keys(config.get("checkpoint") or {}, root["checkpoint"], "checkpoint", "checkpoint.")
     check_tree(config.get("logger") or {}, known_tree("logger"), "logger", "logger.")
+    # a protocol's files are global (they set optim, task, trainer too): its own block's keys
+    check_tree(config.get("protocol") or {}, known_tree("protocol")["protocol"], "protocol",
+               "protocol.")
     check_model(config["model"])
     check_trainer(config["trainer"])
     check_optim(config["optim"])

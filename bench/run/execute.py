@@ -37,7 +37,6 @@ from bench.records import (
     task_keys_of,
     undefined_metric_notes,
 )
-from bench.run.baselines import of_task
 from bench.run.checkpoints import (
     FiniteLoss,
     RngState,
@@ -60,8 +59,9 @@ from bench.run.run_dir import (
     run_dir_of,
     run_log,
 )
-from bench.run.task_family import instantiated, task_family
 from bench.signals import described, stopping_signal
+from bench.task_baselines import of_task
+from bench.task_family import instantiated, task_family
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_model
@@ -209,13 +209,13 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         "recipe": recipe_of(OmegaConf.to_container(cfg, resolve=True)) if family.pretrains
         else None,
         # the task's reference rows with no training (majority class, mean score ...), kept
-        # so that a board is a function of records alone (bench/run/baselines.py)
+        # so that a board is a function of records alone (bench/task_baselines.py)
         "baselines": task_baselines(cfg.task),
     }
 
 
 def task_baselines(task: DictConfig) -> dict | None:
-    """The task's baselines as its record keeps them (``bench.run.baselines.of_task``); one that
+    """The task's baselines as its record keeps them (``bench.task_baselines.of_task``); one that
     cannot be computed is kept as its error, which the board lists, and never fails the run."""
     try:
         return of_task(task_family(task), OmegaConf.to_container(task, resolve=True))
@@ -311,6 +311,7 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         "config": config,
         "config_hash": hash_,
         "protocol_hash": config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
+        "protocol": (config.get("protocol") or {}).get("name"),  # conf/protocol/
         "versions": software_versions(),
         "hardware": {
             "accelerator": cfg.trainer.accelerator,

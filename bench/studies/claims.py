@@ -31,6 +31,11 @@ finds with 80% power at ALPHA, from the standard error at the report's examples 
 inconclusive claim at an MDE of 6 points reads apart from one at 0.5, and every
 non-inferiority claim its margin.
 
+A claim with ``gpu: {command, hours}`` is decided on a GPU (released base encoders fine-tuned on
+GLUE: ModernBERT against DeBERTa-v3, the gain of starting RTE, MRPC and STS-B from MNLI): at CPU
+size (``trainer.accelerator`` cpu: claims_tiny, claims_cpu) its runs are not made and it reads
+``no evidence``, its cost the estimated GPU-hours, its detail the command that decides it.
+
 A claim of ``kind: parameters`` trains nothing: each preset's encoder is built on the meta device
 and its parameters counted against the published ``counts`` (within ``tolerance``): an exact
 count, its verdict no test and outside the correction; the report shows the largest gap. The report,
@@ -58,9 +63,9 @@ from omegaconf import OmegaConf
 from bench.boards.config import Column, get_board
 from bench.boards.corrections import DEFAULT, NAMES, adjust
 from bench.boards.rows import Row
-from bench.boards.sections import build_tables
 from bench.boards.significance import Line, compare, find_rows, mde_text, render
 from bench.boards.stats import ALPHA, POWER
+from bench.boards.tables import tables_of
 from bench.boards.trivial import Learned, learned
 from bench.record import Record, records_in
 from bench.records import Unused, read_record
@@ -122,6 +127,12 @@ def claims_of(cfg) -> dict[str, dict]:
                                 f"{', '.join(claims)}")
         claims = {name: spec for name, spec in claims.items() if name in chosen}
     for name, spec in claims.items():
+        gpu = spec.get("gpu")
+        if gpu is not None and not (isinstance(gpu, Mapping) and isinstance(gpu.get("command"), str)
+                                    and isinstance(gpu.get("hours"), int | float)):
+            raise PlmbenchError(f"claims.{name}.gpu: give its command (the GPU study that decides "
+                                "it) and hours (estimated), e.g. {command: 'plmbench claims ...', "
+                                "hours: 0.5}")
         if spec.get("kind") == "parameters":
             continue
         missing = [k for k in ("board", "a", "b", "test", "runs") if k not in spec]
@@ -221,15 +232,40 @@ def _parameters(claim_id: str, spec: Mapping) -> Result:
                   evidence=evidence)
 
 
+def on_cpu(cfg) -> bool:
+    """Whether the composed claims study trains on CPU (claims_tiny, claims_cpu): where a GPU
+    claim (``gpu:`` in its YAML) is not run."""
+    trainer = cfg.get("trainer") or {}
+    return trainer.get("accelerator") == "cpu"
+
+
+def gpu_only(spec: Mapping, cpu: bool) -> bool:
+    """Whether the claim is one a GPU decides (released base encoders fine-tuned on GLUE) and
+    the report is made at CPU size: its runs are not made and it reads "no evidence"."""
+    return cpu and spec.get("gpu") is not None
+
+
+def _not_at_this_size(claim_id: str, spec: Mapping) -> Result:
+    gpu = spec["gpu"]
+    detail = (f"A GPU claim, not run at CPU size: its arms are released base encoders "
+              f"fine-tuned on GLUE, about {gpu['hours']:g} GPU-hours (estimated). Decide it "
+              f"with: {gpu['command']}")
+    return Result(claim_id, dict(spec), "no evidence", detail=detail,
+                  cost={"gpu_hours": gpu["hours"]})
+
+
 def evaluate(claim_id: str, spec: Mapping, records: list[Record], resamples: int,
-             aso_iterations: int, correction: str = DEFAULT) -> Result:
+             aso_iterations: int, correction: str = DEFAULT, cpu: bool = False) -> Result:
     """One claim's result from the study's records (or, for a parameter count, the presets),
-    its verdict pending the correction (``decide``) where it has a test."""
+    its verdict pending the correction (``decide``) where it has a test; a GPU claim at CPU
+    size (``cpu``) reads "no evidence", with its command and estimated hours."""
     if spec.get("kind") == "parameters":
         return _parameters(claim_id, spec)
+    if gpu_only(spec, cpu):
+        return _not_at_this_size(claim_id, spec)
     board = get_board(spec["board"]).with_aggregate(spec.get("aggregate"))
     try:
-        table, *rows = find_rows(build_tables(records, board), spec["a"]["label"],
+        table, *rows = find_rows(tables_of(records, board), spec["a"]["label"],
                                  spec["b"]["label"])
     except PlmbenchError as err:
         return Result(claim_id, dict(spec), "not run", detail=str(err))
@@ -335,6 +371,8 @@ def _cost_text(result: Result) -> str:
     cost = result.cost
     if not cost:
         return "–"
+    if "gpu_hours" in cost:
+        return f"not run at CPU size: ~{cost['gpu_hours']:g} GPU-hours (estimated)"
     runs, unrecorded = cost["runs"], cost.get("unrecorded", 0)
     flops = ("– FLOPs" if unrecorded == runs else  # unknown, never 0
              f"≥{cost['flops']:.3g} FLOPs ({unrecorded} of {runs} runs unrecorded)" if unrecorded
@@ -374,10 +412,11 @@ def _legend(results: Sequence[Result], correction: str) -> str:
             "non-inferiority claim), inconclusive otherwise. No evidence: a row is not above "
             "its task's trivial baseline (the best constant predictor on the same examples) by "
             "more than its interval, so it has not learned the task and the claim is not "
-            f"tested. MDE: the smallest |B - A| the test finds with {POWER:.0%} power at α, "
-            "from its standard error; an inconclusive claim whose MDE is above the effect the "
-            "paper reports could not have been decided at this size. Effects are on each "
-            "claim's board score.")
+            "tested; or the claim is a GPU claim, not run at CPU size (its cost says the GPU "
+            "hours it takes, its detail the command). MDE: the smallest |B - A| the test finds "
+            f"with {POWER:.0%} power at α, from its standard error; an inconclusive claim whose "
+            "MDE is above the effect the paper reports could not have been decided at this size. "
+            "Effects are on each claim's board score.")
 
 
 def _checks(result: Result) -> list[str]:
@@ -446,7 +485,8 @@ def evaluate_all(cfg, results_dir: Path, resamples: int = 1000, aso_iterations: 
     records, unused = records_in(results_dir)
     for record in unused:  # no record leaves the report in silence
         print(f"warning: {record.source}: not used by the claims: {record.why}", file=sys.stderr)
-    results = [evaluate(claim_id, spec, records, resamples, aso_iterations, correction)
+    results = [evaluate(claim_id, spec, records, resamples, aso_iterations, correction,
+                        on_cpu(cfg))
                for claim_id, spec in claims_of(cfg).items()]
     decide(results, correction)
     return results, unused, correction
@@ -488,8 +528,9 @@ def cmd_claims(overrides: list[str]) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="[%(asctime)s][%(name)s][%(levelname)s] %(message)s")
-    claims = claims_of(composed(overrides))
-    runs = {name for spec in claims.values() for name in spec.get("runs") or []}
+    cfg = composed(overrides)
+    runs = {name for spec in claims_of(cfg).values() if not gpu_only(spec, on_cpu(cfg))
+            for name in spec.get("runs") or []}
     cfg = run_study(overrides, select=runs)
     results_dir = Path(cfg.results_dir)
     report(cfg, results_dir, cfg.study.get("resamples", 1000),

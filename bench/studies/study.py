@@ -18,15 +18,17 @@ a checkpoint an earlier one left. A study is its experiment's ``study`` block::
 
 Each entry is ``plmbench run experiment=<study.experiment> <overrides> <entry>`` (the command's
 overrides of the plan, ``study.*``, stay with the plan; an entry that names an experiment composes
-that one instead, as the smoke study's do), a sweep's points one after another as
-Hydra's basic launcher runs them, through the same code (``bench.run.execute.run_one``): every run
-leaves its record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry
-is the run directory of the earlier entry ``name``, which must be one run (no sweep) whose record
-says ok; an entry may hold lists (interpolated from elsewhere in the block: flattened), and a
-null entry or group is left out (a smaller preset drops runs that way). A failed run stops the
-study after its entry; ``plmbench rerun <record>`` repeats it, and the study then picks up where
-it stopped. The runs go one after another in this process: to use a cluster, submit the study
-command as one job.
+that one instead, as the smoke study's do), a sweep's points one after another as Hydra's basic
+launcher runs them, through the same code (``bench.run.execute.run_one``): every run leaves its
+record, a re-run skips what already ended, a killed run resumes. ``{name}`` in an entry is the run
+directory of the earlier entry ``name``, whose record must say ok: its one run, or, for a sweep of
+one model on one task (a grid over settings and seeds), the first seed of the grid point best on dev
+(ModernBERT's round two starts from the MNLI run so chosen:
+``conf/experiment/published_glue_modernbert.yaml``); an entry may hold lists (interpolated from
+elsewhere in the block: flattened), and a null entry or group is left out (a smaller preset drops
+runs that way). A failed run stops the study after its entry; ``plmbench rerun <record>`` repeats
+it, and the study then picks up where it stopped. The runs go one after another in this process: to
+use a cluster, submit the study command as one job.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import check_given_once, compose_config, points
-from bench.record import record_at
+from bench.record import Record, record_at
 from bench.records import check_writable
 from bench.run import execute as run
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
+log = logging.getLogger(__name__)
 #: "{name}" in an override: the run directory of the study's entry ``name``
 REFERENCE = re.compile(r"\{(\w+)\}")
 
@@ -88,20 +91,52 @@ def study_runs(cfg: DictConfig) -> dict[str, list[str]]:
     return _entries(OmegaConf.to_container(study.runs, resolve=True), "study.runs", {})
 
 
-def _resolve(override: str, done: dict[str, Path], name: str) -> str:
-    """``override`` with each "{entry}" replaced by that earlier entry's run directory."""
+def _finished(run_dir: Path, name: str) -> Record:
+    """The ok record of ``run_dir``, which entry ``name`` starts from; else one line saying how
+    to finish it."""
+    record = record_at(run_dir)
+    if record is None or record.status != "ok":
+        error = (record.error if record else None) or "no record"
+        raise PlmbenchError(f"study.runs.{name} starts from {run_dir}, which did not finish "
+                            f"({error}); re-run it with `plmbench rerun {run_dir}`, then the "
+                            "study again")
+    return record
+
+
+def best_run(run_dirs: list[Path], source: str, name: str) -> Path:
+    """The run of sweep ``source`` (one model on one task: a grid over seeds and settings) that
+    entry ``name`` starts from: of the grid point best on dev (``bench.boards.selection``: the
+    best mean over seeds of the task's scoring columns), its lowest seed (not the best one: a seed
+    chosen on dev would overstate round two), as ModernBERT's glue.py starts round two from its
+    first MNLI job's checkpoint."""
+    from bench.boards.config import get_board
+    from bench.boards.selection import best_on_dev
+
+    records = [_finished(run_dir, name) for run_dir in run_dirs]
+    if len({(r.label, r.task) for r in records}) > 1:
+        raise PlmbenchError(f"study.runs.{name} names {{{source}}}, a sweep of several models "
+                            "or tasks; a later entry starts from a sweep of one model on one "
+                            "task (its grid and seeds), so split it")
+    kept = best_on_dev(records, get_board(records[0].board))
+    first = min(kept, key=lambda r: (not isinstance(r.seed, int), r.seed if isinstance(
+        r.seed, int) else 0, str(r.seed), str(r.run_dir)))
+    log.info("study.runs.%s starts from %s: %s", name, source, first.run_dir)
+    return Path(str(first.run_dir))
+
+
+def _resolve(override: str, done: dict[str, list[Path]], name: str) -> str:
+    """``override`` with each "{entry}" replaced by that earlier entry's run directory: its one
+    run, or of a sweep the run best on dev (``best_run``)."""
     def run_dir(match: re.Match) -> str:
         source = match.group(1)
         if source not in done:
             raise PlmbenchError(f"study.runs.{name} names {{{source}}}, which is no earlier "
-                                "single run of the study; reorder the entries or fix the name")
-        record = record_at(done[source])
-        if record is None or record.status != "ok":
-            error = (record.error if record else None) or "no record"
-            raise PlmbenchError(f"study.runs.{name} starts from {done[source]}, which did not "
-                                f"finish ({error}); re-run it with `plmbench rerun "
-                                f"{done[source]}`, then the study again")
-        return str(done[source])
+                                "single run or sweep of the study; reorder the entries or fix "
+                                "the name")
+        if len(done[source]) > 1:
+            return str(best_run(done[source], source, name))
+        _finished(done[source][0], name)
+        return str(done[source][0])
 
     return REFERENCE.sub(run_dir, override)
 
@@ -137,34 +172,30 @@ def run_study(overrides: list[str], select: Iterable[str] | None = None) -> Dict
     plan = ("study.", "+study.", "++study.", *(naming * bool(experiment)))
     shared = [*([f"experiment={experiment}"] if experiment else []),
               *(o for o in overrides if not o.startswith(plan))]
-    done: dict[str, Path] = {}
+    done: dict[str, list[Path]] = {}  # each entry's run directories
     for name, entry in entries.items():
         own = any(o.startswith(naming) for o in entry)  # its experiment, not the study's
         base = [o for o in shared if not (own and o.startswith(naming))]
         jobs = points([*base, *(_resolve(o, done, name) for o in entry)])
         run.FAILURES.clear()
-        for job in jobs:  # under DDP each run starts its own ranks (bench/run/launch.py)
-            done[name] = run.run_one(composed(job), job)
+        # under DDP each run starts its own ranks (bench/run/launch.py)
+        done[name] = [run_dir for job in jobs
+                      if (run_dir := run.run_one(composed(job), job)) is not None]
         for line, _ in run.FAILURES:
             print(f"error: {line}", file=sys.stderr)
         if run.FAILURES:
             raise PlmbenchError(f"study.runs.{name}: a run failed (listed above); fix it, re-run "
                                 "it with `plmbench rerun <its record>`, then the study again")
-        if len(jobs) > 1:  # a sweep: no later entry can start from it
-            done.pop(name)
     return cfg
 
 
 def render_board(results_dir: Path, board_name: str) -> str:
     """The board's Markdown over the study's records, baseline rows included."""
-    from bench.boards.config import get_board
-    from bench.boards.sections import build_tables, render_tables
-    from bench.record import records_in
-    from bench.run.baselines import baseline_records
+    from bench.boards.sections import render_tables
+    from bench.boards.tables import View, tables_in
 
-    board = get_board(board_name)
-    records, unused = records_in(results_dir)
-    tables = build_tables(records + baseline_records(records, board.name), board, unused=unused)
+    # the statistic the runs' protocol reports (glue_sane: the median), as plmbench leaderboard
+    tables = tables_in(results_dir, board_name, View(stat=None))
     return render_tables(tables, "md", str(results_dir))
 
 

@@ -9,6 +9,7 @@ from lit_models.archs import (
     bart,
     bert,
     deberta,
+    deberta_v2,
     distilbert,
     electra,
     gpt,
@@ -35,6 +36,7 @@ from lit_models.archs.spec import (
 for _module in (bert, roberta, albert, distilbert, electra, spanbert, deberta, bart, longformer,
                 xlnet, gpt, t5):
     register_arch(_module.ARCH)
+register_arch(deberta_v2.ARCH)
 
 #: the models that are no Transformer, by preset name (``arch``)
 BASELINES: dict[str, Baseline] = {baseline.name: baseline for baseline in _BASELINES}

@@ -35,7 +35,8 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
 Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
 reads and writes them); what renaming cannot do is a hook an architecture overrides in a
 subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``,
-``weights_config``, ``optional``), so neither ``hf.py`` nor this file changes when one is added.
+``weights_config``, ``optional``, ``export_state`` / ``import_state``), so neither ``hf.py`` nor
+this file changes when one is added.
 
 ``tests/contracts`` checks every declaration of every registered architecture (Hugging Face and
 classifier round trips, cached decoding equal to uncached, hidden states, attention weights,
@@ -131,6 +132,17 @@ class HFLayout:
     def export_weight(self, name: str, tensor: Tensor) -> Tensor:
         """Our tensor as their ``name`` holds it (the inverse of ``import_weight``)."""
         return tensor
+
+    def export_state(self, net: nn.Module, weights: dict[str, Tensor]) -> dict[str, Tensor]:
+        """``net``'s weights under transformers' names as exported, where one of theirs is a
+        function of several of ours (a hook: DeBERTa-v3's discriminator embeddings, the sum of
+        the generator's and a residual of its own)."""
+        return weights
+
+    def import_state(self, net: nn.Module, state: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The inverse of ``export_state``, on a checkpoint's canonical names (no encoder
+        prefix) about to load into ``net``."""
+        return state
 
     def weights_config(self, names: set[str]) -> dict:
         """Config values the checkpoint's weight names imply beyond config.json (a hook)."""

@@ -126,7 +126,7 @@ def load_hf_state_dict(net: nn.Module, hf_state: dict[str, Tensor], layout: HFLa
     them (``hf_check.check_checkpoint`` has made sure some net of the architecture has). Any other
     missing or leftover weight raises ``PlmbenchError`` naming it.
     """
-    state = _canonical(hf_state, layout)
+    state = layout.import_state(net, _canonical(hf_state, layout))
     pairs, missing, mismatched, used = _placed(net, state, layout)
     with torch.no_grad():
         for param, tensor in pairs:
@@ -172,7 +172,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     except json.JSONDecodeError as err:
         raise PlmbenchError(f"cannot read {config_file}: {err}; re-export the checkpoint") from err
     # the architecture first: a checkpoint of one plmbench lacks is named as such, whatever
-    # files it ships (DeBERTa-v2's spm.model)
+    # files it ships
     try:
         found = arch_of_model_type(hf_config.get("model_type"))
     except PlmbenchError as err:
@@ -267,7 +267,7 @@ def hf_state_dict(arch: Arch, net: nn.Module, prefix: str | None = None) -> dict
         for hf_name, part in zip(theirs, param.detach().cpu().chunk(len(theirs)), strict=True):
             key = hf_name if hf_name.startswith(layout.head_prefixes) else prefix + hf_name
             weights[key] = layout.export_weight(hf_name, part).clone()
-    return weights
+    return layout.export_state(net, weights)
 
 
 #: transformers' extractive-QA head, the same in every encoder's ``*ForQuestionAnswering``: one

@@ -2,12 +2,12 @@
 directory (issue 27): read from config.json and the weights' names and shapes alone (meta
 tensors: nothing is loaded), against the nets ``lit_models.core.hf.from_hf`` would build.
 
-A checkpoint of an architecture plmbench lacks (DeBERTa-v2, ModernBERT) or with a config field
-no net implements is refused by ``read_config``; one with a weight no net of its architecture
-has a place for (which an encoder-only load would otherwise pass over), of another shape, or
-lacking one the encoder needs, by ``check_checkpoint``, each weight named. What passes loads
-every weight, or leaves out by design only what the run's net does not use (the pretraining
-heads under a task head, a fine-tuned task head of other labels).
+A checkpoint of an architecture plmbench lacks (one that needs remote code) or with a config
+field no net implements is refused by ``read_config``; one with a weight no net of its
+architecture has a place for (which an encoder-only load would otherwise pass over), of
+another shape, or lacking one the encoder needs, by ``check_checkpoint``, each weight named.
+What passes loads every weight, or leaves out by design only what the run's net does not use
+(the pretraining heads under a task head, a fine-tuned task head of other labels).
 """
 
 import json

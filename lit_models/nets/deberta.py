@@ -16,7 +16,6 @@ Field names of ``DebertaConfig`` equal transformers' ``DebertaConfig`` keys; the
 keeps transformers' layout (per head: query, key, value rows), so weights map 1:1.
 """
 
-import math
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -26,6 +25,12 @@ from torch import Tensor, nn
 from lit_models.nets.attention import HeadProbe, attend, attentions_of, head_probes
 from lit_models.nets.bert import BertConfig
 from lit_models.nets.blocks import FeedForward, init_normal_, padding_mask
+from lit_models.nets.disentangled import (
+    Relative,
+    disentangled_bias,
+    position_scale,
+    relative_index,
+)
 from lit_models.nets.masked_lm import EncoderForMaskedLM
 from lit_models.nets.outputs import EncoderOutput
 from lit_models.nets.pruning import PrunableHeads, head_index, kept_heads, prune_linear
@@ -59,14 +64,18 @@ class DebertaConfig(BertConfig):
 
 
 class DebertaEmbeddings(nn.Module):
-    """Dropout(LayerNorm(tokens [+ absolute positions] [+ segments]) * not-pad) (§3)."""
+    """Dropout(LayerNorm(tokens [+ absolute positions] [+ segments]) * not-pad) (§3). The
+    absolute position table is there with ``position_biased_input`` or for the enhanced mask
+    decoder (``absolute``: v1's; DeBERTa-v2's nets have none)."""
 
-    def __init__(self, config: DebertaConfig):
+    def __init__(self, config: DebertaConfig, absolute: bool = True):
         super().__init__()
         H = config.hidden_size
+        self.max_positions = config.max_position_embeddings
         self.position_biased_input = config.position_biased_input
         self.word_embeddings = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, H)  # also EMD's
+        self.position_embeddings = (nn.Embedding(config.max_position_embeddings, H)
+                                    if absolute or config.position_biased_input else None)
         self.token_type_embeddings = (nn.Embedding(config.type_vocab_size, H)
                                       if config.type_vocab_size > 0 else None)
         self.norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
@@ -75,9 +84,9 @@ class DebertaEmbeddings(nn.Module):
     def forward(self, input_ids: Tensor, token_type_ids: Tensor | None,
                 attention_mask: Tensor | None, position_ids: Tensor | None = None) -> Tensor:
         T = input_ids.shape[1]
-        if T > self.position_embeddings.num_embeddings:
+        if T > self.max_positions:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings "
-                             f"{self.position_embeddings.num_embeddings}; truncate inputs")
+                             f"{self.max_positions}; truncate inputs")
         x = self.word_embeddings(input_ids)
         if self.position_biased_input:
             x = x + self.absolute_positions(T, position_ids)
@@ -113,7 +122,7 @@ class DisentangledSelfAttention(nn.Module):
         self.q_bias = nn.Parameter(torch.zeros(H))
         self.v_bias = nn.Parameter(torch.zeros(H))
         self.terms = tuple(config.pos_att_type) if config.relative_attention else ()
-        self.scale = 1 / math.sqrt(self.head_dim * (1 + len(self.terms)))
+        self.scale = position_scale(self.head_dim, len(self.terms))
         self.pos_proj = nn.Linear(H, H, bias=False) if "c2p" in self.terms else None  # W_k,r
         self.pos_q_proj = nn.Linear(H, H) if "p2c" in self.terms else None  # W_q,r
         self.pos_dropout = nn.Dropout(config.hidden_dropout_prob)
@@ -124,11 +133,11 @@ class DisentangledSelfAttention(nn.Module):
         """[..., T, heads d] -> [..., heads, T, d]."""
         return x.view(*x.shape[:-1], self.num_heads, self.head_dim).movedim(-2, -3)
 
-    def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
+    def forward(self, x: Tensor, mask: Tensor | None, relative: Relative | None,
                 query: Tensor | None = None, probe: HeadProbe | None = None) -> Tensor:
         """Keys and values from ``x`` [B, T, H], queries from ``query`` (EMD) or ``x``;
-        ``rel_embeddings`` [2k, H] the shared P; ``probe`` masks heads or keeps the
-        probabilities."""
+        ``relative`` the shared P and the sequence's distances; ``probe`` masks heads or keeps
+        the probabilities."""
         B, T, H = x.shape
         if self.num_heads == 0:  # every head pruned: the output bias alone
             if probe is not None and probe.keep:
@@ -141,8 +150,8 @@ class DisentangledSelfAttention(nn.Module):
             projected = self.in_proj(query).view(B, T, self.num_heads, 3, self.head_dim)
         q = projected[..., 0, :].transpose(1, 2) + self.q_bias.view(-1, 1, self.head_dim)
         bias = None
-        if self.terms and rel_embeddings is not None:
-            bias = self.relative_scores(q, k, self.pos_dropout(rel_embeddings))
+        if self.terms and relative is not None:
+            bias = self.relative_scores(q, k, relative)
         dropout = self.dropout if self.training else 0.0
         y = attend(q, k, v, mask, bias, scale=self.scale, dropout=dropout, probe=probe)
         return self.out(y.transpose(1, 2).reshape(B, T, -1))
@@ -163,43 +172,33 @@ class DisentangledSelfAttention(nn.Module):
         self.out = prune_linear(self.out, index, 1)
         self.num_heads = len(keep)
 
-    def relative_scores(self, q: Tensor, k: Tensor, rel_embeddings: Tensor) -> Tensor:
-        """c2p_ij = Q^c_i K^r_δ(i,j) and p2c_ij = K^c_j Q^r_δ(j,i), both scaled: [B, heads, T, T].
-        δ indexes the 2 span rows around the middle of P, span = min(T, k), as transformers."""
-        T, n = q.shape[-2], rel_embeddings.shape[0] // 2  # n = the relative span k
-        span = min(T, n)
-        positions = torch.arange(T, device=q.device)
-        delta = (positions[:, None] - positions[None, :] + span).clamp(0, 2 * span - 1)
-        rel = rel_embeddings[n - span : n + span]
-        score = 0
-        if self.pos_proj is not None:  # content-to-position: [B, h, T, 2span] -> gather δ(i, j)
-            c2p = q @ self.heads(self.pos_proj(rel)).transpose(-1, -2)
-            score = score + c2p.gather(-1, delta.expand(*c2p.shape[:2], T, T))
-        if self.pos_q_proj is not None:  # position-to-content: K^c_j Q^r_δ(j,i) at [i, j]
-            p2c = k @ self.heads(self.pos_q_proj(rel)).transpose(-1, -2)
-            p2c = p2c.gather(-1, delta.T.expand(*p2c.shape[:2], T, T))  # [j, i] = K_j Q^r_δ(i,j)
-            score = score + p2c.transpose(-1, -2)
-        return score * self.scale
+    def relative_scores(self, q: Tensor, k: Tensor, relative: Relative) -> Tensor | None:
+        """c2p + p2c (Eq. 4, ``disentangled.disentangled_bias``) over the rows of P the
+        sequence reaches, projected by W_k,r and W_q,r."""
+        rel = self.pos_dropout(relative.embeddings[relative.index.rows])
+        keys = None if self.pos_proj is None else self.heads(self.pos_proj(rel))
+        queries = None if self.pos_q_proj is None else self.heads(self.pos_q_proj(rel))
+        return disentangled_bias(q, k, keys, queries, relative.index, self.scale)
 
 
 class DebertaLayer(nn.Module):
     """BERT's post-LN layer around disentangled attention; with ``query`` (EMD) the residual
     stream is the query's."""
 
-    def __init__(self, config: DebertaConfig):
+    def __init__(self, config: DebertaConfig, attention: nn.Module | None = None):
         super().__init__()
         H, eps = config.hidden_size, config.layer_norm_eps
-        self.attention = DisentangledSelfAttention(config)
+        self.attention = attention or DisentangledSelfAttention(config)  # v2 brings its own
         self.attention_norm = nn.LayerNorm(H, eps=eps)
         self.feed_forward = FeedForward(H, config.intermediate_size, config.hidden_act)
         self.ffn_norm = nn.LayerNorm(H, eps=eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x: Tensor, mask: Tensor | None, rel_embeddings: Tensor | None,
+    def forward(self, x: Tensor, mask: Tensor | None, relative: Relative | None,
                 query: Tensor | None = None, probe: HeadProbe | None = None) -> Tensor:
         residual = x if query is None else query
         h = self.attention_norm(residual + self.dropout(
-            self.attention(x, mask, rel_embeddings, query, probe)))
+            self.attention(x, mask, relative, query, probe)))
         return self.ffn_norm(h + self.dropout(self.feed_forward(h)))
 
 
@@ -212,16 +211,20 @@ class DebertaEncoder(nn.Module):
         self.rel_embeddings = (nn.Embedding(2 * config.relative_positions, config.hidden_size)
                                if config.relative_attention else None)
 
-    @property
-    def relative(self) -> Tensor | None:
-        return None if self.rel_embeddings is None else self.rel_embeddings.weight
+    def relative(self, length: int, device: torch.device) -> Relative | None:
+        """P and the distances of a sequence of ``length`` (δ clipped to [-k, k), Eq. 3)."""
+        if self.rel_embeddings is None:
+            return None
+        span = self.rel_embeddings.num_embeddings // 2
+        return Relative(self.rel_embeddings.weight, relative_index(length, span, device=device))
 
     def forward(self, x: Tensor, mask: Tensor | None, output_hidden_states: bool = False,
                 probes: list[HeadProbe] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, ...] | None]:
         hidden_states = [x] if output_hidden_states else None
+        relative = self.relative(x.shape[1], x.device)
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, self.relative, probe=None if probes is None else probes[i])
+            x = layer(x, mask, relative, probe=None if probes is None else probes[i])
             if hidden_states is not None:
                 hidden_states.append(x)
         return x, None if hidden_states is None else tuple(hidden_states)
@@ -291,7 +294,7 @@ class DebertaForMaskedLM(EncoderForMaskedLM):
         twice (§3.2, n = 2 layers sharing weights)."""
         encoder = self.deberta.encoder
         query = hidden + self.deberta.embeddings.absolute_positions(hidden.shape[1], position_ids)
+        relative = encoder.relative(hidden.shape[1], hidden.device)
         for _ in range(2):
-            query = encoder.layers[-1](hidden, padding_mask(attention_mask), encoder.relative,
-                                       query)
+            query = encoder.layers[-1](hidden, padding_mask(attention_mask), relative, query)
         return query

@@ -9,7 +9,9 @@ binary cross-entropy over all tokens). The loss is L_MLM + lambda L_Disc, lambda
 Table 6). The selected positions are masked 85% of the time and otherwise left as they are
 (the released ``pretrain_helpers.mask``: no random tokens, the generator sees originals instead).
 
-The net is ``ElectraForPreTraining`` (``lit_models/nets/electra.py``): ``net.generator`` with its
+The net is ``ElectraForPreTraining`` (``lit_models/nets/electra.py``) or DeBERTa-v3's
+``DebertaV3ForPreTraining`` (``lit_models/nets/deberta_rtd.py``: He et al. 2023, §2, the same
+loss, the token embeddings shared gradient-disentangled, §3.3): ``net.generator`` with its
 ``mlm_head``, and the discriminator ``net`` with its ``rtd_head``. Selection and padding are
 MLM's (``MLMCollator``); vocabulary logits are computed at the selected positions only.
 """

@@ -53,7 +53,7 @@ def probe(args: list[str], env: dict | None = None) -> tuple[dict, str]:
 
 def write_board(root: Path, n: int = 100) -> Path:
     """``n`` finished run records of GLUE tasks (models x tasks x seeds), as runs leave them:
-    each names its task's family and keeps the task's baseline (``bench/run/baselines.py``)."""
+    each names its task's family and keeps the task's baseline (``bench/boards/baselines.py``)."""
     values = {"glue/mrpc": {"validation": {"f1": 0.8, "accuracy": 0.75}},
               "glue/mnli": {"validation_matched": {"accuracy": 0.7},
                             "validation_mismatched": {"accuracy": 0.71}},
@@ -92,8 +92,9 @@ def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
     assert result == {"rc": 2, "heavy": []}
     assert err.splitlines() == [f"error: {empty} is not a Hugging Face checkpoint: it lacks "
                                 "config.json, model.safetensors or pytorch_model.bin, "
-                                "tokenizer.json or vocab.txt or vocab.json or spiece.model; point "
-                                "init_from at a directory written by save_pretrained or `to_hf`"]
+                                "tokenizer.json or vocab.txt or vocab.json or spiece.model or "
+                                "spm.model; point init_from at a directory written by "
+                                "save_pretrained or `to_hf`"]
     assert not (tmp_path / "results").exists()
 
 

@@ -7,7 +7,8 @@ test's toy) subclasses it with its own.
 
 Every test is on the architecture's tiny preset with random weights (``randomize_``: biases and
 norms too, so a weight mapped to the wrong place cannot hide), a vocabulary trained on a few
-sentences, and unpadded batches (padding conventions are each architecture's own tests'):
+sentences, and unpadded batches (padding conventions are each architecture's own tests'; the
+exported encoder is also compared on a padded batch, at its real tokens):
 
 - the pretraining net exports (``to_hf``) and imports (``from_hf``) back to the same weights,
   transformers loads the export with nothing missing and reads text with the exported tokenizer
@@ -123,7 +124,7 @@ class ArchContracts:
         assert hf_tokenizer(*text)["input_ids"] == tokenizer.backend.encode(*text).ids
 
     def test_the_exported_encoder_gives_transformers_states(self, model: Model, inputs, tmp_path):
-        arch, encoder, _ = model
+        arch, encoder, tokenizer = model
         cls = transformers_class(arch, "encoder")
         if cls is None:
             pytest.skip(f"transformers has no {arch.hf.model_type} model")
@@ -137,6 +138,18 @@ class ArchContracts:
             assert len(mine.hidden_states) == len(out.hidden_states)
             assert all(close(a, b) for a, b in zip(mine.hidden_states, out.hidden_states,
                                                    strict=True))
+        # a padded batch (on the side the architecture's batches pad): the same states at
+        # every real token
+        padded, real = dict(inputs), torch.ones_like(inputs["input_ids"], dtype=torch.bool)
+        pads = slice(0, 5) if arch.tokenizer.padding_side == "left" else slice(LENGTH - 5, None)
+        real[1, pads] = False
+        padded["input_ids"] = inputs["input_ids"].masked_fill(~real, tokenizer.special.pad)
+        padded["attention_mask"] = real.long()
+        with torch.no_grad():
+            mine, out = encoder(**padded).last_hidden_state, theirs(**padded).last_hidden_state
+        if arch.encoder_decoder:  # the decoder's states: every position reads the source
+            real = torch.ones_like(padded["decoder_input_ids"], dtype=torch.bool)
+        assert close(mine[real], out[real])
 
     def test_a_classification_head_round_trips(self, model: Model, inputs, tmp_path):
         arch, encoder, _ = model

@@ -1,16 +1,28 @@
 """The architecture contract (``suite.py``) for every architecture in the registry, on its tiny
 preset, and on the variants of a preset whose checkpoints take another layout (ALBERT without
 layer sharing: a group per layer; T5 v1.1: the gated feed-forward's ``wi_0``/``wi_1`` and an
-output layer of its own)."""
+output layer of its own) or another computation (DeBERTa-v2's settings, each on odd sizes:
+distances unbucketed and clipped, keys of their own, P unnormalised, absolute positions in the
+input, one position term; v2-xlarge's convolution layer; the released MLM head's names)."""
 
 import pytest
 
 from lit_models.archs import ARCHS, Arch
 from tests.contracts.suite import ArchContracts, tiny_preset
 
-VARIANTS = {"albert": {"sharing": "none"},
-            "t5": {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}}
-CASES = [(name, {}) for name in sorted(ARCHS)] + sorted(VARIANTS.items())
+ODD = {"hidden_size": 36, "num_attention_heads": 3, "intermediate_size": 50,
+       "num_hidden_layers": 3}
+VARIANTS = [
+    ("albert", {"sharing": "none"}),
+    ("deberta_v2", {**ODD, "position_buckets": -1, "max_relative_positions": 5,
+                    "share_att_key": False, "norm_rel_ebd": "none",
+                    "position_biased_input": True, "pos_att_type": ["c2p"]}),
+    ("deberta_v2", {**ODD, "position_buckets": 6, "max_relative_positions": 10,
+                    "share_att_key": False, "pos_att_type": ["p2c"], "conv_kernel_size": 3,
+                    "conv_act": "gelu", "conv_groups": 3, "legacy": False}),
+    ("t5", {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}),
+]
+CASES = [(name, {}) for name in sorted(ARCHS)] + VARIANTS
 
 
 class TestRegistered(ArchContracts):

@@ -95,7 +95,7 @@ def test_enhanced_mask_decoder_adds_absolute_positions_at_the_end(tokenizer):
         # EMD with P_abs = 0 is the last layer run twice more over H_{L-1}
         layer, hidden = net.deberta.encoder.layers[-1], encoded.hidden_states[-2]
         mask = inputs["attention_mask"][:, None, None, :].bool()
-        rel = net.deberta.encoder.rel_embeddings.weight
+        rel = net.deberta.encoder.relative(hidden.shape[1], hidden.device)
         expected = layer(hidden, mask, rel, layer(hidden, mask, rel, hidden))
         assert max_diff(changed, expected, inputs["attention_mask"]) <= TOLERANCE
 

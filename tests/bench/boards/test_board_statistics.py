@@ -182,7 +182,7 @@ def test_reference_rows_are_their_own_table_with_sources():
     table = build_table(records, "glue")
     table.references = load_references("glue_dev")
     text = render_markdown(table)
-    measured, published = text.split("### Published dev results (not measured here, not ranked)")
+    measured, published = text.split("### Published results (not measured here, not ranked)")
     assert "bert-base-uncased" not in measured and "ModernBERT-base ‡" in published
     assert "Sanh et al. 2019 (DistilBERT), Table 1" in published
     assert "Warner et al. 2024 (ModernBERT), Table 5" in published
@@ -191,5 +191,6 @@ def test_reference_rows_are_their_own_table_with_sources():
     assert bert.score == 79.5 and bert.values["CoLA (MCC)"] == 56.3
     assert [r["label"] for r in json.loads(render_json(table))["references"]] == [
         "bert-base-uncased", "distilbert-base-uncased", "electra-small-discriminator",
-        "roberta-base", "DeBERTa-v3-base", "ModernBERT-base", "roberta-large", "deberta-base"]
+        "roberta-base", "deberta-v3-base", "ModernBERT-base", "roberta-large", "deberta-base",
+        "deberta-v3-base", "ettin-encoder-150m"]
     assert render_csv(table) == render_csv(build_table(records, "glue"))  # measured rows only

@@ -258,7 +258,7 @@ def test_runs_that_kept_different_baselines_show_each_never_one_for_both():
                                            "metrics": {"validation": {"accuracy": kept}}}],
                                  "gold": None})
                for seed, kept in enumerate((0.473, 0.527))]
-    from bench.run.baselines import baseline_records
+    from bench.boards.baselines import baseline_records
 
     made = baseline_records(records, "glue")
     assert sorted((r.label, r.metrics["validation"]["accuracy"]) for r in made) == [

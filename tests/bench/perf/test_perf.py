@@ -27,7 +27,7 @@ transformers = require("transformers")
 TOLERANCE = 1e-5
 CPU = torch.device("cpu")
 #: transformers' classes without an sdpa attention implementation
-NO_SDPA = {"deberta", "longformer", "xlnet"}
+NO_SDPA = {"deberta", "deberta_v2", "longformer", "xlnet"}
 #: the steps an architecture has no workload for: no classification head, or (XLNet's
 #: permutation LM) no transformers counterpart of its pretraining step
 SKIPPED = {name: [step for step, missing in (

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
+from bench.boards.baselines import baseline_records
 from bench.compose import compose_config
-from bench.run.baselines import baseline_records
 from tests.conftest import require
 
 sk = require("sklearn.metrics")

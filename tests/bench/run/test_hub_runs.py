@@ -7,8 +7,8 @@ a hub cache of tiny checkpoints of every architecture in their published layout
   encoder the same resolution gives equals transformers' ``AutoModel.from_pretrained`` of the
   same id and revision on the same input, to 1e-5;
 - a missing id offline, a missing revision, a checkpoint of an architecture plmbench lacks
-  (DeBERTa-v2) and one with a weight no net of its architecture has a place for are each
-  refused in one line, exit 2, with no run directory left.
+  (one that needs remote code) and one with a weight no net of its architecture has a place
+  for are each refused in one line, exit 2, with no run directory left.
 """
 
 from __future__ import annotations
@@ -121,33 +121,33 @@ def test_a_malformed_id_is_refused_by_the_config_check(offline, tmp_path):
 
 
 @pytest.fixture(scope="session")
-def deberta_v2(hub_cache, tmp_path_factory) -> str:
-    """A tiny DeBERTa-v2 (DeBERTa-v3's architecture) checkpoint in the cache: transformers'
-    own, with an ALBERT-like spiece.model; plmbench implements DeBERTa (v1) only."""
-    from tests.lit_models.core.test_hf_layouts import train_spm
+def remote_code(hub_cache, tmp_path_factory) -> str:
+    """A checkpoint of a family that needs remote code (its own ``model_type`` and an
+    ``auto_map`` to modules in the repository, as nomic-bert's): the tiny BERT's files under
+    that config.json."""
+    import json
 
-    root, _ = hub_cache
-    source = tmp_path_factory.mktemp("deberta-v2")
-    sp = train_spm(source / "spm.model", pad_id=0, unk_id=3, bos_id=1, eos_id=2)
-    config = transformers.DebertaV2Config(
-        vocab_size=sp.get_piece_size(), hidden_size=32, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, relative_attention=True,
-        pos_att_type=["p2c", "c2p"], position_buckets=16, max_relative_positions=-1)
-    torch.manual_seed(0)
-    transformers.DebertaV2ForMaskedLM(config).save_pretrained(str(source))
-    repo_id = f"{ORG}/tiny-deberta-v2"
+    root, built = hub_cache
+    source = tmp_path_factory.mktemp("remote-code")
+    for file in built["bert"].snapshot.iterdir():
+        shutil.copyfile(file, source / file.name)
+    config = json.loads((source / "config.json").read_text())
+    config |= {"model_type": "nomic_bert", "architectures": ["NomicBertModel"],
+               "auto_map": {"AutoModel": "modeling_hf_nomic_bert.NomicBertModel"}}
+    (source / "config.json").write_text(json.dumps(config))
+    repo_id = f"{ORG}/tiny-nomic-bert"
     lay_into_cache(root, repo_id, source)
     return repo_id
 
 
-def test_a_checkpoint_of_an_architecture_plmbench_lacks_is_refused(offline, deberta_v2,
+def test_a_checkpoint_of_an_architecture_plmbench_lacks_is_refused(offline, remote_code,
                                                                    tmp_path):
     results = tmp_path / "results"
     line = _leaves_nothing(results, plmbench(
-        "run", "model=deberta-tiny-scratch", f"init_from=hf:{deberta_v2}", *TINY,
+        "run", "model=bert-tiny-scratch", f"init_from=hf:{remote_code}", *TINY,
         f"results_dir={results}"))
-    assert "model_type 'deberta-v2'" in line
-    assert all(name in line for name in ("'bert'", "'deberta'", "'t5'"))  # what it reads
+    assert "model_type 'nomic_bert'" in line
+    assert all(name in line for name in ("'bert'", "'deberta-v2'", "'t5'"))  # what it reads
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.boards.baselines import baseline_records
 from bench.boards.table import build_table
 from bench.records import iter_records
-from bench.run.baselines import baseline_records
 from bench.studies.study import _resolve, composed, points, study_runs
 from datamodules.errors import PlmbenchError
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read
@@ -125,7 +125,7 @@ def test_a_reference_to_a_later_or_unknown_entry_is_one_line(tmp_path):
         _resolve("init_from=ckpt:{general}", {}, "dapt")
     (tmp_path / "record.json").write_text(json.dumps({"status": "failed", "error": "boom"}))
     with pytest.raises(PlmbenchError, match="did not finish \\(boom\\)"):
-        _resolve("init_from=ckpt:{general}", {"general": tmp_path}, "dapt")
+        _resolve("init_from=ckpt:{general}", {"general": [tmp_path]}, "dapt")
 
 
 def test_an_entry_that_does_not_compose_is_one_line(tmp_path):

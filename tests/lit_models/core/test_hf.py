@@ -215,14 +215,14 @@ def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: TextTokenizer):
 
 def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: TextTokenizer):
     everything = ("config.json, model.safetensors or pytorch_model.bin, tokenizer.json or "
-                  "vocab.txt or vocab.json or spiece.model")
+                  "vocab.txt or vocab.json or spiece.model or spm.model")
     with pytest.raises(PlmbenchError, match=f"nowhere is not .* it lacks {everything};"):
         from_hf(tmp_path / "nowhere")
     hf_checkpoint("BertModel", tmp_path, tokenizer)
     for name in ("tokenizer.json", "vocab.txt"):
         (tmp_path / name).rename(tmp_path / f"{name}.bak")
     with pytest.raises(PlmbenchError, match="lacks tokenizer.json or vocab.txt or vocab.json or "
-                       "spiece.model;"):
+                       "spiece.model or spm.model;"):
         from_hf(tmp_path)
     for name in ("tokenizer.json", "vocab.txt"):
         (tmp_path / f"{name}.bak").rename(tmp_path / name)

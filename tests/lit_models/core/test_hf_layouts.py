@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, pre_tokenizers, processors, trainers
 from tokenizers.models import BPE
 
@@ -24,6 +24,7 @@ from datamodules.collate import pad_collate
 from lit_models.archs import get_arch
 from lit_models.core.build import net_config
 from lit_models.core.hf import from_hf, hf_checkpoint
+from lit_models.core.hf_check import check_checkpoint
 from tests.conftest import REPO, require, tiny_preset_name
 
 spm = require("sentencepiece")
@@ -232,3 +233,131 @@ def test_bart_from_vocab_json_and_merges_alone(bart_dir):
     masked = tokenizer.backend.encode("Hello <mask> world")
     assert masked.ids[masked.tokens.index(" <mask>")] == special.mask
     assert "Ġ" not in masked.tokens
+
+
+# -------------------------------------------------------------------------------- DeBERTa-v3
+
+
+@pytest.fixture(scope="module")
+def deberta_v3_dir(tmp_path_factory) -> tuple[Path, spm.SentencePieceProcessor, dict]:
+    """As the published microsoft/deberta-v3-*: spm.model ([PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3;
+    [MASK] numbered after the pieces, no tokenizer.json) and the weights as an fp16 pickle
+    (``pytorch_model.bin``, as released): the discriminator under ``deberta.``, its RTD head
+    (``mask_predictions``) and a masked-LM head (``lm_predictions``); the fp16 tensors are
+    returned."""
+    from tests.hub_cache import DEBERTA_V3_SPM
+
+    directory = tmp_path_factory.mktemp("deberta-v3")
+    sp = train_spm(directory / "spm.model", **DEBERTA_V3_SPM)
+    write_checkpoint(directory, "deberta_v2", sp.get_piece_size() + 1, pad_token_id=0)
+    encoder = load_file(directory / "model.safetensors")
+    H, V = encoder["embeddings.LayerNorm.weight"].shape[0], sp.get_piece_size() + 1
+    generator = torch.Generator().manual_seed(0)
+    heads = {f"{head}.{name}": torch.randn(*shape, generator=generator)
+             for head, names in (("mask_predictions", {"dense.weight": (H, H), "dense.bias": (H,),
+                                                       "LayerNorm.weight": (H,),
+                                                       "LayerNorm.bias": (H,),
+                                                       "classifier.weight": (1, H),
+                                                       "classifier.bias": (1,)}),
+                                 ("lm_predictions.lm_head", {"dense.weight": (H, H),
+                                                             "dense.bias": (H,),
+                                                             "LayerNorm.weight": (H,),
+                                                             "LayerNorm.bias": (H,),
+                                                             "bias": (V,)}))
+             for name, shape in names.items()}
+    weights = {**{f"deberta.{k}": v.half() for k, v in encoder.items()},
+               **{k: v.half() for k, v in heads.items()}}
+    torch.save(weights, directory / "pytorch_model.bin")
+    (directory / "model.safetensors").unlink()
+    return directory, sp, weights
+
+
+def test_deberta_v3_from_its_spm_model_and_fp16_pickle(deberta_v3_dir):
+    directory, sp, weights = deberta_v3_dir
+    _, net, tokenizer = from_hf(directory)
+    pieces = sp.get_piece_size()
+    special = tokenizer.special
+    assert (special.pad, special.cls, special.sep, special.unk) == (0, 1, 2, 3)
+    assert special.mask == pieces == tokenizer.vocab_size - 1 == net.config.vocab_size - 1
+    theirs = transformers.AutoTokenizer.from_pretrained(str(directory))
+    assert type(theirs).__name__ == "DebertaV2Tokenizer"
+    for text in TEXTS:
+        # SentencePiece's own segmentation between [CLS] and [SEP], as the released DeBERTa
+        # tokenizer (sentencepiece itself) gives it
+        assert our_ids(tokenizer, text) == [1, *sp.encode(text), 2]
+    # transformers 5's DebertaV2Tokenizer normalises with NFC, not the model's NFKC character
+    # map: the same ids where the two agree (not on full-width letters)
+    agree = [t for t in TEXTS if "ｆ" not in t]
+    assert hf_ids(directory, TEXTS[3]) != our_ids(tokenizer, TEXTS[3])
+    for text in [*agree, "Hello [MASK] world."]:
+        assert our_ids(tokenizer, text) == hf_ids(directory, text)
+    pair = tokenizer.backend.encode(TEXTS[0], "Hello [MASK] world")
+    expected = theirs(TEXTS[0], "Hello [MASK] world", return_token_type_ids=True)
+    assert pair.ids == expected["input_ids"] and pair.type_ids == expected["token_type_ids"]
+    assert special.mask in pair.ids
+    # the fp16 pickle loads into float32 parameters, value for value
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+    word = net.embeddings.word_embeddings.weight
+    assert torch.equal(word, weights["deberta.embeddings.word_embeddings.weight"].float())
+    check_checkpoint(directory)  # every weight has a place, or is a head no net reads
+    # the pretraining net starts from it: E_G = E_D, E_Δ = 0, the released RTD head
+    pretraining = from_hf(directory, with_heads=True).net
+    assert torch.equal(pretraining.generator.deberta.embeddings.word_embeddings.weight, word)
+    assert not pretraining.deberta.embeddings.word_embeddings.delta.any()
+    assert torch.equal(pretraining.rtd_head.classifier.weight,
+                       weights["mask_predictions.classifier.weight"].float())
+    reference = transformers.AutoModel.from_pretrained(str(directory), dtype=torch.float32)
+    ids = torch.tensor([pair.ids])
+    with torch.no_grad():
+        ours = net.eval()(ids).last_hidden_state
+        expected_states = reference.eval()(ids).last_hidden_state
+    torch.testing.assert_close(ours, expected_states, atol=1e-5, rtol=1e-4)
+
+
+def test_deberta_v3_as_released_fine_tunes_end_to_end(deberta_v3_dir, mirror, tmp_path):
+    """``plmbench run init_from=hf:<dir>`` on the released layout (spm.model, fp16 pickle):
+    RTE trains a step and leaves an ok record of the DeBERTa-v2 architecture."""
+    from tests.bench.invoke import plmbench, read, records_under
+
+    directory, _, _ = deberta_v3_dir
+    results = tmp_path / "results"
+    result = plmbench("run", "model=deberta-v3-tiny-scratch", f"init_from=hf:{directory}",
+                      "task=glue/rte", "task.max_train_samples=8", "task.max_eval_samples=4",
+                      "trainer.max_steps=1", "trainer.enable_progress_bar=false",
+                      f"results_dir={results}")
+    assert result.rc == 0, result.err
+    (path,) = records_under(results)
+    record = read(path.parent)
+    assert record["status"] == "ok" and record["config"]["model"]["arch"] == "deberta_v2"
+    assert record["checkpoint"]["weights"] == "pytorch_model.bin"
+    assert {"accuracy"} <= set(record["metrics"]["validation"])
+
+
+def test_deberta_v3_lowercases_and_splits_punctuation_as_its_config_says(deberta_v3_dir,
+                                                                         tmp_path):
+    """DebertaV2Tokenizer's ``do_lower_case`` and ``split_by_punct`` from tokenizer_config.json:
+    lowercased text, each punctuation mark encoded apart, as the released tokenizer runs
+    sentencepiece on each; as transformers 5 does where no space precedes a mark (before one it
+    keeps a lone "▁" the released tokenizer has not)."""
+    import shutil
+    import unicodedata
+
+    source, sp, _ = deberta_v3_dir
+    directory = tmp_path / "cased"
+    shutil.copytree(source, directory)
+    (directory / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": True, "split_by_punct": True, "vocab_type": "spm"}))
+    _, _, tokenizer = from_hf(directory)
+    theirs = transformers.AutoTokenizer.from_pretrained(str(directory))
+    for text in ["HELLO world, 1,000 tokens!", "The quick (brown) fox.", "a"]:
+        words, word = [], ""
+        for char in text.lower():  # the released tokenizer's _run_split_on_punc
+            if unicodedata.category(char).startswith("P"):
+                words += [word, char] if word else [char]
+                word = ""
+            else:
+                word += char
+        expected = [1, *(i for w in [*words, word] if w.strip() for i in sp.encode(w)), 2]
+        assert our_ids(tokenizer, text) == expected, text
+    text = "HELLO world, 1,000 tokens!"
+    assert our_ids(tokenizer, text) == theirs(text)["input_ids"]

@@ -13,7 +13,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
-from bench.run.baselines import BASELINE_LABEL
+from bench.boards.baselines import BASELINE_LABEL
 from datamodules import sources
 from datamodules.errors import PlmbenchError
 from datamodules.goodreads import DATASET, convert

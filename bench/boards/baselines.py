@@ -1,14 +1,13 @@
-"""Reference rows with no training, so every score on a board is read against chance: for each
-task the board's runs used, its family's ``baselines`` (classification: the majority class of
-the training labels, labelled ``BASELINE_LABEL``; regression: the mean score; spoiler detection
-adds a TF-IDF + logistic-regression classifier, under its own name) on the same eval data.
+"""Baseline rows on a board, so every score is read against chance: for each task the board's
+runs used, the task's reference rows with no training (``bench/task_baselines.py``: the majority
+class of the training labels, labelled ``BASELINE_LABEL``; the mean score; a TF-IDF classifier
+under its own name) on the same eval data.
 
-A run computes them when it runs and keeps them in its record (``record["baselines"]``:
-``of_task``), so a board is a pure function of records (DESIGN.md contract 8): the same records
-board the same bytes on a machine whose data mirror lacks the task, and a board loads no task
-data, no torch. Only records written before runs kept them get their baseline computed from the
-data as it reads when the board is built, which may no longer be the data the runs were scored
-on (a re-mirrored dataset).
+A run keeps them in its record (``record["baselines"]``), so a board is a pure function of
+records (DESIGN.md contract 8): the same records board the same bytes on a machine whose data
+mirror lacks the task, and a board loads no task data, no torch. Only records written before runs
+kept them get their baseline computed from the data as it reads when the board is built, which
+may no longer be the data the runs were scored on (a re-mirrored dataset).
 
 Either way a baseline carries ``gold``: per eval split, the digest of the gold labels it scored
 (``bench/eval_sets.py``), the same digest a run's predictions file gives; a board shows a
@@ -25,12 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-from omegaconf import OmegaConf
-
-from bench.eval_sets import label_pairs_digest
 from bench.record import Baselines, Record, as_records
-from datamodules.errors import PlmbenchError
-from datamodules.predictions import label_text, submission_vocabulary
+from bench.task_baselines import computed
 
 BASELINE_LABEL = "baseline (no training)"
 #: what the data of a task's baseline depends on; runs that agree on these share one baseline
@@ -38,17 +33,6 @@ DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels",
              "max_train_samples", "max_eval_samples", "family", "board", "columns", "format",
              "context", "imbalance", "tfidf", "hub_id", "eval_documents", "eval_examples",
              "questions")
-
-
-def of_task(family, task: Mapping) -> dict | None:
-    """What a run keeps of its task's baselines (``record["baselines"]``): each row's name (None:
-    ``BASELINE_LABEL``) and metrics per eval split, and the digest of the gold labels they
-    scored; None where the family has none."""
-    rows = family.baselines(task)
-    if not rows:
-        return None
-    return {"rows": [{"name": name, "metrics": metrics} for name, metrics in rows.items()],
-            "gold": _gold(task, family.eval_labels(task))}
 
 
 def baseline_records(records: Iterable[Record | Mapping], board: str) -> list[Record]:
@@ -71,7 +55,7 @@ def baseline_records(records: Iterable[Record | Mapping], board: str) -> list[Re
     made = []
     for key, task in sorted(tasks.items()):
         versions = [kept[key][text] for text in sorted(kept.get(key, {}))] or [
-            Baselines.of(_computed(task), f"the baselines of {key}")]
+            Baselines.of(computed(task), f"the baselines of {key}")]
         for i, stored in enumerate(versions, 1):
             # runs that kept different baselines of one task's data (the data changed between
             # them): each is a row of its own, named so, never one silently for the others
@@ -91,31 +75,6 @@ def _text(stored: Baselines) -> str:
     """A kept baseline as text, what tells two apart."""
     return json.dumps({"rows": [[r.name, r.metrics] for r in stored.rows],
                        "gold": stored.gold, "error": stored.error}, sort_keys=True, default=str)
-
-
-def _computed(task: Mapping) -> dict:
-    """The baselines of a task whose runs kept none, from the data as it reads now: no rows where
-    the data is gone, an ``error`` where it cannot be computed."""
-    from bench.run.task_family import task_family  # the family's modules (torch): only when needed
-
-    try:
-        return of_task(task_family(OmegaConf.create(task)), task) or {"rows": []}
-    except PlmbenchError:  # data gone since the runs: no reference row for this task
-        return {"rows": []}
-    except Exception as err:  # noqa: BLE001 - a board lists it, it never stops the board
-        error = " ".join(f"{type(err).__name__}: {err}".split())
-        return {"error": f"the baseline could not be computed: {error}"}
-
-
-def _gold(task: Mapping, labels: Mapping[str, list] | None) -> dict[str, str] | None:
-    """Per eval split, the digest of the gold labels the baseline scored, written as a run's
-    predictions file writes them (``datamodules/predictions.py``); None where unknown."""
-    if labels is None:
-        return None
-    vocabulary = submission_vocabulary(task)
-    return {split: label_pairs_digest((i, label_text(value, vocabulary))
-                                      for i, value in enumerate(values))
-            for split, values in labels.items()}
 
 
 def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> Record:
