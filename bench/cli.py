@@ -39,6 +39,8 @@ measurement needs them), so help and the boards answer in a fraction of a second
 """
 
 import argparse
+import contextlib
+import os
 import shutil
 import signal
 import sys
@@ -117,14 +119,16 @@ def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfi
         split_command,
         sweep_params,
     )
-    from bench.run.config_check import check_config
+    from bench.run.config_check import check_config, check_launcher
 
     flags, overrides = split_command(args)
     if any(flag.partition("=")[0] in INFO_FLAGS for flag in flags):
         return
     dirs = config_dirs(flags)
     if any(flag in ("-m", "--multirun") for flag in flags):  # the grid an experiment sweeps too
-        overrides = [*overrides, *sweep_params(points(overrides)[0], dirs)]
+        first = points(overrides)[0]
+        check_launcher(compose_config(first, "fix the override", dirs, with_hydra=True).hydra)
+        overrides = [*overrides, *sweep_params(first, dirs)]
     for point in points(overrides):
         cfg = compose_config(point, "fix the override", dirs)
         resolve_target(cfg)  # an analysis's target task, which the config's checks resolve
@@ -149,7 +153,11 @@ def cmd_run(args: list[str]) -> int:
     sys.argv = [run.__file__, *args]
     fresh = [top for top in map(first_missing, directories) if top is not None]
     try:
-        run.main()
+        with sweep_job_errors(args) as failed:
+            run.main()
+        if failed:
+            print(f"error: {failed[0]}", file=sys.stderr)
+            return 1
     finally:  # Hydra makes results_dir at start: a command that wrote nothing leaves none behind
         for top in fresh:
             if top.is_dir() and not any(path.is_file() for path in top.rglob("*")):
@@ -159,6 +167,35 @@ def cmd_run(args: list[str]) -> int:
     if not run.FAILURES:
         return 0
     return 2 if all(bad_input for _, bad_input in run.FAILURES) else 1
+
+
+@contextlib.contextmanager
+def sweep_job_errors(args: Sequence[str]) -> Iterator[list[str]]:
+    """A sweep whose job a cluster ended without a result (``scancel``, a node failure, a job that
+    raised): submitit raises at the first such job, which Hydra would print as a traceback; here
+    it is one line (put in the yielded list) naming the job, its state and log, and the fix."""
+    if "hydra/launcher=slurm" not in args:
+        yield []
+        return
+    from submitit.core.utils import UncompletedJobError
+
+    failed: list[str] = []
+    before = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises what the launcher raised, unprinted
+    try:
+        yield failed
+    except UncompletedJobError as err:
+        lines = str(err).splitlines()
+        head = " ".join(lines[:2]) if lines else type(err).__name__
+        failed.append(f"a job of the sweep ended without a result: {' '.join(head.split())}; its "
+                      "record (if it started) says why, and the job's log is under the sweep's "
+                      ".submitit folder; run the same command again to run only the points whose "
+                      "record is not ok")
+    finally:
+        if before is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = before
 
 
 def first_missing(directory: Path) -> Path | None:

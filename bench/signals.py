@@ -6,7 +6,9 @@ Python turns SIGINT into ``KeyboardInterrupt``, which a run answers with a recor
 (``bench/run/execute.py``). SIGTERM's default is to die with no record at all, and Lightning's
 own handler only notes it; ``stop_on_sigterm`` makes it raise ``Terminated``, a
 ``KeyboardInterrupt``, so the same path records it, and the command exits 128 + 15 = 143 as a
-shell reports a process ended by SIGTERM. A second SIGTERM during the shutdown is ignored (the
+shell reports a process ended by SIGTERM. (Where plmbench's command line is not the entry point,
+a SLURM task under submitit, Lightning's own ``SIGTERMException`` is read the same way:
+``bench/run/execute.interrupting_signal``.) A second SIGTERM during the shutdown is ignored (the
 scheduler's SIGKILL follows its grace period)."""
 
 from __future__ import annotations
@@ -46,5 +48,5 @@ def stopping_signal(err: BaseException | None) -> signal.Signals | None:
 
 def described(signum: signal.Signals) -> str:
     """How a record and the command's last line name the signal."""
-    return ("SIGTERM (a scheduler's stop or `kill`)" if signum == signal.SIGTERM
-            else "Ctrl-C (SIGINT)")
+    return ("SIGTERM (scancel, scontrol requeue, a preemption or kill)"
+            if signum == signal.SIGTERM else "Ctrl-C (SIGINT)")

@@ -9,8 +9,11 @@ is pinned to the commit it resolved to, and the run's record names the id, that 
 weights' sha256 (``identity``), so a board row says exactly which weights it measured.
 
 Everything that can go wrong (offline and not cached, a mistyped id, a missing revision, a gated
-repository without a token) is one ``PlmbenchError`` line naming the id, the cache it looked in
-and the fix. A resolution is kept for the process (a sweep resolves each id once).
+repository without a token, a download that breaks off) is one ``PlmbenchError`` line naming the
+id, the hub and the cache it used, and the fix. A download that breaks off leaves no file in a
+snapshot: huggingface_hub keeps what arrived as ``blobs/<etag>.incomplete`` and the next attempt
+resumes it; two processes fetching one id wait on huggingface_hub's per-file locks and end with
+the same snapshot. A resolution is kept for the process (a sweep resolves each id once).
 """
 
 from __future__ import annotations
@@ -90,13 +93,43 @@ class Snapshot:
                 "weights_sha256": weights_sha256(self.weights)}
 
 
-def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
+def endpoint() -> str:
+    """The hub ``huggingface_hub`` asks (``HF_ENDPOINT``, else huggingface.co)."""
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The errors of the HTTP client ``huggingface_hub`` downloads with (httpx2): a connection
+    dropped in the middle of a file is ``httpx2.RemoteProtocolError``, no ``OSError``."""
+    try:
+        import httpx2
+    except ImportError:  # an older huggingface_hub: requests, whose errors are OSErrors
+        return ()
+    return (httpx2.HTTPError,)
+
+
+def _has_repository(hub_id: HubId) -> bool:
+    """Whether the hub has ``hub_id``'s repository on branch main: a mirror (olah) answers a
+    missing revision as a missing repository, where huggingface.co says RevisionNotFound."""
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().model_info(hub_id.repo_id, revision=DEFAULT_REVISION)
+    except Exception:  # noqa: BLE001 - any failure: not known to exist
+        return False
+    return True
+
+
+def _refusal(name: str, hub_id: HubId, err: BaseException) -> PlmbenchError:
     """One line for a failed resolution of ``hub_id`` (``name``: what asked for it, as the user
-    wrote it): what went wrong, where it looked, the fix."""
+    wrote it): what went wrong, the hub and the cache it used, the fix."""
     from huggingface_hub import constants
     from huggingface_hub.errors import (
         EntryNotFoundError,
         GatedRepoError,
+        HfHubHTTPError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
@@ -104,13 +137,17 @@ def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
 
     fetch = f"`plmbench models fetch {hub_id.repo_id}"
     fetch += f" --revision {hub_id.revision}`" if hub_id.revision != DEFAULT_REVISION else "`"
-    where = f"the Hugging Face cache {cache_dir()}"
-    if isinstance(err, RevisionNotFoundError):
+    where = f"hub {endpoint()}, cache {cache_dir()}"
+    status = getattr(getattr(err, "response", None), "status_code", None)
+    missing_revision = isinstance(err, RevisionNotFoundError) or (
+        isinstance(err, RepositoryNotFoundError) and not isinstance(err, GatedRepoError)
+        and hub_id.revision != DEFAULT_REVISION and _has_repository(hub_id))
+    if missing_revision:
         why = (f"the hub has no revision {hub_id.revision!r} of {hub_id.repo_id}; name a branch, "
                "tag or commit it has")
     elif isinstance(err, GatedRepoError):
-        why = (f"{hub_id.repo_id} is gated: accept its terms on huggingface.co and set HF_TOKEN "
-               "to a token of that account")
+        why = (f"{hub_id.repo_id} is gated: accept its terms on the hub and set HF_TOKEN to a "
+               "token of that account")
     elif isinstance(err, EntryNotFoundError) and not isinstance(err, LocalEntryNotFoundError):
         why = (f"{hub_id} has no {' or '.join(WEIGHT_FILES)} (plmbench reads one weights file, "
                "not sharded or TensorFlow-only weights); pick a checkpoint that has one")
@@ -118,17 +155,23 @@ def _refusal(name: str, hub_id: HubId, err: Exception) -> PlmbenchError:
         why = (f"the hub has no model {hub_id.repo_id!r} (or it is private: set HF_TOKEN); check "
                "the spelling")
     elif isinstance(err, LocalEntryNotFoundError) or constants.HF_HUB_OFFLINE:
-        why = (f"{hub_id} is not in {where} and the hub is not reachable"
-               f"{' (HF_HUB_OFFLINE=1)' if constants.HF_HUB_OFFLINE else ''}; run {fetch} on a "
-               "machine with internet (HF_HUB_CACHE pointed at this cache, or --to DIR and "
-               "hf:DIR/...), or set HF_HUB_OFFLINE=0 where the hub is reachable; check the "
-               "spelling of the id and revision")
+        why = (f"{hub_id} is not in the Hugging Face cache {cache_dir()} and the hub is not "
+               f"reachable{' (HF_HUB_OFFLINE=1)' if constants.HF_HUB_OFFLINE else ''}; run "
+               f"{fetch} on a machine with internet (HF_HUB_CACHE pointed at this cache, or --to "
+               "DIR and hf:DIR/...), or set HF_HUB_OFFLINE=0 where the hub is reachable; check "
+               "the spelling of the id and revision")
         return PlmbenchError(f"{name}: {why}")
+    elif isinstance(err, _transport_errors()) and not isinstance(err, HfHubHTTPError) or (
+            status is not None and status >= 500):
+        first = " ".join(str(err).split()) or type(err).__name__
+        why = (f"the transfer failed ({type(err).__name__}: {first[:200]}); run the same "
+               "command again to retry: huggingface_hub resumes a download that broke off from "
+               "what arrived (kept apart as *.incomplete, never loaded)")
     else:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         why = (f"it could not be fetched ({type(err).__name__}: {first}); check the id, the "
                "network and that the cache is writable, then retry")
-    return PlmbenchError(f"{name}: {why} (looked in {where})")
+    return PlmbenchError(f"{name}: {why} ({where})")
 
 
 def _download(hub_id: HubId) -> Snapshot:
@@ -156,7 +199,8 @@ def _resolved(hub_id: HubId, name: str) -> Snapshot:
 
     try:
         return _download(hub_id)
-    except (HfHubHTTPError, LocalEntryNotFoundError, HFValidationError, OSError) as err:
+    except (HfHubHTTPError, LocalEntryNotFoundError, HFValidationError, OSError,
+            *_transport_errors()) as err:
         raise _refusal(name, hub_id, err) from None
 
 

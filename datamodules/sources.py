@@ -2,7 +2,9 @@
 
 Design contract 5: a split is read from ``$PLMBENCH_DATA/<dataset>/<config>/<split>.parquet``
 (the hub's column schema) when that file exists; otherwise from ``datasets.load_dataset`` when the
-hub is reachable; otherwise a one-line error names the split, the paths tried and the fix.
+hub is reachable, or when ``datasets``' cache holds the split from an earlier load (offline, a
+compute node reads what the login node loaded); otherwise a one-line error names the split, the
+paths tried and the fix.
 ``mirror_dataset`` writes the mirror from the hub, for compute nodes without internet. A dataset
 published as a file rather than on the hub (``FILE_SOURCES``: the Goodreads spoiler corpus,
 Universal Dependencies English-EWT's CoNLL-U release) is
@@ -238,7 +240,7 @@ def check_split(dataset: str, config: str, split: str, hub_id: str | None = None
         )
     hub = hub_id or dataset
     reason = hub_unreachable_reason()
-    if reason is None:
+    if reason is None or in_datasets_cache(hub, config, split):
         return
     present = sorted(p.stem for p in path.parent.glob("*.parquet") if p.is_file())
     command = f"plmbench data mirror {dataset} {config}" + (f" --hub-id {hub}" if hub != dataset
@@ -248,6 +250,14 @@ def check_split(dataset: str, config: str, split: str, hub_id: str | None = None
         f"{present or 'no splits of this config'}) and hub {hub} ({reason}); set PLMBENCH_DATA "
         f"to a mirror that has it, or run `{command}` where online"
     )
+
+
+def in_datasets_cache(hub_id: str, config: str, split: str) -> bool:
+    """Whether ``datasets`` holds the split, loaded from the hub before, in its cache
+    (``HF_DATASETS_CACHE``: ``<org>___<name>/<config>/<version>/<hash>/<builder>-<split>[-NNNNN-
+    of-NNNNN].arrow``), which ``load_dataset`` reads with the hub unreachable or offline."""
+    root = Path(datasets.config.HF_DATASETS_CACHE) / hub_id.replace("/", "___") / config
+    return any(root.glob(f"*/*/*-{split}.arrow")) or any(root.glob(f"*/*/*-{split}-*-of-*.arrow"))
 
 
 def list_mirror(root: str | Path | None = None) -> list[dict]:

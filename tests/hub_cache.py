@@ -159,15 +159,15 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
     return sp.get_piece_size(), {"pad_token_id": 5, "bos_token_id": 1, "eos_token_id": 2}
 
 
-def write_checkpoint(arch_name: str, directory: Path) -> None:
+def write_checkpoint(arch_name: str, directory: Path, seed: int = 0) -> None:
     """A tiny published-layout checkpoint of ``arch_name`` into ``directory``: transformers'
-    pretraining class (its encoder class where it has none) with random weights (seed 0) saved
-    by ``save_pretrained``, and the tokenizer files."""
+    pretraining class (its encoder class where it has none) with random weights drawn with
+    ``seed`` saved by ``save_pretrained``, and the tokenizer files."""
     transformers = require("transformers")
     directory.mkdir(parents=True, exist_ok=True)
     vocab_size, ids = _tokenizer_files(arch_name, directory)
     config = _preset_config(arch_name, vocab_size, **ids)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     classes = get_arch(arch_name).hf.classes  # DeBERTa-v3's pretraining net has no class there
     model = getattr(transformers, classes["pretraining"], None) or getattr(
         transformers, classes["encoder"])

@@ -25,7 +25,9 @@ one line (``PlmbenchError``: exit status 2, no record), each section against wha
   hub id (resolved when the run starts: no network here);
 - seeds: within the range NumPy's RNG takes (0 .. 2**32 - 1);
 - data: the task's training split (or its eval splits where it trains on none) is in the
-  mirror, or the hub can give it.
+  mirror, or the hub can give it;
+- the launcher of a sweep (``check_launcher``): ``hydra/launcher=slurm`` where this machine has
+  SLURM's commands.
 
 These run before the run imports torch and Lightning (``bench.cli.cmd_run``), so what they
 find is one line within a second, not after the seconds a run takes to load.
@@ -37,6 +39,8 @@ import dataclasses
 import functools
 import inspect
 import math
+import shutil
+import subprocess
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -317,6 +321,35 @@ def check_config(cfg: DictConfig, overrides: Sequence[str] = ()) -> InitFrom:
             check_path_part(split, "task.splits", room=SPLIT_ROOM)
     check_start(config)
     return start
+
+
+#: the submitit launcher's class (hydra-submitit-launcher), and the SLURM commands it runs
+SLURM_LAUNCHER = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+SLURM_COMMANDS = ("sbatch", "srun", "squeue", "scontrol")
+
+
+def check_launcher(hydra: Mapping) -> None:
+    """A sweep sent to SLURM (``hydra/launcher=slurm``) from a machine without SLURM's commands,
+    or whose SLURM controller does not answer (``scontrol ping``): one line, where submitit would
+    end in a traceback ("Could not detect srun", sbatch's own errors)."""
+    if (hydra.get("launcher") or {}).get("_target_") != SLURM_LAUNCHER:
+        return
+    missing = [command for command in SLURM_COMMANDS if shutil.which(command) is None]
+    if missing:
+        raise PlmbenchError(
+            f"hydra/launcher=slurm: this machine has no SLURM ({', '.join(missing)} not on PATH); "
+            "submit from a cluster's login node, or leave out hydra/launcher=slurm to run the "
+            "sweep here (hydra/launcher=local: parallel local jobs)")
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+        said = " ".join((ping.stdout + ping.stderr).split()) or f"exit status {ping.returncode}"
+        answered = ping.returncode == 0 and "DOWN" not in said
+    except subprocess.TimeoutExpired:
+        said, answered = "no answer in 30 s", False
+    if not answered:
+        raise PlmbenchError(
+            f"hydra/launcher=slurm: SLURM's controller does not answer (scontrol ping: "
+            f"{said[:300]}); start slurmctld or submit from a node where `sinfo` works")
 
 
 def check_data(task: Mapping) -> None:

@@ -23,6 +23,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from bench.compose import CONF_DIR, normalize, resolve_target
@@ -59,7 +60,7 @@ from bench.run.run_dir import (
     run_dir_of,
     run_log,
 )
-from bench.signals import described, stopping_signal
+from bench.signals import Terminated, described
 from bench.task_baselines import of_task
 from bench.task_family import instantiated, task_family
 from datamodules.errors import PlmbenchError
@@ -226,26 +227,42 @@ def task_baselines(task: DictConfig) -> dict | None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) or SIGTERM (``bench/signals.py``) ended a run, whose record says
-    ``failure_kind: interrupted``; the command stops there (a sweep's later points do not start)
-    with this one line, and exits 128 + ``signum``."""
+    """Ctrl-C (SIGINT) or SIGTERM (``scancel``, ``scontrol requeue``, a preemption, ``kill``)
+    ended a run, whose record says ``failure_kind: interrupted``; the command stops there (a
+    sweep's later points do not start) with this one line, and exits 128 + ``signum``."""
 
     def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
         super().__init__(message)
         self.signum = signum
 
 
+def interrupting_signal(err: BaseException) -> str | None:
+    """The signal that ended a run, where ``err`` is its doing: SIGINT for a KeyboardInterrupt
+    (or what was raised while handling one: Lightning's Trainer answers it with "attempting
+    graceful shutdown" and ``sys.exit(1)``), SIGTERM for Lightning's ``SIGTERMException`` (its
+    handler stops the loop at the next batch); None for anything else."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, Terminated):  # plmbench's own SIGTERM handler (bench/signals.py)
+            return "SIGTERM"
+        if isinstance(err, KeyboardInterrupt):
+            return "SIGINT"
+        if isinstance(err, SIGTERMException):
+            return "SIGTERM"
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def interrupted(err: BaseException) -> bool:
-    """Whether ``err`` is SIGINT's or SIGTERM's: a KeyboardInterrupt, or what was raised while
-    handling one (Lightning's Trainer answers it with "attempting graceful shutdown" and
-    ``sys.exit(1)``)."""
-    return stopping_signal(err) is not None
+    """Whether a signal ended the run (``interrupting_signal``): Ctrl-C or SIGTERM."""
+    return interrupting_signal(err) is not None
 
 
 def failure_kind(err: BaseException) -> str:
     """Whose failure it is, as a failed record keeps it: a ``PlmbenchError``'s own kind (input,
     or configuration for a diverging loss), ``environment`` (the machine: a full disk, memory),
-    ``interrupted`` (Ctrl-C, SIGINT), or ``crash`` (anything else). A re-run skips only
+    ``interrupted`` (Ctrl-C, SIGTERM), or ``crash`` (anything else). A re-run skips only
     ``configuration``; an interrupted run resumes from its last checkpoint."""
     if isinstance(err, PlmbenchError):
         return err.kind
@@ -256,9 +273,11 @@ def failure_kind(err: BaseException) -> str:
 
 def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
-    if not isinstance(err, PlmbenchError) and interrupted(err):
-        return (f"interrupted by {described(stopping_signal(err))}; run the same command again "
-                "to resume it from its last checkpoint")
+    signal_name = None if isinstance(err, PlmbenchError) else interrupting_signal(err)
+    if signal_name is not None:
+        by = described(signal.Signals[signal_name])
+        return (f"interrupted by {by}; run the same command again to resume it from its last "
+                "checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
 
@@ -382,7 +401,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
             said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
                 " (its record says failure_kind: interrupted)" if said else ""),
-                stopping_signal(err)) from None
+                signal.Signals[interrupting_signal(err)]) from None
         if not isinstance(err, Exception):
             raise
         bad_input = isinstance(err, PlmbenchError)

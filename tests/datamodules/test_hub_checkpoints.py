@@ -124,18 +124,24 @@ def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp
     assert InitFrom.parse("scratch").identity() is None
 
 
-@pytest.mark.parametrize("error, expected", [
-    ("RepositoryNotFoundError", "the hub has no model 'org/nmae' (or it is private: set "
-                                "HF_TOKEN); check the spelling"),
-    ("GatedRepoError", "org/nmae is gated: accept its terms on huggingface.co and set HF_TOKEN"),
-    ("RevisionNotFoundError", "the hub has no revision 'v2' of org/nmae"),
-    ("HfHubHTTPError", "it could not be fetched (HfHubHTTPError: 503 Service Unavailable)"),
-    ("RemoteEntryNotFoundError", "org/nmae@v2 has no model.safetensors or pytorch_model.bin"),
+@pytest.mark.parametrize("error, repository, expected", [
+    ("RepositoryNotFoundError", False, "the hub has no model 'org/nmae' (or it is private: set "
+                                       "HF_TOKEN); check the spelling"),
+    # a mirror (olah) answers a missing revision of a repository it has as a missing repository
+    ("RepositoryNotFoundError", True, "the hub has no revision 'v2' of org/nmae"),
+    ("GatedRepoError", False, "org/nmae is gated: accept its terms on the hub and set HF_TOKEN"),
+    ("RevisionNotFoundError", True, "the hub has no revision 'v2' of org/nmae"),
+    ("HfHubHTTPError", True, "the transfer failed (HfHubHTTPError: 503 Service Unavailable); run "
+                             "the same command again to retry"),
+    ("RemoteEntryNotFoundError", True, "org/nmae@v2 has no model.safetensors or "
+                                       "pytorch_model.bin"),
 ])
 def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_path, error,
-                                                              expected):
+                                                              repository, expected):
     """Online (HF_HUB_OFFLINE=0), each error huggingface_hub raises for a bad id or revision, as
-    its HTTP layer raises it (a response of the status the hub answers)."""
+    its HTTP layer raises it (a response of the status the hub answers); ``repository``: whether
+    the hub has org/nmae at main (asked only to tell a missing revision from a missing
+    repository)."""
     import httpx2
     from huggingface_hub import constants, errors
 
@@ -151,11 +157,13 @@ def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_p
         raise getattr(errors, error)(message, response=response)
 
     monkeypatch.setattr("huggingface_hub.snapshot_download", refuse)
+    monkeypatch.setattr(hub, "_has_repository", lambda hub_id: repository)
     with pytest.raises(PlmbenchError) as info:
         hub.resolve(HubId("org/nmae", "v2"))
     line = str(info.value)
     assert line.startswith("init_from=hf:org/nmae@v2: ") and "\n" not in line
-    assert expected in line and f"looked in the Hugging Face cache {tmp_path / 'cache'}" in line
+    assert expected in line and line.endswith(
+        f"(hub {constants.ENDPOINT}, cache {tmp_path / 'cache'})")
 
 
 @pytest.mark.parametrize("has_safetensors", [True, False])

@@ -111,7 +111,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_record(tmp_path, monkeypa
 
 @pytest.mark.parametrize(("signal_name", "status", "said"), [
     ("INT", 130, "Ctrl-C (SIGINT)"),
-    ("TERM", 143, "SIGTERM (a scheduler's stop or `kill`)"),  # what schedulers send
+    ("TERM", 143, "SIGTERM (scancel, scontrol requeue, a preemption or kill)"),  # schedulers
 ])
 def test_a_stopping_signal_ends_a_run_with_an_interrupted_record_in_one_line_and_it_resumes(
         env, signal_name, status, said):
