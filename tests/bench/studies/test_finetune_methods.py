@@ -138,7 +138,8 @@ def test_the_feature_based_claim_compares_frozen_features_with_fine_tuning(tmp_p
     dev = [c for c in table.columns if c.value == "metrics.validation.f1"]
     effect = statistics.fmean(100 * (b.cells[c.label].mean - a.cells[c.label].mean)
                               for c in dev)
-    assert cells["effect B - A [95% CI]"].startswith(f"{effect:+.2f} [")
+    shown = cells["effect B - A [95% CI]"]  # tiny arms may both find no entity: an exact 0
+    assert shown.startswith(f"{effect:+.2f} [") or (effect == 0 and shown.startswith("+0 exactly"))
     assert "on the test split (reported, not deciding)" in (results / "claims.md").read_text()
     assert cells["verdict"] in ("supported", "contradicted", "inconclusive", "no evidence")
 
