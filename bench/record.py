@@ -355,6 +355,14 @@ class Record(Part):
         return task if isinstance(task, Mapping) else {}
 
     @property
+    def home(self) -> Path | None:
+        """Where the run's files are now: beside the record.json it was read from (a results
+        folder moved or copied since the run), else the run directory it names."""
+        if self.path:
+            return Path(self.path).parent
+        return Path(self.run_dir) if self.run_dir else None
+
+    @property
     def source(self) -> str:
         """Where the record came from, for a message: its file, else its run directory."""
         return str(self.path or self.run_dir or self.run_id or "a record")

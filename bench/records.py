@@ -221,10 +221,12 @@ def software_versions() -> dict:
     return versions
 
 
-def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``:
-    its nearest existing ancestor (itself, once it exists) must be a directory that takes a
-    file. Nothing is created, so a command refused later leaves no empty results directory."""
+def check_writable(directory: Path, what: str = "results directory",
+                   fix: str = "choose another with results_dir=DIR") -> None:
+    """Fail before anything is written if runs could not leave their records in ``directory``
+    (``what``, and the ``fix`` a user takes, for the message): its nearest existing ancestor
+    (itself, once it exists) must be a directory that takes a file. Nothing is created, so a
+    command refused later leaves no empty results directory."""
     existing = Path(os.path.abspath(directory))
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -234,10 +236,8 @@ def check_writable(directory: Path) -> None:
         with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as err:
-        raise PlmbenchError(
-            f"results directory {directory} is not writable ({err.strerror}): "
-            "choose another with results_dir=DIR"
-        ) from None
+        raise PlmbenchError(f"{what} {directory} is not writable ({err.strerror}): {fix}"
+                            ) from None
 
 
 def undefined_metric_notes(metrics: Mapping) -> list[str]:

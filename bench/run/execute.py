@@ -9,6 +9,7 @@ bench/run/checkpoints.py).
 """
 
 import logging
+import signal
 import time
 import uuid
 from collections.abc import Sequence
@@ -49,6 +50,7 @@ from bench.run.checkpoints import (
 from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, check_batching, own_processes, run_batching
+from bench.run.progress import EpochBar
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
     LOG_NAME,
@@ -58,6 +60,7 @@ from bench.run.run_dir import (
     run_dir_of,
     run_log,
 )
+from bench.signals import Terminated, described
 from bench.task_baselines import of_task
 from bench.task_family import instantiated, task_family
 from datamodules.errors import PlmbenchError
@@ -158,7 +161,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         default_root_dir=run_dir,
         logger=make_logger(cfg.logger, run_dir, resumed),
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
-                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
+                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints),
+                   *([EpochBar()] if trainer_args.get("enable_progress_bar", True) else [])],
     )
     batching = run_batching(cfg.task, trainer)
     predictions = {}
@@ -228,7 +232,11 @@ def task_baselines(task: DictConfig) -> dict | None:
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) or SIGTERM (``scancel``, ``scontrol requeue``, a preemption, ``kill``)
     ended a run, whose record says ``failure_kind: interrupted``; the command stops there (a
-    sweep's later points do not start) with this one line."""
+    sweep's later points do not start) with this one line, and exits 128 + ``signum``."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 def interrupting_signal(err: BaseException) -> str | None:
@@ -238,6 +246,8 @@ def interrupting_signal(err: BaseException) -> str | None:
     handler stops the loop at the next batch); None for anything else."""
     seen = set()
     while err is not None and id(err) not in seen:
+        if isinstance(err, Terminated):  # plmbench's own SIGTERM handler (bench/signals.py)
+            return "SIGTERM"
         if isinstance(err, KeyboardInterrupt):
             return "SIGINT"
         if isinstance(err, SIGTERMException):
@@ -282,8 +292,7 @@ def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
     signal_name = None if isinstance(err, PlmbenchError) else interrupting_signal(err)
     if signal_name is not None:
-        by = "Ctrl-C (SIGINT)" if signal_name == "SIGINT" else (
-            "SIGTERM (scancel, scontrol requeue, a preemption or kill)")
+        by = described(signal.Signals[signal_name])
         return (f"interrupted by {by}; run the same command again to resume it from its last "
                 "checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
@@ -410,7 +419,8 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
             previous = record_at(run_dir)
             said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
-                " (its record says failure_kind: interrupted)" if said else "")) from None
+                " (its record says failure_kind: interrupted)" if said else ""),
+                signal.Signals[interrupting_signal(err)]) from None
         if not isinstance(err, Exception):
             raise
         err = original(err)  # as its record says it

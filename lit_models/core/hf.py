@@ -237,7 +237,22 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     else:
         net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
-    return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
+    return Model(arch, net, _fitting_tokenizer(directory, arch, config))
+
+
+def _fitting_tokenizer(directory: Path, arch: Arch, config):
+    """The checkpoint's tokenizer, checked against its embedding: a tokenizer that can emit an
+    id with no embedding row (another model's tokenizer files beside these weights) is one
+    line now, not an IndexError on the first input holding such a token."""
+    tokenizer = load_tokenizer(directory, arch.tokenizer)
+    rows = getattr(config, "vocab_size", None)
+    ids = max(tokenizer.backend.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+    if isinstance(rows, int) and ids > rows:
+        raise PlmbenchError(
+            f"{directory}: its tokenizer emits ids up to {ids - 1}, but the model's embedding has "
+            f"{rows} rows (config.json vocab_size): the tokenizer files are another model's; "
+            "put the checkpoint's own tokenizer beside its weights")
+    return tokenizer
 
 
 def untrained_like(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
@@ -248,7 +263,7 @@ def untrained_like(directory: str | Path, with_heads: bool = False, arch: Arch |
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     net = _pretraining_net(arch, directory, config) if with_heads else arch.encoder(config)
-    return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
+    return Model(arch, net, _fitting_tokenizer(directory, arch, config))
 
 
 def hf_state_dict(arch: Arch, net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
