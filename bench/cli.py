@@ -31,7 +31,8 @@
                                            file-published dataset (goodreads_spoilers) from its file
 
 Bad input ends with one line ``error: ...`` naming the fix, and exit status 2; Ctrl-C with one
-line naming the run it stopped (its record says ``failure_kind: interrupted``), and 130.
+line naming the run it stopped (its record says ``failure_kind: interrupted``), and 130; SIGTERM
+(a scheduler's stop) the same, and 143 (``bench/signals.py``).
 
 Each command imports what it needs when it runs (torch, Lightning, faiss only where a run or a
 measurement needs them), so help and the boards answer in a fraction of a second.
@@ -41,12 +42,14 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.arguments import OneLineParser, count
+from bench.signals import described, stop_on_sigterm, stopping_signal
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
@@ -54,6 +57,8 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
 
 DEFAULT_RESULTS = "results"
+#: the board of a results directory that holds no run naming one
+DEFAULT_BOARD = "glue"
 
 
 def cmd_rerun(path: str) -> int:
@@ -66,6 +71,10 @@ def cmd_rerun(path: str) -> int:
         raise PlmbenchError(f"{path} is no readable run record; pass a record.json a run wrote")
     replaying = ("skip_completed=", "only_failed=")
     overrides = [o for o in record.overrides if not o.startswith(replaying)]
+    moved = moved_results_dir(record)
+    if moved is not None:  # a results folder moved or copied since: re-run it where it is now
+        overrides = [o for o in overrides if not o.startswith("results_dir=")]
+        overrides.append(f"results_dir={moved}")
     from bench.compose import composed_hash
 
     now = composed_hash(overrides)
@@ -77,6 +86,25 @@ def cmd_rerun(path: str) -> int:
             f"from a checkout of commit {commit}"
         )
     return cmd_run([*overrides, "skip_completed=false"])
+
+
+def moved_results_dir(record) -> Path | None:
+    """The results directory a record's run directory sits in now, where the record was read
+    from elsewhere than the run directory it names (its folder moved or copied); else None."""
+    from bench.record import Record
+
+    assert isinstance(record, Record)
+    home, was = record.home, record.run_dir
+    top = record.config.get("results_dir")
+    if home is None or not was or not isinstance(top, str):
+        return None
+    try:
+        inside = Path(was).relative_to(top)  # both as the run wrote them
+    except ValueError:
+        return None
+    if home.resolve() == Path(was).resolve() or len(home.parts) <= len(inside.parts):
+        return None
+    return Path(*home.parts[:len(home.parts) - len(inside.parts)])
 
 
 def command_configs(args: Sequence[str]) -> Iterator[tuple[list[str], "DictConfig"]]:
@@ -186,14 +214,20 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     evaluation set its runs were scored on (``bench/boards/sections.py``), usually one."""
     from bench.boards.references import load_references
     from bench.boards.selection import selection_lines
-    from bench.boards.tables import View, tables_in
+    from bench.boards.tables import View, tables_of
+    from bench.record import records_in
 
+    records, unused = records_in(results_dir)
+    others = sorted({r.board for r in records if isinstance(r.board, str)} - {board.records_of})
+    if others and not any(board.holds(r) for r in records):
+        raise PlmbenchError(f"{results_dir} holds no run of board {board.name!r}, only of "
+                            f"{', '.join(others)}; pass --board with one of them")
     tasks = getattr(args, "tasks", None)
     # no --stat: the statistic the runs' protocol reports (glue_sane: the median), else the mean
     view = View(stat=getattr(args, "stat", None), baselines=getattr(args, "baselines", True),
                 tasks=tuple(tasks.split(",")) if tasks else (),
                 select=getattr(args, "select", "all"))
-    tables = tables_in(results_dir, board, view)
+    tables = tables_of(records, board, view, unused, where=results_dir)
     for table in tables:
         for line in selection_lines(table):  # which grid point each row and task stands for
             print(f"best-on-dev: {line}", file=sys.stderr)
@@ -209,13 +243,35 @@ def board_tables(results_dir: str, board, args: argparse.Namespace) -> list:
     return tables
 
 
+def boards_found(results_dir: str) -> list[str]:
+    """The boards the runs under ``results_dir`` were written for, sorted."""
+    from bench.record import records_in
+
+    return sorted({r.board for r in records_in(results_dir)[0]
+                   if isinstance(r.board, str) and not r.baseline})
+
+
+def chosen_board(args: argparse.Namespace):
+    """The board ``--board`` names; without it, the one board the records under the results
+    directory were written for (several: one line listing them; none: ``DEFAULT_BOARD``)."""
+    from bench.boards.config import get_board
+
+    name = args.board
+    if name is None:
+        found = boards_found(args.results_dir) if Path(args.results_dir).is_dir() else []
+        if len(found) > 1:
+            raise PlmbenchError(f"{args.results_dir} holds runs of {len(found)} boards "
+                                f"({', '.join(found)}); pass --board with one of them")
+        name = found[0] if found else DEFAULT_BOARD
+    return get_board(name).with_aggregate(args.aggregate)
+
+
 def cmd_significance(args: argparse.Namespace) -> int:
     """``plmbench significance ROW_A ROW_B``: B - A per task and on the aggregate, tested."""
-    from bench.boards.config import get_board
     from bench.boards.significance import compare, find_rows, render
     from bench.boards.trivial import baseline_notes
 
-    board = get_board(args.board).with_aggregate(args.aggregate)
+    board = chosen_board(args)
     if board.aggregate == "none":
         raise PlmbenchError(f"board {board.name!r} has no score to compare rows by; use a "
                             "board with an aggregate (glue, squad, tagging, ...)")
@@ -240,10 +296,11 @@ def _emit(text: str, out: str | None) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.boards.config import get_board
     from bench.boards.sections import render_tables
 
-    board = get_board(args.board).with_aggregate(args.aggregate)
+    if args.compare:
+        args.results_dir = args.compare[0]  # the board of DIR_A's runs, without --board
+    board = chosen_board(args)
     if args.compare:
         from bench.boards.compare import one_table, render_comparison  # numpy and scipy's tests
 
@@ -309,12 +366,14 @@ def verify_data(root: Path) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from bench.boards.docs import check, doc_files
+    from bench.boards.docs import check, checked_files, default_files
 
-    files = [Path(f) for f in args.files] or doc_files(Path.cwd())
+    files = checked_files(args.files) if args.files else default_files(Path.cwd())
     stale = check(files, main, write=args.write)
-    for path in stale:
-        print(f"{'rendered' if args.write else 'differs from its records'}: {path}")
+    for block in stale:
+        print(f"{'rendered' if args.write else 'differs from its records'}: {block.header()}")
+        if not args.write:
+            print(block.diff, end="" if block.diff.endswith("\n") else "\n")
     return 1 if stale and not args.write else 0
 
 
@@ -373,8 +432,9 @@ def parser() -> argparse.ArgumentParser:
                     help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
     from bench.boards.config import known_boards
 
-    lb.add_argument("--board", default="glue",
-                    help=f"board, one of conf/board/: {', '.join(known_boards())} (default: glue)")
+    lb.add_argument("--board",
+                    help=f"board, one of conf/board/: {', '.join(known_boards())} (default: the "
+                         "board the records were written for)")
     lb.add_argument("--format", choices=["md", "csv", "json", "html"], default="md",
                     help="html: one self-contained page with sortable tables and plots")
     lb.add_argument("--out", help="write to this file instead of stdout")
@@ -409,7 +469,8 @@ def parser() -> argparse.ArgumentParser:
     sig.add_argument("row_b", help="another row label (B)")
     sig.add_argument("results_dir", nargs="?", default=DEFAULT_RESULTS,
                      help=f"where the runs wrote their records (default: {DEFAULT_RESULTS})")
-    sig.add_argument("--board", default="glue", help="the board whose rows are compared")
+    sig.add_argument("--board", help="the board whose rows are compared (default: the board "
+                     "the records were written for)")
     sig.add_argument("--aggregate", help="the score to compare (default: the board's own)")
     sig.add_argument("--select", choices=["all", "best-on-dev"], default="all",
                      help="best-on-dev: per model and task, the grid point best on dev")
@@ -458,6 +519,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("run", "study", "claims", "rerun"):  # commands that run: SIGTERM
+        stop_on_sigterm()  # records an interrupted run, as Ctrl-C does (bench/signals.py)
     try:
         if argv and argv[0] == "claims":
             from bench.studies.claims import cmd_claims
@@ -495,10 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     except PlmbenchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    # Ctrl-C: a run's record says so (bench.run.execute.Interrupted)
+    # Ctrl-C or SIGTERM: a run's record says so (bench.run.execute.Interrupted)
     except KeyboardInterrupt as err:
-        print(f"error: {str(err) or 'interrupted by Ctrl-C (SIGINT)'}", file=sys.stderr)
-        return 130
+        signum = stopping_signal(err) or signal.SIGINT
+        print(f"error: {str(err) or f'interrupted by {described(signum)}'}", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

@@ -61,15 +61,25 @@ OmegaConf.register_new_resolver("checkpoint_package", checkpoint_package, replac
 OmegaConf.register_new_resolver("decoupled_weight_decay", decoupled_weight_decay, replace=True)
 
 
+def _quoted_value(value: str) -> str:
+    """``value`` in Hydra's quotes (double, else single where it holds a double quote)."""
+    return f'"{value}"' if '"' not in value else "'" + value.replace("'", "\\'") + "'"
+
+
 def quoted(override: str) -> str | None:
     """``override`` (``key=value`` as the shell passed it) with its value in Hydra's quotes,
     itself quoted for a shell: what a value with spaces, non-ASCII characters or Hydra's own
-    symbols is typed as (``'results_dir="my results/ü"'``); None where even that does not parse.
+    symbols is typed as (``'results_dir="my results/ü"'``), a list with each item quoted
+    (``'study.feature_run=["task.max_train_samples=4000"]'``), so it is still a list; None
+    where even that does not parse.
     """
     key, eq, value = override.partition("=")
     if not eq:
         return None
-    inner = f'"{value}"' if '"' not in value else "'" + value.replace("'", "\\'") + "'"
+    inner = _quoted_value(value)
+    if value.startswith("[") and value.endswith("]"):  # a list stays a list: each item quoted
+        items = [item.strip() for item in value[1:-1].split(",")] if value[1:-1].strip() else []
+        inner = "[" + ",".join(_quoted_value(item) for item in items) + "]"
     try:
         OverridesParser.create().parse_overrides([f"{key}={inner}"])
     except Exception:  # noqa: BLE001 - Hydra's grammar refuses it quoted too

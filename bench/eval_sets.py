@@ -6,8 +6,9 @@ data mirror changed, are not comparable, however alike their columns look. Every
 what it was scored on, in two parts, and together they name its evaluation set per task
 (``eval_set``):
 
-- ``config``: the keys of its task config that choose the eval examples (``EVAL_KEYS``: the
-  dataset, its config and hub id, the eval splits, the caps);
+- ``config``: the keys of its task config that say where the eval examples come from
+  (``SOURCE_KEYS``: the dataset, its config and hub id, the eval splits), and ``caps``, those
+  that choose among them (``CAP_KEYS``: ``max_eval_samples`` ...);
 - ``gold``: per eval split, a digest of the gold side of its predictions file: the (index, gold
   label) pairs of a GLUE-style TSV, the example and gold fields of each JSONL row
   (``GOLD_FIELDS``: ids, tokens, references; never what the run predicted or retrieved), the
@@ -15,6 +16,10 @@ what it was scored on, in two parts, and together they name its evaluation set p
   tokenized splits, so two models with different tokenizers on the same examples have
   different ones. A record with no predictions file of its eval splits (older records,
   unscored splits) has ``gold`` None, which agrees with any digest of the same ``config``.
+
+Where both records know their gold digests, the digests say whether the examples are the same,
+whatever the caps were spelled as (the whole dev set asked for as its size and as null is one
+set); where one does not, the caps must be equal too.
 
 ``sections`` splits a board's records into groups whose rows agree on every task's
 evaluation set: each group is a board of its own (``bench/boards/sections.py``), with the
@@ -33,9 +38,10 @@ from pathlib import Path
 
 from bench.record import Record
 
-#: the task config keys that choose which examples a run is scored on
-EVAL_KEYS = ("dataset", "config", "hub_id", "max_eval_samples", "eval_documents",
-             "eval_examples", "questions")
+#: the task config keys that say where a run's eval examples come from
+SOURCE_KEYS = ("dataset", "config", "hub_id")
+#: those that choose among them (how many, which documents or questions)
+CAP_KEYS = ("max_eval_samples", "eval_documents", "eval_examples", "questions")
 #: JSONL fields of the example and its gold side (not what the run predicted or retrieved)
 GOLD_FIELDS = ("id", "idx", "index", "tokens", "gold", "label", "reference", "references",
                "question", "source")
@@ -43,22 +49,39 @@ GOLD_FIELDS = ("id", "idx", "index", "tokens", "gold", "label", "reference", "re
 
 @dataclass(frozen=True)
 class EvalSet:
-    """One task's evaluation set: its config part (JSON) and its gold digest (None: unknown)."""
+    """One task's evaluation set: where its examples come from (JSON), the caps that chose
+    among them (JSON) and its gold digest (None: unknown). Two are one set (``==``, ``hash``)
+    by their digests where known, else by their caps."""
 
     config: str
     gold: str | None = None
+    caps: str = "{}"
+
+    @property
+    def identity(self) -> tuple:
+        return (self.config, "gold", self.gold) if self.gold else (self.config, "caps", self.caps)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EvalSet) and self.identity == other.identity
+
+    def __hash__(self) -> int:
+        return hash(self.identity)
 
     def agrees(self, other: EvalSet) -> bool:
-        """The same examples as far as both records can tell."""
-        return self.config == other.config and (
-            self.gold is None or other.gold is None or self.gold == other.gold)
+        """The same examples as far as both records can tell: the same gold digests where both
+        know theirs, else the same caps (and no digests that differ)."""
+        if self.config != other.config:
+            return False
+        if self.gold is not None and other.gold is not None:
+            return self.gold == other.gold
+        return self.caps == other.caps
 
     def merged(self, other: EvalSet) -> EvalSet:
-        return EvalSet(self.config, self.gold or other.gold)
+        return EvalSet(self.config, self.gold or other.gold, self.caps)
 
     def describe(self) -> str:
         """"validation, max_eval_samples=16", for a note on the board."""
-        config = json.loads(self.config)
+        config = {**json.loads(self.config), **json.loads(self.caps)}
         splits = ", ".join(config.pop("splits", None) or []) or "its eval splits"
         caps = [f"{key}={value}" for key, value in config.items()
                 if value is not None and key not in ("dataset", "config", "hub_id")]
@@ -104,9 +127,7 @@ def _file_gold(path: Path) -> str | None:
 
 def run_dir_of(record: Record) -> Path | None:
     """Where a record's files are: beside its record.json, else its recorded run directory."""
-    if record.path:
-        return Path(record.path).parent
-    return Path(record.run_dir) if record.run_dir else None
+    return record.home
 
 
 def eval_set(record: Record) -> EvalSet:
@@ -115,12 +136,14 @@ def eval_set(record: Record) -> EvalSet:
     record read through the board's index (``bench/board_index.py``: its files' digests, kept)."""
     task = record.task_config
     splits = eval_splits(task)
-    chosen = {key: task.get(key) for key in EVAL_KEYS if task.get(key) is not None}
-    key = json.dumps({**chosen, "splits": splits}, sort_keys=True, default=str)
+    source = {key: task.get(key) for key in SOURCE_KEYS if task.get(key) is not None}
+    key = json.dumps({**source, "splits": splits}, sort_keys=True, default=str)
+    caps = json.dumps({k: task.get(k) for k in CAP_KEYS if task.get(k) is not None},
+                      sort_keys=True, default=str)
     golds = record.gold if isinstance(record.gold, Mapping) else file_golds(record)
     if golds is None:
-        return EvalSet(key)  # not every eval split's gold side known: by its config alone
-    return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(golds.items())))
+        return EvalSet(key, None, caps)  # not every eval split's gold side known: by its config
+    return EvalSet(key, digest(f"{s}\t{d}" for s, d in sorted(golds.items())), caps)
 
 
 def eval_splits(task: Mapping) -> list:

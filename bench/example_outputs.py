@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
 
 from bench.record import Record, as_record
 from datamodules.errors import PlmbenchError
@@ -49,6 +48,9 @@ class Outputs:
     ids: np.ndarray
     data: dict[str, np.ndarray]
     metrics: dict[str, Metric] = field(default_factory=dict)
+    #: the predictions as the file holds them, one per row: what "identical predictions"
+    #: compares (two different invalid generations both read as a wrong class, scoring alike)
+    raw: np.ndarray | None = None
 
     def metric(self, name: str, rows: np.ndarray) -> np.ndarray:
         if name not in self.metrics:
@@ -60,7 +62,8 @@ class Outputs:
         """These outputs with rows in the order of ``ids`` (the same examples)."""
         order = np.argsort(self.ids, kind="stable")
         at = order[np.searchsorted(self.ids, ids, sorter=order)]
-        return Outputs(ids, {k: v[at] for k, v in self.data.items()}, self.metrics)
+        return Outputs(ids, {k: v[at] for k, v in self.data.items()}, self.metrics,
+                       None if self.raw is None else self.raw[at])
 
 
 def _mean(key: str, scale: float = 1.0) -> Metric:
@@ -107,6 +110,8 @@ def _binary_f1(data: Mapping[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
 
 
 def _spearman(data: Mapping[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata  # 0.5 s of imports: only where a correlation is ranked
+
     return _pearson(rankdata(data["prediction"][rows], axis=1),
                     rankdata(data["label"][rows], axis=1))
 
@@ -163,13 +168,20 @@ def read_tsv(path: Path, task: Mapping) -> Outputs:
                 return NOT_A_SCORE
         data = {"prediction": np.array([score(r["prediction"]) for r in rows]),
                 "label": np.array([float(r["label"]) for r in rows])}
-        return Outputs(ids, data, dict(REGRESSION))
+        return Outputs(ids, data, dict(REGRESSION), _raw(r["prediction"] for r in rows))
     vocabulary = list(task.get("submission_labels") or task["label_names"])
     index = {name: i for i, name in enumerate(vocabulary)}
     gold = np.array([index[row["label"]] for row in rows])
     predicted = np.array([index.get(row["prediction"], -1) for row in rows])
     predicted = np.where(predicted < 0, (gold + 1) % len(vocabulary), predicted)
-    return Outputs(ids, {"prediction": predicted, "label": gold}, classification(len(vocabulary)))
+    return Outputs(ids, {"prediction": predicted, "label": gold}, classification(len(vocabulary)),
+                   _raw(row["prediction"] for row in rows))
+
+
+def _raw(predictions) -> np.ndarray:
+    """The predictions as text, one per row (``Outputs.raw``)."""
+    return np.array([p if isinstance(p, str) else json.dumps(p) for p in predictions],
+                    dtype=object)
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -197,7 +209,7 @@ def read_tagging(rows: list[dict]) -> Outputs:
                                                  data["predicted"][rows].sum(1),
                                                  data["gold"][rows].sum(1))}
     return Outputs(np.arange(len(rows)), {"tp": tp, "predicted": predicted, "gold": gold},
-                   metrics)
+                   metrics, _raw(row["predicted"] for row in rows))
 
 
 def read_generations(rows: list[dict]) -> Outputs:
@@ -211,7 +223,8 @@ def read_generations(rows: list[dict]) -> Outputs:
         for key, value in rouge.compute().items():
             scores[key][i] = float(value)
     ids = np.array([str(row.get("id", i)) for i, row in enumerate(rows)])
-    return Outputs(ids, scores, {key: _mean(key) for key in KEYS})
+    return Outputs(ids, scores, {key: _mean(key) for key in KEYS},
+                   _raw(row["prediction"] for row in rows))
 
 
 def read_open_qa(rows: list[dict], task: Mapping) -> Outputs:
@@ -222,7 +235,8 @@ def read_open_qa(rows: list[dict], task: Mapping) -> Outputs:
     hits = np.array([float(exact_match(row["prediction"], row["references"], match))
                      for row in rows])
     ids = np.array([str(row["id"]) for row in rows])
-    return Outputs(ids, {"exact_match": hits}, {"exact_match": _mean("exact_match", 100.0)})
+    return Outputs(ids, {"exact_match": hits}, {"exact_match": _mean("exact_match", 100.0)},
+                   _raw(row["prediction"] for row in rows))
 
 
 def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
@@ -244,7 +258,8 @@ def read_squad(path: Path, task: Mapping, split: str) -> Outputs:
         references = [v2_references(r) for r in references]
     em, f1 = question_scores([answers[i] for i in ids], references)
     return Outputs(ids, {"exact_match": em, "f1": f1},
-                   {"exact_match": _mean("exact_match", 100.0), "f1": _mean("f1", 100.0)})
+                   {"exact_match": _mean("exact_match", 100.0), "f1": _mean("f1", 100.0)},
+                   _raw(answers[i] for i in ids))
 
 
 def read_outputs(record: Record | Mapping, split: str) -> Outputs:
@@ -256,7 +271,7 @@ def read_outputs(record: Record | Mapping, split: str) -> Outputs:
         raise PlmbenchError(f"run {where} wrote no predictions for split {split!r} (a run "
                             "before predictions files were written, or an unscored split): re-run "
                             "it with `plmbench rerun <its record>`")
-    path = Path(record.run_dir) / files[split]
+    path = (record.home or Path()) / files[split]
     if not path.is_file():
         raise PlmbenchError(f"{path} is missing: the run's predictions are needed for the "
                             "paired bootstrap; re-run it with `plmbench rerun`")

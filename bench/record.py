@@ -5,19 +5,20 @@ The run is the only writer of a record (``bench/run/execute.py`` builds one and
 ``Record.from_json`` reads every record plmbench has written: schema 1 gained keys over time
 (``overrides`` and ``predictions``, then ``variant``, ``notes``, ``epochs``, ``recipe``,
 ``outputs``, ``metric_signatures``, ``analysis``, ``trained_parameters``, ``checkpoint``,
-``baselines``, ``protocol``; a failed run has no result keys at all), and a key a file does not
-hold reads as its default here (an empty list or mapping, None). ``to_json`` writes back exactly
-the keys the record was given, so a record read and written again is the same bytes, and the JSON
-users' own scripts read keeps its form. A file that is not a record is one ``PlmbenchError`` line
-naming it and what is wrong. The run builds its record as this type from its first line
-(``Record.new``) and fills it with ``updated``, where a key that is no field is an error.
+``baselines``, ``protocol``, ``batching``; a failed run has no result keys at all), and a key a
+file does not hold reads as its default here (an empty list or mapping, None). ``to_json`` writes
+back exactly the keys the record was given, so a record read and written again is the same bytes,
+and the JSON users' own scripts read keeps its form. A file that is not a record is one
+``PlmbenchError`` line naming it and what is wrong. The run builds its record as this type from
+its first line (``Record.new``) and fills it with ``updated``, where a key that is no field is an
+error.
 
 The files: a record is written atomically (``datamodules.files.atomic_write_text``: a reader
 sees the old record or the new one, never half of one), and read back with corrupt ones listed,
 not raised (``read_records``, ``records_in``).
 
-The parts with a structure of their own (versions, hardware, the checkpoint's identity, the
-pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
+The parts with a structure of their own (versions, hardware, batching, the checkpoint's identity,
+the pretraining cost, the kept baselines, the throughput) are ``Part`` dataclasses with the same
 round trip (``bench/record_parts.py``); the open-ended ones (metrics per split, the resolved
 config, data fingerprints) are mappings, as the board's dotted column paths
 (``metrics.validation.accuracy``, ``Record.at``) address them.
@@ -37,6 +38,7 @@ from typing import Any, ClassVar
 from bench.record_parts import (  # noqa: F401 - the parts of a record, imported from here
     BaselineRow,
     Baselines,
+    Batching,
     Checkpoint,
     Hardware,
     Part,
@@ -57,10 +59,12 @@ RECORD_NAME = "record.json"
 REQUIRED = ("status", "task", "board")
 
 
-def check_writable(directory: Path) -> None:
-    """Fail before anything is written if runs could not leave their records in ``directory``:
-    its nearest existing ancestor (itself, once it exists) must be a directory that takes a
-    file. Nothing is created, so a command refused later leaves no empty results directory."""
+def check_writable(directory: Path, what: str = "results directory",
+                   fix: str = "choose another with results_dir=DIR") -> None:
+    """Fail before anything is written if runs could not leave their records in ``directory``
+    (``what``, and the ``fix`` a user takes, for the message): its nearest existing ancestor
+    (itself, once it exists) must be a directory that takes a file. Nothing is created, so a
+    command refused later leaves no empty results directory."""
     existing = Path(os.path.abspath(directory))
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -70,10 +74,8 @@ def check_writable(directory: Path) -> None:
         with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as err:
-        raise PlmbenchError(
-            f"results directory {directory} is not writable ({err.strerror}): "
-            "choose another with results_dir=DIR"
-        ) from None
+        raise PlmbenchError(f"{what} {directory} is not writable ({err.strerror}): {fix}"
+                            ) from None
 
 
 def write_record(run_dir: Path, record: dict) -> Path:
@@ -219,6 +221,7 @@ class Record(Part):
     protocol: str | None = field(default=None, metadata=_of(str))
     versions: Versions | None = field(default=None, metadata={"part": Versions})
     hardware: Hardware | None = field(default=None, metadata={"part": Hardware})
+    batching: Batching | None = field(default=None, metadata={"part": Batching})
     started_at: str | None = field(default=None, metadata=_of(str))
     finished_at: str | None = field(default=None, metadata=_of(str))
     wall_time_s: float | None = field(default=None, metadata=_of((int, float)))
@@ -322,6 +325,14 @@ class Record(Part):
         """The resolved task section of the configuration that ran (empty where none)."""
         task = self.config.get("task")
         return task if isinstance(task, Mapping) else {}
+
+    @property
+    def home(self) -> Path | None:
+        """Where the run's files are now: beside the record.json it was read from (a results
+        folder moved or copied since the run), else the run directory it names."""
+        if self.path:
+            return Path(self.path).parent
+        return Path(self.run_dir) if self.run_dir else None
 
     @property
     def source(self) -> str:

@@ -140,6 +140,20 @@ class Hardware(Part):
 
 
 @dataclass(frozen=True)
+class Batching(Part):
+    """How the run's processes shared its work (``datamodules/batching.py``): ``world_size``
+    processes; where the run trains, each forward pass of a process held ``per_process_batch``
+    examples and an optimizer step accumulated ``accumulate_grad_batches`` of them on every
+    process, ``global_batch`` (``task.batch_size``, the recipe's) in all. Records written before it
+    have none."""
+
+    world_size: int | None = field(default=None, metadata=_of(int))
+    per_process_batch: int | None = field(default=None, metadata=_of(int))
+    accumulate_grad_batches: int | None = field(default=None, metadata=_of(int))
+    global_batch: int | None = field(default=None, metadata=_of(int))
+
+
+@dataclass(frozen=True)
 class Checkpoint(Part):
     """Which weights an ``init_from=hf:`` run started from (``InitFrom.identity``): a hub id's
     id, revision and commit, or a directory; the weights file and its sha256."""

@@ -8,6 +8,11 @@ continues the same order. Every loader draws its worker seeds from its own gener
 from torch's global RNG, which belongs to the model (dropout) and is restored from a checkpoint
 as it was.
 
+On several processes (DDP) ``task.batch_size`` stays the recipe's global batch
+(``datamodules/batching.py``): each process loads its share of every optimizer step's examples,
+the one-process order dealt in global batches (``GlobalBatches``), and its share of every eval
+split, each example once (``datamodules/eval_sampling.py``).
+
 How the loaders load (worker processes, pinned memory, workers kept between epochs) is the
 hardware's business, not the task's: the run sets it from the trainer preset
 (``trainer.dataloader``, ``configure_loaders``) for every DataModule alike.
@@ -22,8 +27,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.data import DataLoader
 
+from datamodules.batching import Batching
 from datamodules.errors import PlmbenchError
-from datamodules.sampling import EpochSampler, LengthGroupedSampler
+from datamodules.eval_sampling import EvaluationSampler
+from datamodules.sampling import EpochSampler, GlobalBatches, LengthGroupedSampler
 
 
 def task_config(task: Mapping | DictConfig, required: Sequence[str]) -> dict:
@@ -132,21 +139,73 @@ class PlmDataModule(L.LightningDataModule):
                 f"{self.task['splits']['train']}, max_train_samples="
                 f"{self.task.get('max_train_samples')}); raise task.max_train_samples"
             )
-        sampler = self._sampler(data)
+        return self._loader(data, self.train_batch_size, sampler=self.shared(self._sampler(data)))
+
+    def shared(self, sampler: EpochSampler) -> EpochSampler | GlobalBatches:
+        """``sampler``'s one-process training order as this process's share of it (on several
+        processes: ``GlobalBatches``, each optimizer step's examples those of one process's step),
+        resumed where a loaded checkpoint stood."""
+        processes, rank = self.ranks()
+        if processes > 1:
+            batching = self.batching
+            sampler = GlobalBatches(
+                sampler, batching.per_process_batch * batching.accumulate_grad_batches,
+                processes, rank)
         if self._resume is not None:
-            seen = self._resume["batches"] * self.task["batch_size"]
+            seen = self._resume["batches"] * self.train_batch_size
             sampler.resume_at(self._resume["epoch"], seen)
-        return self._loader(data, self.task["batch_size"], sampler=sampler)
+        return sampler
 
     def _sampler(self, data: Sequence) -> EpochSampler:
-        """Shuffled, or grouped by length with the task's ``group_by_length`` (then split over
-        the ranks of a distributed run here, so each rank's batches stay grouped)."""
+        """One process's training order: shuffled, or grouped by length in global batches with
+        the task's ``group_by_length``."""
         if not self.task.get("group_by_length"):
             return EpochSampler(len(data), self.seed)
+        # grouped in global batches, one process's order: ``shared`` deals them to the ranks
+        return LengthGroupedSampler(example_lengths(data), self.task["batch_size"], self.seed)
+
+    @property
+    def batching(self) -> Batching:
+        """How the task's global batch (``task.batch_size``, the recipe's) is split over the
+        processes and the accumulated batches of the attached trainer (``datamodules/batching.py``);
+        one line where it does not divide."""
         trainer = self.trainer
-        ranks = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
-        return LengthGroupedSampler(example_lengths(data), self.task["batch_size"], self.seed,
-                                    num_replicas=ranks[0], rank=ranks[1])
+        accumulation = trainer.accumulate_grad_batches if trainer is not None else 1
+        return Batching(self.task["batch_size"], self.ranks()[0], accumulation)
+
+    @property
+    def train_batch_size(self) -> int:
+        """The training examples of one forward pass of this process."""
+        return self.batching.per_process_batch
+
+    def ranks(self) -> tuple[int, int]:
+        """(processes, this process's rank) of the trainer this DataModule is attached to; (1, 0)
+        without one."""
+        trainer = self.trainer
+        return (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+    def eval_sampler(self, data: Sequence, split: str) -> EvaluationSampler:
+        """This process's share of one eval split's examples (``EvaluationSampler``)."""
+        processes, rank = self.ranks()
+        return EvaluationSampler(len(data), self.eval_batch_size, processes, rank,
+                                 f"task {self.task['name']}: eval split {split}")
+
+    @property
+    def eval_batch_size(self) -> int:
+        """Examples per evaluation batch: ``task.eval_batch_size``, else the global batch."""
+        return self.task.get("eval_batch_size") or self.task["batch_size"]
+
+    def eval_loader(self, data: Sequence, split: str) -> DataLoader:
+        """The loader of one eval split: this process's share of its examples, every example
+        once over all processes, in the batches one process would cut (``EvaluationSampler``)."""
+        return self._loader(data, self.eval_batch_size, sampler=self.eval_sampler(data, split))
+
+    def eval_indices(self, split_index: int) -> list[int]:
+        """The indices into eval split ``split_index`` of the examples this process evaluates,
+        in the order its loader gives them: what a family that collects its outputs batch by
+        batch pairs them with (one process: 0, 1, 2 ...; several: this process's share)."""
+        data, split = self.eval_data[split_index], self.eval_split_names[split_index]
+        return list(self.eval_sampler(data, split))
 
     def state_dict(self) -> dict:
         """Saved in every checkpoint: the epoch and the batches of it trained so far."""
@@ -170,8 +229,8 @@ class PlmDataModule(L.LightningDataModule):
                     f"(max_eval_samples={self.task.get('max_eval_samples')}); raise "
                     "task.max_eval_samples or name another split"
                 )
-        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
-        return [self._loader(data, batch_size) for data in self.eval_data]
+        return [self.eval_loader(data, split)
+                for split, data in zip(self.eval_split_names, self.eval_data, strict=True)]
 
     def predicted_splits(self) -> list[tuple[str, Sequence, DataLoader]]:
         """(split, its examples, their loader) of what a run predicts without scoring: the
@@ -180,6 +239,6 @@ class PlmDataModule(L.LightningDataModule):
             names, data = self.predict_split_names, self.predict_data
         else:
             names, data = self.eval_split_names, self.eval_data
-        batch_size = self.task.get("eval_batch_size", self.task["batch_size"])
-        return [(name, examples, self._loader(examples, batch_size))
+        return [(name, examples, self._loader(examples, self.eval_batch_size,
+                                              sampler=self.eval_sampler(examples, name)))
                 for name, examples in zip(names, data, strict=True)]

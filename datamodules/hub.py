@@ -3,10 +3,12 @@
 ``huggingface_hub`` resolves an id into the user's Hugging Face cache (``HF_HOME``,
 ``HF_HUB_CACHE``; ``HF_TOKEN`` for gated or private repositories; ``HF_HUB_OFFLINE=1`` reads the
 cache alone), downloading only what a load reads (``LOAD_FILES``: config.json, the tokenizer's
-files, and one weights file: ``model.safetensors`` where the repository has it, else
-``pytorch_model.bin``, never both). The revision (a branch, tag or commit; ``main`` by default)
-is pinned to the commit it resolved to, and the run's record names the id, that commit and the
-weights' sha256 (``identity``), so a board row says exactly which weights it measured.
+files, and one set of weights: ``model.safetensors`` where the repository has it, else
+``pytorch_model.bin``, never both; either may be sharded, an index ``<name>.index.json`` naming its
+shards, as ``save_pretrained(max_shard_size=...)`` writes large models, and then the shards are
+downloaded). The revision (a branch, tag or commit; ``main`` by default) is pinned to the commit it
+resolved to, and the run's record names the id, that commit and the weights' sha256 (``identity``),
+so a board row says exactly which weights it measured.
 
 Everything that can go wrong (offline and not cached, a mistyped id, a missing revision, a gated
 repository without a token, a download that breaks off) is one ``PlmbenchError`` line naming the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -28,14 +31,21 @@ from pathlib import Path
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
 
+#: the weights' formats, the first one a checkpoint has taken: safetensors, then the pickle
+WEIGHT_FORMATS = ("model.safetensors", "pytorch_model.bin")
+#: a sharded checkpoint's index (``{"weight_map": {tensor name: shard file}}``) is named after
+#: its format: ``model.safetensors.index.json``
+INDEX_SUFFIX = ".index.json"
+#: the weights files a load reads, the first one present taken: each format whole, then sharded
+WEIGHT_FILES = tuple(name for fmt in WEIGHT_FORMATS for name in (fmt, fmt + INDEX_SUFFIX))
 #: what a load reads besides the weights: config.json and every tokenizer file a published
 #: checkpoint may carry (WordPiece's vocab.txt, byte-level BPE's vocab.json + merges.txt,
 #: SentencePiece's spiece.model (DeBERTa-v3's spm.model), the tokenizer.json the fast tokenizers
-#: write, and their configs)
+#: write, and their configs), and the shard indexes (a few kilobytes), which say whether the
+#: weights are sharded
 LOAD_FILES = ("config.json", "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt",
-              "spiece.model", "spm.model", "tokenizer_config.json", "special_tokens_map.json")
-#: the weights files a load reads, the first one present taken (lit_models.core.hf.WEIGHT_FILES)
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+              "spiece.model", "spm.model", "tokenizer_config.json", "special_tokens_map.json",
+              *(fmt + INDEX_SUFFIX for fmt in WEIGHT_FORMATS))
 DEFAULT_REVISION = "main"
 #: a revision: a branch, a tag (``v1.0``), a commit or a pull request's ref (``refs/pr/1``)
 REVISION = re.compile(r"[\w.\-/]+")
@@ -149,8 +159,8 @@ def _refusal(name: str, hub_id: HubId, err: BaseException) -> PlmbenchError:
         why = (f"{hub_id.repo_id} is gated: accept its terms on the hub and set HF_TOKEN to a "
                "token of that account")
     elif isinstance(err, EntryNotFoundError) and not isinstance(err, LocalEntryNotFoundError):
-        why = (f"{hub_id} has no {' or '.join(WEIGHT_FILES)} (plmbench reads one weights file, "
-               "not sharded or TensorFlow-only weights); pick a checkpoint that has one")
+        why = (f"{hub_id} has no {' or '.join(WEIGHT_FILES)} (plmbench reads PyTorch weights, "
+               "not TensorFlow-, Flax- or GGUF-only ones); pick a checkpoint that has them")
     elif isinstance(err, RepositoryNotFoundError):
         why = (f"the hub has no model {hub_id.repo_id!r} (or it is private: set HF_TOKEN); check "
                "the spelling")
@@ -175,7 +185,8 @@ def _refusal(name: str, hub_id: HubId, err: BaseException) -> PlmbenchError:
 
 
 def _download(hub_id: HubId) -> Snapshot:
-    """``hub_id``'s load files and one weights file in the cache, by ``huggingface_hub``."""
+    """``hub_id``'s load files and one set of weights in the cache, by ``huggingface_hub``: a
+    format's index (fetched with the load files) means its shards, else its one file."""
     from huggingface_hub import hf_hub_download, snapshot_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
@@ -183,8 +194,13 @@ def _download(hub_id: HubId) -> Snapshot:
                                        allow_patterns=list(LOAD_FILES)))
     commit = directory.name  # a cache snapshot is named by its commit
     missing: Exception | None = None
-    for name in WEIGHT_FILES:  # safetensors where the repository has it, else the pickle
+    for name in WEIGHT_FORMATS:  # safetensors where the repository has it, else the pickle
+        index = directory / (name + INDEX_SUFFIX)
         try:
+            if index.is_file():
+                for shard in shard_names(index):
+                    hf_hub_download(hub_id.repo_id, shard, revision=commit)
+                return Snapshot(hub_id, directory, commit, index)
             weights = Path(hf_hub_download(hub_id.repo_id, name, revision=commit))
         except (EntryNotFoundError, LocalEntryNotFoundError) as err:
             missing = missing or err
@@ -192,6 +208,33 @@ def _download(hub_id: HubId) -> Snapshot:
         return Snapshot(hub_id, directory, commit, weights)
     assert missing is not None
     raise missing
+
+
+def shard_names(index: Path) -> list[str]:
+    """The shard files a sharded checkpoint's index names (its ``weight_map``'s values), in
+    order; one line where the index does not read as one."""
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        names = list(dict.fromkeys(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise PlmbenchError(f"cannot read the shard index {index} ({type(err).__name__}: "
+                            f"{err}); re-export the checkpoint") from None
+    if not names or not all(isinstance(n, str) and "/" not in n for n in names):
+        raise PlmbenchError(f"the shard index {index} names no shard files beside it; "
+                            "re-export the checkpoint")
+    return names
+
+
+def weight_shards(weights: Path) -> list[Path]:
+    """The files holding a checkpoint's weights: ``weights`` itself, or the shards its index
+    names (each beside it, else one line naming those missing)."""
+    if not weights.name.endswith(INDEX_SUFFIX):
+        return [weights]
+    shards = [weights.parent / name for name in shard_names(weights)]
+    if missing := [shard.name for shard in shards if not shard.is_file()]:
+        raise PlmbenchError(f"{weights.parent} lacks the shards {missing} its index "
+                            f"{weights.name} names; download or copy the whole checkpoint")
+    return shards
 
 
 def _resolved(hub_id: HubId, name: str) -> Snapshot:
@@ -225,7 +268,8 @@ def copy_snapshot(snapshot: Snapshot, to: Path) -> Path:
     target = Path(to) / snapshot.hub_id.repo_id.replace("/", "--")
     tmp = staging_dir(target)
     try:
-        for name in [*LOAD_FILES, snapshot.weights.name]:
+        for name in [*LOAD_FILES, *(shard.name for shard in weight_shards(snapshot.weights)),
+                     snapshot.weights.name]:
             if (snapshot.directory / name).is_file():
                 shutil.copyfile(snapshot.directory / name, tmp / name)
         if target.exists():
@@ -246,13 +290,29 @@ def cached_snapshot(hub_id: HubId) -> Path | None:
     if not isinstance(config, str):
         return None
     directory = Path(config).parent
-    return directory if any((directory / name).is_file() for name in WEIGHT_FILES) else None
+    for name in WEIGHT_FILES:
+        if (directory / name).is_file():
+            try:
+                weight_shards(directory / name)  # a sharded one: every shard there
+            except PlmbenchError:
+                return None
+            return directory
+    return None
 
 
-def weights_sha256(file: Path) -> str:
-    """The sha256 of a weights file's bytes (what the hub's LFS pointer names it by)."""
+def _file_sha256(file: Path) -> str:
     digest = hashlib.sha256()
     with open(file, "rb") as handle:
         while chunk := handle.read(1 << 24):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def weights_sha256(file: Path) -> str:
+    """The sha256 of a weights file's bytes (what the hub's LFS pointer names it by); for a
+    sharded checkpoint's index, the sha256 of its shards' "<name> <sha256>" lines, one per
+    shard in the index's order."""
+    if not file.name.endswith(INDEX_SUFFIX):
+        return _file_sha256(file)
+    lines = "".join(f"{shard.name} {_file_sha256(shard)}\n" for shard in weight_shards(file))
+    return hashlib.sha256(lines.encode()).hexdigest()

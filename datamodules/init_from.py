@@ -81,6 +81,12 @@ class InitFrom:
         if self.scratch or self.hub_id is not None:
             return
         directory = self.directory(setting)
+        if self.kind == "ckpt" and directory.name != EXPORT_DIR \
+                and not (directory / CONFIG_FILES[0]).is_file():
+            raise PlmbenchError(
+                f"{setting}={self}: the run {directory} was saved without its model (no "
+                f"{directory / EXPORT_DIR}); run it again with save_model=true, then start "
+                "from it")
         if self.kind == "hf" or directory.name == EXPORT_DIR:  # no config.json: name all it lacks
             missing_config = not (directory / CONFIG_FILES[0]).is_file()
             check_hf_directory(directory, EVERY_FILE if missing_config

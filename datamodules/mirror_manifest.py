@@ -54,7 +54,21 @@ def sha256(path: Path) -> str:
 
 
 def _holds(path: Path) -> str:
-    return f"{pq.ParquetFile(path).metadata.num_rows:,} rows, {path.stat().st_size:,} bytes"
+    """What a file holds, for the listing; why not, where it cannot be read as Parquet."""
+    if path.is_dir():
+        return "a directory"
+    try:
+        return f"{pq.ParquetFile(path).metadata.num_rows:,} rows, {path.stat().st_size:,} bytes"
+    except Exception as err:  # noqa: BLE001 - unreadable (permissions, not Parquet): listed so
+        return f"unreadable ({' '.join(str(getattr(err, 'strerror', None) or err).split())})"
+
+
+def _digest(path: Path) -> str | None:
+    """``sha256(path)``; None where the file cannot be read."""
+    try:
+        return sha256(path)
+    except OSError:
+        return None
 
 
 def verify_mirror(root: Path) -> tuple[int, list[Discrepancy]]:
@@ -66,7 +80,10 @@ def verify_mirror(root: Path) -> tuple[int, list[Discrepancy]]:
         expected = f"{entry['rows']:,} rows, {entry['bytes']:,} bytes"
         if not path.is_file():
             found.append(Discrepancy(entry["file"], "missing", f"the manifest has {expected}"))
-        elif sha256(path) != entry["sha256"]:
+        elif (digest := _digest(path)) is None:
+            found.append(Discrepancy(entry["file"], "unreadable",
+                                     f"{_holds(path)}; the manifest has {expected}"))
+        elif digest != entry["sha256"]:
             found.append(Discrepancy(entry["file"], "altered",
                                      f"{_holds(path)}; the manifest has {expected}"))
     listed = {entry["file"] for entry in entries}

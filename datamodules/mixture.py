@@ -97,10 +97,7 @@ class MixtureDataModule(PlmDataModule):
     def train_dataloader(self) -> DataLoader:
         data = self._loaded_train_data()
         sampler = MixtureSampler([len(d) for d in data.datasets], self.rates, self.seed)
-        if self._resume is not None:
-            sampler.resume_at(self._resume["epoch"], self._resume["batches"]
-                              * self.task["batch_size"])
-        return self._loader(data, self.task["batch_size"], sampler=sampler)
+        return self._loader(data, self.train_batch_size, sampler=self.shared(sampler))
 
     @property
     def fingerprints(self) -> dict[str, str]:

@@ -123,9 +123,11 @@ class ProbingDataModule(PlmDataModule):
         self.train_data, self.eval_data = self.encoded["train"], [self.encoded["eval"]]
 
     def loaders(self) -> dict:
-        """Both splits in order (no shuffling): the features are read, not trained on."""
-        batch_size = self.task.get("eval_batch_size") or self.task["batch_size"]
-        return {split: self._loader(data, batch_size) for split, data in self.encoded.items()}
+        """Both splits in order (no shuffling): the features are read, not trained on; each
+        process reads its share (``eval_sampler``: with this DataModule's trainer set)."""
+        return {split: self._loader(data, self.eval_batch_size,
+                                    sampler=self.eval_sampler(data, split))
+                for split, data in self.encoded.items()}
 
     @property
     def fingerprints(self) -> dict[str, str]:

@@ -15,6 +15,11 @@ so batches of similar lengths waste little. As in transformers' ``group_by_lengt
 permutation is cut into mega-batches of ``mega_batches`` batches, each sorted by length, and the
 batches are then shuffled, so a batch holds similar lengths while the order of batches, and which
 examples meet, stay random per (seed, epoch).
+
+Each of these is one process's order, in global batches (``task.batch_size``). Under DDP
+``GlobalBatches`` deals every global batch to the ranks, each taking its contiguous share, so the
+optimizer steps of N processes see the examples of one process's steps
+(``datamodules/batching.py``).
 """
 
 import math
@@ -55,27 +60,25 @@ class EpochSampler(Sampler[int]):
         return self.size
 
 
-class LengthGroupedSampler(EpochSampler, DistributedSampler):
+class LengthGroupedSampler(EpochSampler):
     """Indices in batches of similar lengths: the epoch's permutation cut into mega-batches of
     ``mega_batches`` x ``batch_size`` examples, each sorted by length (longest first), the
     batches shuffled (the one short batch stays last, so every batch the DataLoader cuts is one
     of these). Every example once per epoch; reproducible per (seed, epoch); resumable.
 
-    Under DDP each of ``num_replicas`` ranks takes every ``num_replicas``-th batch (the batches
-    repeated from the first where they do not divide evenly, as ``DistributedSampler`` pads), so
-    its batches stay grouped. It is a ``DistributedSampler`` so Lightning uses it as it is:
-    Lightning would wrap any other sampler in one that reshuffles its indices across ranks.
+    ``batch_size`` is the global batch: under DDP, ``GlobalBatches`` deals each grouped batch to
+    the ranks, so an optimizer step sees the batch one process would (and every rank's share of it
+    is as grouped).
     """
 
-    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int, mega_batches: int = 50,
-                 num_replicas: int = 1, rank: int = 0) -> None:
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int,
+                 mega_batches: int = 50) -> None:
         super().__init__(len(lengths), seed)
         self.lengths = torch.as_tensor(lengths)
         self.batch_size, self.mega_batches = batch_size, mega_batches
-        self.num_replicas, self.rank = num_replicas, rank
 
     def batches(self, epoch: int) -> list[torch.Tensor]:
-        """This rank's batches of ``epoch``, in order."""
+        """The batches of ``epoch``, in order."""
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         permutation = torch.randperm(self.size, generator=generator)
         mega = self.mega_batches * self.batch_size
@@ -85,17 +88,10 @@ class LengthGroupedSampler(EpochSampler, DistributedSampler):
         ])
         batches = list(grouped.split(self.batch_size))
         last = [batches.pop()] if len(batches[-1]) < self.batch_size else []
-        batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)] + last
-        per_rank = math.ceil(len(batches) / self.num_replicas)
-        batches += batches[: per_rank * self.num_replicas - len(batches)]  # equal steps per rank
-        return batches[self.rank :: self.num_replicas]
+        return [batches[i] for i in torch.randperm(len(batches), generator=generator)] + last
 
     def order(self, epoch: int) -> torch.Tensor:
         return torch.cat(self.batches(epoch))
-
-    def __len__(self) -> int:
-        """This rank's examples per epoch (all of them on one device)."""
-        return self.size if self.num_replicas == 1 else len(self.order(self.epoch))
 
 
 class PhasedSampler(EpochSampler):
@@ -123,3 +119,54 @@ class PhasedSampler(EpochSampler):
             parts.append(torch.cat(passes or [torch.empty(0, dtype=torch.long)])[:need] + offset)
             offset += size
         return torch.cat(parts)
+
+
+class GlobalBatches(DistributedSampler):
+    """One process's share of a one-process training order (``sampler``'s, per epoch), so that
+    the optimizer steps of N processes see the batches one process would: the order is cut into
+    global batches of ``num_replicas`` x ``share`` examples (``share``: a process's examples per
+    optimizer step, its batch times the batches it accumulates), and rank r takes the r-th
+    ``share`` of each. The last global batch, when short, is padded with the epoch's first
+    examples to a multiple of the ranks (as ``DistributedSampler`` pads) so that every rank steps
+    as often as the others. A ``DistributedSampler`` so that Lightning uses it as it is (its own
+    wrapper would reshuffle the order across ranks). Resumable, as ``EpochSampler``."""
+
+    def __init__(self, sampler: EpochSampler, share: int, num_replicas: int, rank: int) -> None:
+        self.sampler, self.share = sampler, share
+        self.num_replicas, self.rank = num_replicas, rank
+        self.epoch = 0
+        self._resume: tuple[int, int] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
+
+    def resume_at(self, epoch: int, seen: int) -> None:
+        """The next pass over ``epoch`` starts after this rank's first ``seen`` examples."""
+        self._resume = (epoch, seen)
+
+    def indices(self, epoch: int) -> list[int]:
+        """This rank's examples of ``epoch``, in order."""
+        order = self.sampler.order(epoch).tolist()
+        width = self.share * self.num_replicas
+        full = len(order) // width * width
+        last = order[full:]
+        if last:  # a short last global batch: equal shares, padded from the start
+            each = -(-len(last) // self.num_replicas)
+            last += (order * each)[: each * self.num_replicas - len(last)]
+        mine = [order[start + self.rank * self.share: start + (self.rank + 1) * self.share]
+                for start in range(0, full, width)]
+        if last:
+            each = len(last) // self.num_replicas
+            mine.append(last[self.rank * each: (self.rank + 1) * each])
+        return [index for chunk in mine for index in chunk]
+
+    def __iter__(self) -> Iterator[int]:
+        skip = 0
+        if self._resume is not None and self._resume[0] == self.epoch:
+            skip = self._resume[1]
+        self._resume = None
+        yield from self.indices(self.epoch)[skip:]
+
+    def __len__(self) -> int:
+        return len(self.indices(self.epoch))

@@ -226,6 +226,10 @@ def check_split(dataset: str, config: str, split: str, hub_id: str | None = None
     path = mirror_path(dataset, config, split)
     if path.is_file():
         return
+    if path.exists():
+        raise PlmbenchError(f"{path} is a directory, not the Parquet file of {dataset}/{config} "
+                            f"split {split}; move it away and mirror the split again "
+                            f"(`plmbench data mirror {dataset} {config}`)")
     if dataset in FILE_SOURCES:
         source = FILE_SOURCES[dataset]
         raise PlmbenchError(
@@ -238,7 +242,7 @@ def check_split(dataset: str, config: str, split: str, hub_id: str | None = None
     reason = hub_unreachable_reason()
     if reason is None or in_datasets_cache(hub, config, split):
         return
-    present = sorted(p.stem for p in path.parent.glob("*.parquet"))
+    present = sorted(p.stem for p in path.parent.glob("*.parquet") if p.is_file())
     command = f"plmbench data mirror {dataset} {config}" + (f" --hub-id {hub}" if hub != dataset
                                                             else "")
     raise PlmbenchError(
@@ -260,7 +264,7 @@ def list_mirror(root: str | Path | None = None) -> list[dict]:
     """Every mirrored split: dataset, config, split, rows (from Parquet metadata), bytes."""
     root = Path(root) if root is not None else mirror_root()
     listing = []
-    for path in sorted(root.glob("*/*/*.parquet")):
+    for path in sorted(p for p in root.glob("*/*/*.parquet") if p.is_file()):
         try:
             rows = pq.ParquetFile(path).metadata.num_rows
         except Exception as error:

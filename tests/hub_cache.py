@@ -10,9 +10,9 @@ own pretraining class saves (``save_pretrained``, safetensors) from a transforme
 architecture's ``<arch>-tiny-scratch`` preset sizes, config.json as transformers writes it, and the
 tokenizer files of the published checkpoints of that architecture: BERT's, DistilBERT's and
 ELECTRA's ``vocab.txt``; RoBERTa's, Longformer's, DeBERTa's and BART's ``vocab.json`` +
-``merges.txt`` (GPT-2's also its ``tokenizer.json``); ALBERT's, T5's and XLNet's
-``spiece.model``, DeBERTa-v3's ``spm.model`` (each trained here on a small corpus,
-``tests.lit_models.core.test_hf_layouts``).
+``merges.txt`` (GPT-2's also its ``tokenizer.json``); ModernBERT's ``tokenizer.json`` alone
+(``modernbert_tokenizer``); ALBERT's, T5's and XLNet's ``spiece.model``, DeBERTa-v3's
+``spm.model`` (each trained here on a small corpus, ``tests.lit_models.core.test_hf_layouts``).
 
 ``build_hub_cache(root)`` writes them all (``plmbench-tests/tiny-<arch>``, revisions ``main`` and
 ``v1``); ``lay_into_cache`` lays any directory into a cache as a repository;
@@ -41,7 +41,7 @@ ORG = "plmbench-tests"
 TAG = "v1"
 #: the architectures of the published checkpoints (SpanBERT's are BERT's)
 ARCHS = ("bert", "roberta", "albert", "distilbert", "electra", "deberta", "xlnet", "longformer",
-         "gpt2", "t5", "bart", "deberta_v2")
+         "gpt2", "t5", "bart", "deberta_v2", "modernbert")
 #: the released DeBERTa-v3 spm.model's special pieces (``train_spm`` options)
 DEBERTA_V3_SPM = dict(pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="[PAD]", bos_piece="[CLS]",
                       eos_piece="[SEP]", unk_piece="[UNK]")
@@ -122,6 +122,8 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
         (directory / "vocab.txt").write_text("".join(f"{t}\n" for t in WORDPIECE))
         (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
         return len(WORDPIECE), {"pad_token_id": 0}
+    if arch_name == "modernbert":
+        return modernbert_tokenizer(directory)
     if arch_name == "gpt2":
         backend = byte_level_bpe([], ["<|endoftext|>"])
         backend.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -157,6 +159,32 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
     sp = train_spm(spiece, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
                    control_symbols=["<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"])
     return sp.get_piece_size(), {"pad_token_id": 5, "bos_token_id": 1, "eos_token_id": 2}
+
+
+def modernbert_tokenizer(directory: Path) -> tuple[int, dict]:
+    """ModernBERT's published tokenizer files into ``directory``: OLMo's byte-level BPE in a
+    tokenizer.json whose [UNK] [CLS] [SEP] [PAD] [MASK] come after the merges (ids 50280-50284 in
+    the released one; [MASK] eats the space before it), "[CLS] A [SEP] B [SEP]" as its
+    post-processor, and a tokenizer_config.json naming PreTrainedTokenizerFast and the roles."""
+    from tokenizers import AddedToken, processors
+
+    from tests.lit_models.core.test_hf_layouts import byte_level_bpe
+
+    backend = byte_level_bpe([], ["[UNK]", "[CLS]", "[SEP]", "[PAD]"])
+    backend.add_special_tokens([AddedToken("[MASK]", lstrip=True, normalized=False)])
+    ids = {token: backend.token_to_id(token) for token in ("[CLS]", "[SEP]", "[PAD]")}
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])])
+    backend.save(str(directory / "tokenizer.json"))
+    roles = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+             "pad_token": "[PAD]", "mask_token": "[MASK]"}
+    (directory / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 8192,
+         "model_input_names": ["input_ids", "attention_mask"], **roles}))
+    return backend.get_vocab_size(), {
+        "pad_token_id": ids["[PAD]"], "cls_token_id": ids["[CLS]"], "sep_token_id": ids["[SEP]"],
+        "bos_token_id": ids["[CLS]"], "eos_token_id": ids["[SEP]"]}
 
 
 def write_checkpoint(arch_name: str, directory: Path, seed: int = 0) -> None:

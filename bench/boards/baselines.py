@@ -36,10 +36,11 @@ DATA_KEYS = ("name", "dataset", "config", "splits", "label_field", "num_labels",
 
 
 def baseline_records(records: Iterable[Record | Mapping], board: str) -> list[Record]:
-    """One baseline record per distinct task data among the board's finished runs: the one a
-    run of that data kept, else (records from before runs kept them) computed from the data."""
+    """One baseline record per distinct task data among the board's finished runs: the one the
+    runs of that data kept (where they kept different ones, each, labelled "[i of n kept]"),
+    else (records from before runs kept them) computed from the data."""
     tasks: dict[str, dict] = {}
-    kept: dict[str, Baselines] = {}
+    kept: dict[str, dict[str, Baselines]] = {}  # per task data: each distinct kept baseline
     for record in as_records(records):
         task = record.task_config
         if record.board != board or record.status != "ok" or not task:
@@ -49,19 +50,31 @@ def baseline_records(records: Iterable[Record | Mapping], board: str) -> list[Re
         key = json.dumps({k: task.get(k) for k in DATA_KEYS}, sort_keys=True)
         tasks.setdefault(key, dict(task))
         if record.has("baselines"):  # a run that kept them, even as None (the family has none)
-            kept.setdefault(key, record.baselines or Baselines())
+            stored = record.baselines or Baselines()
+            kept.setdefault(key, {}).setdefault(_text(stored), stored)
     made = []
     for key, task in sorted(tasks.items()):
-        stored = kept.get(key) or Baselines.of(computed(task), f"the baselines of {key}")
-        if stored.error is not None:
-            made.append(_baseline(task, board, BASELINE_LABEL, key, status="failed",
-                                  error=stored.error))
-            continue
-        for row in stored.rows:
-            label = BASELINE_LABEL if row.name is None else row.name
-            made.append(_baseline(task, board, label, key, status="ok", metrics=row.metrics,
-                                  gold=stored.gold or None))
+        versions = [kept[key][text] for text in sorted(kept.get(key, {}))] or [
+            Baselines.of(computed(task), f"the baselines of {key}")]
+        for i, stored in enumerate(versions, 1):
+            # runs that kept different baselines of one task's data (the data changed between
+            # them): each is a row of its own, named so, never one silently for the others
+            which = f" [{i} of {len(versions)} kept]" if len(versions) > 1 else ""
+            if stored.error is not None:
+                made.append(_baseline(task, board, BASELINE_LABEL + which, f"{key}{which}",
+                                      status="failed", error=stored.error))
+                continue
+            for row in stored.rows:
+                label = (BASELINE_LABEL if row.name is None else row.name) + which
+                made.append(_baseline(task, board, label, f"{key}{which}", status="ok",
+                                      metrics=row.metrics, gold=stored.gold or None))
     return made
+
+
+def _text(stored: Baselines) -> str:
+    """A kept baseline as text, what tells two apart."""
+    return json.dumps({"rows": [[r.name, r.metrics] for r in stored.rows],
+                       "gold": stored.gold, "error": stored.error}, sort_keys=True, default=str)
 
 
 def _baseline(task: Mapping, board: str, label: str, key: str, **outcome) -> Record:

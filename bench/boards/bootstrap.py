@@ -20,9 +20,11 @@ recomputed.
 
 Rounding is never an effect: a seed average sums its seeds' values in one order (sorted), so two
 arms holding the same runs in another order get the same float, and a task whose two arms hold
-identical predictions (the same prediction vectors in the same proportions, seed for seed in any
-order) is reported as such, B - A exactly 0 with p = 1, without resampling (its replicates are
-exact zeros in the aggregate too).
+identical predictions (the same prediction vectors, as the files write them, in the same
+proportions, seed for seed in any order) is reported as such, B - A exactly 0 with p = 1,
+without resampling (its replicates are exact zeros in the aggregate too). Different predictions
+that score alike on every example (two generations both invalid, both scoring 0) are no
+identical predictions: their B - A is an exact 0 too, which the reports call equal scores.
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ class TaskArms:
         """Whether both arms hold the same outputs in the same proportions (seed for seed, in
         any order; one run against several copies of it): every seed average is then the same
         (after ``paired``)."""
+        written = all(out.raw is not None for seeds in (self.a, self.b) for seed in seeds
+                      for out in seed.values())  # else (a constant predictor) the arrays
+
         def shares(seeds: list[dict[str, Outputs]]) -> dict[tuple, Fraction]:
-            runs = Counter(tuple((split, key, value.dtype.str, value.tobytes())
-                                 for split, outputs in sorted(seed.items())
-                                 for key, value in sorted(outputs.data.items()))
+            runs = Counter(tuple(_as_written(split, outputs, written)
+                                 for split, outputs in sorted(seed.items()))
                            for seed in seeds)
             return {run: Fraction(count, len(seeds)) for run, count in runs.items()}
         return shares(self.a) == shares(self.b)
@@ -108,6 +112,15 @@ class TaskArms:
             drawn_values = per_seed[drawn, np.arange(len(drawn))[:, None]]  # [B, k]
             total += column.scale * np.sort(drawn_values, axis=1).mean(1)  # order-free
         return total / len(self.columns)
+
+
+def _as_written(split: str, outputs: Outputs, written: bool) -> tuple:
+    """A split's predictions as its file holds them (``Outputs.raw``, where ``written``), else
+    its arrays."""
+    if written:
+        return split, tuple(outputs.raw.tolist())
+    return split, tuple((key, value.dtype.str, value.tobytes())
+                        for key, value in sorted(outputs.data.items()))
 
 
 def _all_rows(n: int) -> np.ndarray:

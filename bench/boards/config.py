@@ -314,10 +314,26 @@ class Column:
     #: list: a model's parameters without its heads, else with them where the family keeps
     #: them, as a T5's text-to-text GLUE run does)
     fallback: tuple[str, ...] = ()
+    #: ``higher_is_better: null``: a value with no better direction (a probe's best layer, a
+    #: scalar mix's centre of gravity): described, never ranked, never marked best
+    ranked: bool = True
+    #: the (low, high) the value can take, in the record's units (``range: [0, 1]``); (None,
+    #: None) where unbounded. Defaults from the metric's name (``metric_range``)
+    bounds: tuple[float | None, float | None] = (None, None)
 
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.value, *self.fallback)
+
+    def interval(self, cell: Cell) -> tuple[float, float] | None:
+        """The cell's 95% t-interval of the mean over seeds, unscaled, cut to the value's
+        ``bounds``: an accuracy's interval never reaches past 1 (None for one seed)."""
+        interval = cell.interval()
+        if interval is None:
+            return None
+        low, high = self.bounds
+        return (interval[0] if low is None else max(low, interval[0]),
+                interval[1] if high is None else min(high, interval[1]))
 
     @property
     def is_setting(self) -> bool:
@@ -340,9 +356,12 @@ class Column:
             return "–".join(ends)
         if stat == "median":
             return f"{self.show(cell.median)} [{self.show(low)}, {self.show(high)}] (n={cell.n})"
-        interval = cell.interval()
+        interval = self.interval(cell)
         if interval is None:
             return f"{self.show(cell.mean)} (n={cell.n})"
+        if interval != cell.interval():  # cut at a bound: no longer symmetric, its ends shown
+            return (f"{self.show(cell.mean)} [{self.show(interval[0])}, "
+                    f"{self.show(interval[1])}] (n={cell.n})")
         return f"{self.show(cell.mean)} ± {self.show(cell.mean - interval[0])} (n={cell.n})"
 
 
@@ -396,7 +415,7 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
         known = {"label", "value", "scale", "higher_is_better", "score", "format", "text",
-                 "varies"} | extra
+                 "varies", "range"} | extra
         check_keys(spec, known, at)
         label, value = spec.get("label"), spec.get("value")
         paths = list(value) if isinstance(value, list | tuple) else [value]
@@ -407,15 +426,18 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
         if label in labels:
             raise PlmbenchError(f"{at}: label {label!r} appears twice")
         labels.add(label)
+        scale = _check_scale(spec.get("scale", board.scale), at)
+        direction = spec.get("higher_is_better", board.higher_is_better)
         columns.append(Column(
             task=task_of(spec),
             label=label,
             value=paths[0],
             fallback=tuple(paths[1:]),
-            scale=_check_scale(spec.get("scale", board.scale), at),
-            higher_is_better=_check_bool(
-                spec.get("higher_is_better", board.higher_is_better), "higher_is_better", at
-            ),
+            scale=scale,
+            higher_is_better=direction is None or _check_bool(direction, "higher_is_better", at),
+            ranked=direction is not None and not describes(paths[0]),
+            bounds=_check_range(spec["range"], at) if "range" in spec
+            else metric_range(paths[0], scale),
             format=_check_format(spec.get("format", board.format), at),
             in_label=(text := _check_text(spec.get("text", False), at)) == "label",
             is_text=text == "column",
@@ -424,6 +446,54 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
             varies=_check_bool(spec.get("varies", True), "varies", at),
         ))
     return columns
+
+
+#: metrics recorded as fractions whatever the task: [0, 1] (correlations [-1, 1])
+FRACTIONS = ("accuracy", "macro_f1", "micro_f1", "auroc", "mix")
+CORRELATIONS = ("matthews", "pearson", "spearman")
+#: metrics that are shares, recorded as fractions by some families and on 0..100 by others
+#: (SQuAD's F1 and exact match, retrieval's recall@k and MRR): a board showing them ×100 holds
+#: fractions
+SHARES = ("f1", "precision", "recall", "exact_match", "f1a", "mrr", "recall@", "layer_",
+          "control_", "HasAns_", "NoAns_")
+
+
+#: metrics that describe a model rather than score it (where a probe peaks, how many questions a
+#: split holds, a tuned threshold): no better direction, whatever an older record's column says
+DESCRIPTIVE = ("best_layer", "centre_of_gravity", "null_threshold", "HasAns_total",
+               "NoAns_total", "total")
+
+
+def describes(path: str) -> bool:
+    """Whether the value at ``path`` is a description with no better direction (DESCRIPTIVE)."""
+    return path.startswith("metrics.") and path.rsplit(".", 1)[-1] in DESCRIPTIVE
+
+
+def metric_range(path: str, scale: float) -> tuple[float | None, float | None]:
+    """The range of the metric at a column's ``path`` (``metrics.validation.f1``), in the
+    record's units, from its name; (None, None) for a value of no known range (a loss, a
+    throughput). A share shown ×100 is a fraction, [0, 1]; shown as it is, on 0..100."""
+    if not path.startswith("metrics."):
+        return None, None
+    name = path.rsplit(".", 1)[-1]
+    if name in CORRELATIONS:
+        return -1.0, 1.0
+    if name in FRACTIONS or (name.startswith("layer_") and name[6:].isdigit()):
+        return 0.0, 1.0
+    if name in SHARES or name.startswith(SHARES):
+        return 0.0, 1.0 if scale == 100 else 100.0
+    return None, None
+
+
+def _check_range(value: object, where: str) -> tuple[float | None, float | None]:
+    """A column's ``range: [low, high]`` (either may be null: unbounded on that side)."""
+    ends = list(value) if isinstance(value, list | tuple) else None
+    if ends is None or len(ends) != 2 or not all(
+            e is None or (isinstance(e, int | float) and not isinstance(e, bool)) for e in ends) \
+            or (None not in ends and ends[0] >= ends[1]):
+        raise PlmbenchError(f"{where}: range must be [low, high] (null: unbounded), low < high, "
+                            f"not {value!r}")
+    return tuple(None if e is None else float(e) for e in ends)
 
 
 def _check_text(value: object, where: str) -> str:

@@ -6,7 +6,8 @@ point by the values that differ between the points, read from the records' own c
 (``optim.lr=3e-05, task.batch_size=16``), never by a hash: the settings of a record are its
 config as the protocol hash sees it (``bench.config_identity.canonical_config``: no seed,
 paths, label or task identity, but the task keys its command line changed), flattened to
-dotted keys.
+dotted keys; a task key one point's command line set reads, for the others, from their
+resolved configs (``resolved``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,27 @@ def settings(record: Record) -> dict[str, str]:
         return {}
     keys = task_keys_of(record.variant)
     return _flat(canonical_config(record.config, ignore_task=True, task_keys=keys), "", {})
+
+
+def resolved(settings_of: Mapping[Hashable, dict[str, str]],
+             configs: Mapping[Hashable, Mapping]) -> None:
+    """Fill each point's task keys that another point's command line set (``task.x``) from its
+    own resolved config: a point that got ``max_train_samples`` 2000 from its experiment, not
+    from its command line, shows 2000, not ``unset``; ``UNSET`` stays for a key its config
+    lacks too."""
+    keys = {key for point in settings_of.values() for key in point if key.startswith("task.")}
+    for name, point in settings_of.items():
+        task = (configs.get(name) or {}).get("task")
+        for key in keys - point.keys():
+            value = _at(task, key.split(".")[1:])
+            if value is not None:
+                _flat(value, key, point)
+
+
+def _at(value: object, path: list[str]) -> object:
+    for part in path:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def differing(settings_of: Mapping[Hashable, Mapping[str, str]]

@@ -46,6 +46,8 @@ class Row:
     #: the settings that differ from the other rows of its label, all of them: what its short
     #: name (``label``) abbreviates (bench/boards/points.py)
     point: dict[str, str] = field(default_factory=dict)
+    #: the range the score can take (``score.score_bounds``): its interval is cut to it
+    score_bounds: tuple[float | None, float | None] = (None, None)
 
     @property
     def full_name(self) -> str:
@@ -59,4 +61,10 @@ class Row:
         return self.record_label, self.protocol_hash if board.rows == "protocol" else ""
 
     def score_interval(self) -> tuple[float, float] | None:
-        return None if self.score_estimate is None else self.score_estimate.interval()
+        """The score's 95% interval, cut to the range the score can take (None: none)."""
+        interval = None if self.score_estimate is None else self.score_estimate.interval()
+        if interval is None:
+            return None
+        low, high = self.score_bounds
+        return (interval[0] if low is None else max(low, interval[0]),
+                interval[1] if high is None else min(high, interval[1]))

@@ -12,10 +12,12 @@ measured on one, gives the score no interval.
 Marks: on every column (and the score) the best row's value is ``BEST``; a row whose value
 Welch's t-test over seeds cannot tell from the best one (two-sided, 5%) is ``TIED``. Rows with
 one seed, and baseline rows, are not tested. A row that is not above the board's baseline rows
-(``bench/boards/baselines.py``) by more than its interval (its value, with one seed) has not learned
-the task and gets no mark: a column where no row beats the baseline has no best row, so noise is
-never starred. A column of a value that does not vary with the seed (parameters, FLOPs) or of a
-config setting (``config.task.max_length``, beams) has no best row and no marks.
+(``bench/boards/baselines.py``), and the best constant answer on its evaluation set
+(``bench/boards/constant.py``), by more than its interval (its value, with one seed) has not
+learned the task and gets no mark: a column where no row beats the baseline has no best row, so
+noise is never starred. A column of a value that does not vary with the seed (parameters,
+FLOPs), of a config setting (``config.task.max_length``, beams) or with no better direction (a
+probe's best layer, ``higher_is_better: null``) has no best row and no marks.
 """
 
 from __future__ import annotations
@@ -94,6 +96,23 @@ def score(cells: Mapping[str, Cell], columns: Sequence[Column], board: Board, st
     return value, covered, weighted_sum(parts)
 
 
+def score_bounds(cells: Mapping[str, Cell], columns: Sequence[Column], board: Board
+                 ) -> tuple[float | None, float | None]:
+    """The range a row's score can take, scaled as the score is: the weighted mean of its
+    scoring columns' ranges (``Column.bounds``); None on a side where a column is unbounded."""
+    weights = scoring_weights(cells, columns, board)
+
+    def side(i: int) -> float | None:
+        ends = [[c.scale * c.bounds[i] if c.bounds[i] is not None else None for c in cols]
+                for _, cols in weights.values()]
+        if not ends or any(e is None for task in ends for e in task):
+            return None
+        return sum(w * statistics.fmean(task)
+                   for (w, _), task in zip(weights.values(), ends, strict=True))
+
+    return side(0), side(1)
+
+
 def _mark(estimates: dict[int, Estimate], higher_is_better: bool) -> dict[int, str]:
     """Row index -> BEST / TIED among ``estimates`` (rows that have the value)."""
     if not estimates:
@@ -122,16 +141,23 @@ def _floor(values: Sequence[float], higher_is_better: bool) -> float | None:
     return (max if higher_is_better else min)(values) if values else None
 
 
-def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) -> None:
-    """Fill every row's ``marks`` (module docstring): per column, and for the score."""
+def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool,
+              constants: Mapping[str, float] | None = None,
+              score_constants: Sequence[float | None] = ()) -> None:
+    """Fill every row's ``marks`` (module docstring): per column, and for the score.
+    ``constants``: per column label, the best constant answer's value on the evaluation set
+    (``bench/boards/constant.py``), a floor beside the baseline rows'; ``score_constants``: per
+    row, the score at those floors (None: none)."""
+    constants = constants or {}
     ranked = [i for i, row in enumerate(rows) if not row.baseline]
     baselines = [row for row in rows if row.baseline]
     for column in columns:
-        if not column.varies or column.is_setting:  # nothing to be best at
+        if not column.varies or column.is_setting or not column.ranked:  # nothing to be best at
             continue
         up = column.higher_is_better
         floor = _floor([row.cells[column.label].mean for row in baselines
-                        if column.label in row.cells], up)
+                        if column.label in row.cells]
+                       + ([constants[column.label]] if column.label in constants else []), up)
         estimates = {i: rows[i].cells[column.label].estimate for i in ranked
                      if column.label in rows[i].cells
                      and _above(rows[i].cells[column.label].estimate, floor, up)}
@@ -140,6 +166,12 @@ def mark_rows(rows: Sequence[Row], columns: Sequence[Column], score_up: bool) ->
     floor = _floor([row.score for row in baselines if row.score is not None], score_up)
     scores = {i: rows[i].score_estimate or Estimate(rows[i].score, float("nan"), 0)
               for i in ranked if rows[i].score is not None}
-    scores = {i: estimate for i, estimate in scores.items() if _above(estimate, floor, score_up)}
+    own = dict(enumerate(score_constants))
+
+    def score_floor(i: int) -> float | None:
+        return _floor([v for v in (floor, own.get(i)) if v is not None], score_up)
+
+    scores = {i: estimate for i, estimate in scores.items()
+              if _above(estimate, score_floor(i), score_up)}
     for i, mark in _mark(scores, score_up).items():
         rows[i].marks[SCORE] = mark

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from bench.boards.config import Board
-from bench.boards.points import differing, point_text, settings
+from bench.boards.points import differing, point_text, resolved, settings
 from bench.boards.table import Table, _record_columns, lookup
 from bench.record import Record, as_records
 from datamodules.errors import PlmbenchError
@@ -33,6 +33,7 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
     records = as_records(records)
     points: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     settings_of: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    configs_of: dict[tuple, dict[str, Mapping]] = defaultdict(dict)
     directions: dict[tuple, bool] = {}
     for record in records:
         if record.status != "ok" or not board.holds(record):
@@ -48,8 +49,10 @@ def best_on_dev(records: Iterable[Record | Mapping], board: Board) -> list[Recor
                 points[key][protocol].append(value)
                 directions[key] = column.higher_is_better
                 settings_of[key].setdefault(protocol, settings(record))
+                configs_of[key].setdefault(protocol, record.config)
     best, chosen = {}, {}
     for key, by_protocol in points.items():
+        resolved(settings_of[key], configs_of[key])
         sign = 1 if directions[key] else -1
         best[key] = max(sorted(by_protocol), key=lambda p: sign * statistics.mean(by_protocol[p]))
         values = by_protocol[best[key]]

@@ -241,8 +241,8 @@ def verdict(line: Line, higher_is_better: bool = True, alpha: float = ALPHA) -> 
     rows' predictions are the same."""
     if line.test is None:
         return "untested"
-    if line.test.identical:
-        return IDENTICAL
+    if (exact := line.test.exact_zero_text()) is not None:
+        return exact
     if not line.p < alpha:
         return NO_DIFFERENCE
     return "B better" if (line.test.value > 0) == higher_is_better else "A better"
@@ -290,13 +290,19 @@ def render(lines: Sequence[Line], name_a: str, name_b: str, title: str, resample
                    f"| {adjusted} | {line.method or '–'} | {mde_text(line.test, spec)} | "
                    f"{_aso_text(line.aso)} | {verdict(line, higher_is_better)} |")
     notes = [f"- {line.name}: {line.note}" for line in lines if line.note]
+    errors = [e for line in lines if line.test is not None
+              and (e := line.test.monte_carlo()) is not None]
+    mc = "" if not errors else (
+        f" Monte-Carlo error of these {resamples} replicates: at most "
+        f"±{format(max(e[0] for e in errors), spec)} on an interval's ends and "
+        f"±{max(e[1] for e in errors):.3f} on a p-value (more replicates: --resamples).")
     out += ["", f"Level: α = {ALPHA:.2f}, two-sided; a verdict reads p (the tasks' p adjusted "
             f"for each other by {NAMES[correction]}, where there are several), never the "
             f"interval alone. MDE: the smallest B - A the test finds with {POWER:.0%} power at "
             "that level, (z(1 - α/2) + z(power)) x its standard error (t quantiles for Welch). "
             f"Paired bootstrap: {resamples} replicates resampling the dev examples (the "
             "same rows for both) and each row's seeds; percentile interval, two-sided p by the "
-            "shift method. Welch: over seeds, where no per-example predictions were found. ASO: "
-            "almost stochastic order over seeds (deepsig), eps_min < 0.2: B almost "
+            f"shift method.{mc} Welch: over seeds, where no per-example predictions were "
+            "found. ASO: almost stochastic order over seeds (deepsig), eps_min < 0.2: B almost "
             "stochastically better; > 0.8: A.", *([""] + notes if notes else []), ""]
     return "\n".join(out)

@@ -139,10 +139,38 @@ class Difference:
         return self.p < ALPHA
 
     @property
+    def equal_scores(self) -> bool:
+        """Different predictions that score alike on every resample (two generations both
+        invalid, both scoring 0): B - A exactly 0, though the predictions are not identical."""
+        return (not self.identical and self.value == 0 and self.replicates is not None
+                and bool(np.all(self.replicates == 0)))
+
+    def monte_carlo(self, level: float = LEVEL) -> tuple[float, float] | None:
+        """The Monte-Carlo error of a bootstrap's (its ``replicates``) interval ends and p-value:
+        a percentile q of B replicates has standard error sqrt(q (1 - q) / B) / f(x_q), f the
+        replicates' density there, taken as normal with their standard deviation (Efron &
+        Tibshirani 1993, §19.3); a p-value's, sqrt(p (1 - p) / B). None for a test with no
+        replicates or an exact result."""
+        if self.replicates is None or self.identical or self.equal_scores \
+                or not math.isfinite(self.se) or self.se == 0:
+            return None
+        b, q = len(self.replicates), (1 - level) / 2
+        density = math.exp(-float(ndtri(q)) ** 2 / 2) / math.sqrt(2 * math.pi) / self.se
+        return (math.sqrt(q * (1 - q) / b) / density,
+                math.sqrt(max(self.p * (1 - self.p), 1 / b) / b))
+
+    def exact_zero_text(self) -> str | None:
+        """What an exact 0 is: "identical predictions", "equal scores, different
+        predictions", or None where B - A is no exact 0."""
+        if self.identical:
+            return "identical predictions"
+        return "equal scores, different predictions" if self.equal_scores else None
+
+    @property
     def mde(self) -> float | None:
         """The minimum detectable effect at ALPHA and POWER; None without a standard error
         (identical predictions need none)."""
-        if self.identical or not math.isfinite(self.se):
+        if self.identical or self.equal_scores or not math.isfinite(self.se):
             return None
         return minimum_detectable_effect(self.se, self.df)
 

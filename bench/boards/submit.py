@@ -94,7 +94,7 @@ class Source:
 
 def _has_predictions(record: Record, split: str) -> bool:
     path = record.predictions.get(split)
-    return bool(path) and (Path(record.run_dir) / path).is_file()
+    return bool(path) and ((record.home or Path()) / path).is_file()
 
 
 def dev_score(record: Record) -> float | None:
@@ -183,7 +183,7 @@ def _glue_value(entry: Entry, value: str, label_names: list[str], where: str) ->
 def submission_rows(entry: Entry, record: Record) -> list[tuple[str, str]]:
     """The (index, prediction) rows of ``entry``'s file from ``record``'s predictions, checked
     for GLUE's row count and indices and in GLUE's vocabulary."""
-    path = Path(record.run_dir) / record.predictions[entry.split]
+    path = (record.home or Path()) / record.predictions[entry.split]
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle, delimiter="\t")
         if not set(HEADER) <= set(reader.fieldnames or ()):

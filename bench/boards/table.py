@@ -39,10 +39,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 from bench.boards.cells import Cell
 from bench.boards.config import Board, Column, get_board, task_columns
-from bench.boards.points import row_names, row_points, settings
+from bench.boards.constant import constant_floors, constant_score
+from bench.boards.points import resolved, row_names, row_points, settings
 from bench.boards.protocols import PROTOCOL_COLUMN, named, row_text
 from bench.boards.rows import Row
-from bench.boards.score import mark_rows, score
+from bench.boards.score import mark_rows, score, score_bounds
 from bench.record import Part, Record, Unused, as_records
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
@@ -295,6 +296,7 @@ class _RowGathered:
     #: the protocols its runs name (conf/protocol/; None: a record of before they had names)
     made_by: set[str | None] = field(default_factory=set)
     settings: dict[str, str] | None = None  # its first record's (bench/boards/points.py)
+    config: Mapping = field(default_factory=dict)  # its first record's resolved config
     texts: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     records: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
     baseline: bool = False
@@ -310,7 +312,7 @@ class _RowGathered:
             if column.is_text and (text := lookup_text(record, column.value)) is not None:
                 self.texts[column.label].add(text)
         if self.settings is None:
-            self.settings = settings(record)
+            self.settings, self.config = settings(record), record.config
         self.records[record.task].append(record)
         self.baseline = record.baseline
         if not record.baseline:
@@ -336,7 +338,8 @@ class _RowGathered:
                    record_label=label, settings=self.settings or {}, point=point,
                    records=dict(self.records), baseline=self.baseline, selected=self.selected,
                    parameters=self.parameters, compute=self.compute,
-                   protocols=tuple(named(self.made_by)))
+                   protocols=tuple(named(self.made_by)),
+                   score_bounds=score_bounds(cells, shown, board))
 
 
 def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: str = "mean",
@@ -393,7 +396,8 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
         for row in gathered.values():
             if row.made_by:
                 row.texts[PROTOCOL_COLUMN].add(row_text(row.made_by))
-    settings_of = {key: row.settings or {} for key, row in gathered.items()}
+    settings_of = {key: dict(row.settings or {}) for key, row in gathered.items()}
+    resolved(settings_of, {key: row.config for key, row in gathered.items()})
     names = row_names(list(gathered), settings_of)
     points = row_points(list(gathered), settings_of)
     rows = []
@@ -410,7 +414,9 @@ def build_table(records: Iterable[Record | Mapping], board: Board | str, stat: s
         row.label, row.protocol_hash,
     ))
     table.rows = _with_shares(rows, board)
-    mark_rows(table.rows, shown, table.score_higher_is_better)
+    floors = constant_floors(table.rows, shown)
+    mark_rows(table.rows, shown, table.score_higher_is_better, floors,
+              [constant_score(row, shown, board, floors) for row in table.rows])
     return table
 
 

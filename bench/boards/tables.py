@@ -57,14 +57,21 @@ class View:
 
 
 def tables_of(records: Iterable[Record | Mapping], board: Board | str, view: View = View(),
-              unused: Iterable[Unused] = ()) -> list[Table]:
+              unused: Iterable[Unused] = (), where: str | Path | None = None) -> list[Table]:
     """The board's tables of ``records`` as ``view`` asks (module docstring); ``unused``: the
-    records already found unusable (unreadable files), listed under the first table."""
+    records already found unusable (unreadable files), listed under the first table; ``where``
+    they were read, for a message. Tasks asked for that match none of the board's: one line
+    naming those it has."""
     board = get_board(board) if isinstance(board, str) else board
     records = as_records(records)
     if view.tasks:
+        present = sorted({r.task for r in records if board.holds(r)})
         records = [r for r in records if isinstance(r.task, str)
                    and any(fnmatchcase(r.task, pattern) for pattern in view.tasks)]
+        if present and not any(board.holds(r) for r in records):
+            raise PlmbenchError(f"--tasks {','.join(view.tasks)} matches no task of board "
+                                f"{board.name!r}{f' under {where}' if where else ''}; its "
+                                f"tasks: {', '.join(present)}")
     if view.select == "best-on-dev":
         records = best_on_dev(records, board)
     stat = view.stat or reported_statistic(records, board)
@@ -77,4 +84,4 @@ def tables_in(results_dir: str | Path, board: Board | str, view: View = View()) 
     """The board's tables of every record under ``results_dir`` (``tables_of``), read through
     the directory's index at a study's scale (``bench/board_index.py``)."""
     records, unused = board_records(results_dir)
-    return tables_of(records, board, view, unused)
+    return tables_of(records, board, view, unused, results_dir)

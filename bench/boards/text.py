@@ -35,14 +35,25 @@ REFERENCE_MARK = "‡"
 MARKS = {BEST: " ★", TIED: " ≈"}
 
 
+def partial(table: Table) -> bool:
+    """Whether some row's score covers fewer tasks (columns) than the board scores."""
+    return any(row.score is not None and row.n_scored < table.n_scorable for row in table.rows)
+
+
+def _scored_what(table: Table) -> str:
+    return "tasks" if table.board.aggregate == "task_macro" else "columns"
+
+
 def heading(table: Table) -> str:
     """The table's title and what scores it: "GLUE (score: BERT's Table 1 average)"."""
     board = table.board
     section = f", {table.section}" if table.section else ""
     if board.aggregate == "none":
         return board.title + section
-    return (f"{board.title} (score: {board.aggregate_description or board.score_label})"
-            f"{section}")
+    what = board.aggregate_description or board.score_label
+    if partial(table):
+        what = f"{board.score_label} over the {_scored_what(table)} a row has, partial"
+    return f"{board.title} (score: {what}){section}"
 
 
 def score_text(row: Row, table: Table) -> str:
@@ -53,6 +64,8 @@ def score_text(row: Row, table: Table) -> str:
     spec = board.score_format or board.format
     interval = row.score_interval()
     spread = "" if interval is None else f" ± {format(row.score - interval[0], spec)}"
+    if interval is not None and interval != row.score_estimate.interval():  # cut at a bound
+        spread = f" [{format(interval[0], spec)}, {format(interval[1], spec)}]"
     text = f"{format(row.score, spec)}{spread} ({row.n_scored}/{table.n_scorable} {what})"
     return text + MARKS.get(row.marks.get(SCORE), "")
 
@@ -112,36 +125,54 @@ def _scale_text(columns: list[Column]) -> str:
     return "; ".join(f"{factor(s)}: {', '.join(labels)}" for s, labels in by_scale.items())
 
 
+def _cut_text(table: Table) -> str:
+    """"; [low, high]: ..." where some interval is cut at its metric's range, else ""."""
+    cut = any(row.score_interval() != row.score_estimate.interval()
+              for row in table.rows if row.score_estimate is not None) or any(
+        column.interval(cell) != cell.interval() for row in table.rows
+        for column in table.columns if (cell := row.cells.get(column.label)) is not None)
+    return ("; [low, high]: an interval cut where it passed the range the metric can take (an "
+            "accuracy's 0 to 100)") if cut else ""
+
+
 def footnote(table: Table) -> str:
     board = table.board
     spread = ("median [min, max] over seeds (n)" if table.stat == "median" else
               "mean over seeds ± the half-width of its 95% t-interval (n seeds; one seed: no "
-              "interval)")
+              f"interval{_cut_text(table)})")
     parts = [f"Cells: {spread}, {_scale_text(table.columns)}."]
     fixed = [c.label for c in table.columns if not c.varies or c.is_setting]
     if fixed:
         parts.append(f"{', '.join(fixed)}: the same for every seed, shown alone (its range "
                      "where the tasks a column spans differ).")
-    lower = [c.label for c in table.columns if not c.higher_is_better]
+    lower = [c.label for c in table.columns if not c.higher_is_better and c.ranked]
     if lower:
         parts.append(f"Lower is better: {', '.join(lower)}.")
     scoring = [c.label for c in table.columns if c.score]
     direction = "" if table.score_higher_is_better else " (lower is better)"
+    shown = any(row.score_interval() is not None for row in table.rows)
     if board.aggregate == "task_macro":
         parts.append(
             f"{board.score_label}{direction}: mean over the tasks a row has of each task's mean "
             f"over its scoring columns' {table.stat}s, with the number of tasks it covers "
-            f"of the {table.n_scorable} on this board; ± its 95% interval from the tasks' seeds."
+            f"of the {table.n_scorable} on this board"
+            + ("; ± its 95% interval from the tasks' seeds." if shown else ".")
         )
     elif board.aggregate == "mean":
         parts.append(
             f"{board.score_label}{direction}: mean of the {table.stat}s of the scoring columns "
-            f"a row has ({', '.join(scoring)}), with the number it covers; ± its 95% interval."
+            f"a row has ({', '.join(scoring)}), with the number it covers"
+            + ("; ± its 95% interval." if shown else ".")
         )
+    if partial(table):
+        parts.append(f"A score over fewer than the {table.n_scorable} {_scored_what(table)} is "
+                     f"partial: the mean over those a row has, not "
+                     f"{board.aggregate_description or 'the board aggregate'} (which takes "
+                     "every one), and comparable only with a score over the same ones.")
     parts.append("★ the column's best row; ≈ not significantly different from it (Welch's "
-                 "t-test over seeds, 5%); no mark for a row not above the baseline by more than "
-                 "its interval; plmbench significance tests a pair of rows over examples and "
-                 "seeds.")
+                 "t-test over seeds, 5%); no mark for a row not above the baseline rows and the "
+                 "best constant answer on the evaluation set by more than its interval; plmbench "
+                 "significance tests a pair of rows over examples and seeds.")
     if board.reference:
         parts.append(f"% of {board.reference}: a row's {board.score_label} and parameter count "
                      f"as percentages of the {board.reference} row's.")
@@ -315,9 +346,9 @@ def render_markdown(table: Table, results_dir: str | Path | None = None) -> str:
     ]).rstrip("\n") + "\n"
 
 
-def _interval(cell, scale: float) -> tuple[float, float] | None:
-    interval = cell.interval()
-    return None if interval is None else (scale * interval[0], scale * interval[1])
+def _interval(cell, column: Column) -> tuple[float, float] | None:
+    interval = column.interval(cell)
+    return None if interval is None else (column.scale * interval[0], column.scale * interval[1])
 
 
 def render_csv(table: Table) -> str:
@@ -361,7 +392,7 @@ def render_csv(table: Table) -> str:
             if cell is None:
                 fields += [""] * len(stats)
                 continue
-            interval = _interval(cell, column.scale) or (None, None)
+            interval = _interval(cell, column) or (None, None)
             scaled = [repr(column.scale * x) for x in (cell.mean, cell.std, cell.median)]
             fields += [*scaled, cell.n, *map(number, interval)]
         fields.append(";".join(f"{label or 'score'}:{mark}"
@@ -374,7 +405,7 @@ def _cell_json(column: Column, row: Row) -> dict | None:
     cell = row.cells.get(column.label)
     if cell is None:
         return None
-    interval = _interval(cell, column.scale)
+    interval = _interval(cell, column)
     return {"mean": column.scale * cell.mean, "std": column.scale * cell.std,
             "median": column.scale * cell.median, "n": cell.n,
             "ci": None if interval is None else list(interval),

@@ -31,6 +31,7 @@ import numpy as np
 
 from bench.boards.bootstrap import RESAMPLES, TaskArms, paired_bootstrap
 from bench.boards.config import Board, Column
+from bench.boards.constant import constant_answers
 from bench.boards.rows import Row
 from bench.boards.score import scoring_weights
 from bench.boards.significance import column_specs, seed_outputs
@@ -60,8 +61,8 @@ class Learned:
         t = self.test
         shown = (f"{format(t.value, '+' + spec)} [{format(t.low, '+' + spec)}, "
                  f"{format(t.high, '+' + spec)}]")
-        if t.identical:
-            shown = "identical predictions"
+        if (exact := t.exact_zero_text()) is not None:
+            shown = exact
         state = "above it" if self.learned else "NOT above it: has not learned the task"
         return f"{self.row}: {shown} against the best trivial predictor, {state}"
 
@@ -69,14 +70,9 @@ class Learned:
 def candidates(outputs: Outputs) -> list[Outputs]:
     """The trivial predictors of one split's outputs (module docstring)."""
     data, ids = outputs.data, outputs.ids
-    if "prediction" in data and "label" in data:
-        label = data["label"]
-        if "pearson" in outputs.metrics:  # scores: the mean gold score everywhere
-            constant = [np.full(len(ids), float(np.mean(label)))]
-        else:
-            constant = [np.full(len(ids), c, dtype=label.dtype) for c in np.unique(label)]
-        return [Outputs(ids, {"prediction": c, "label": label}, outputs.metrics)
-                for c in constant]
+    constants = constant_answers(outputs)
+    if constants is not None:
+        return constants
     return [Outputs(ids, {key: value if key in GOLD else np.zeros_like(value)
                           for key, value in data.items()}, outputs.metrics)]
 

@@ -9,6 +9,7 @@ bench/run/checkpoints.py).
 """
 
 import logging
+import signal
 import time
 import uuid
 from collections.abc import Sequence
@@ -40,7 +41,8 @@ from bench.run.checkpoints import (
 )
 from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
-from bench.run.launch import check_accelerator, own_processes
+from bench.run.launch import check_accelerator, check_batching, own_processes, run_batching
+from bench.run.progress import EpochBar
 from bench.run.provenance import pretraining_costs, software_versions, undefined_metric_notes
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
@@ -51,6 +53,7 @@ from bench.run.run_dir import (
     run_dir_of,
     run_log,
 )
+from bench.signals import Terminated, described
 from bench.task_baselines import of_task
 from bench.task_family import instantiated, task_family
 from datamodules.errors import PlmbenchError
@@ -152,8 +155,10 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         default_root_dir=run_dir,
         logger=make_logger(cfg.logger, run_dir, resumed),
         callbacks=[throughput, LearningRateMonitor(logging_interval="step"), RngState(),
-                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints)],
+                   FiniteLoss(), *checkpoint_callbacks(cfg.checkpoint, checkpoints),
+                   *([EpochBar()] if trainer_args.get("enable_progress_bar", True) else [])],
     )
+    batching = run_batching(cfg.task, trainer)
     predictions = {}
     if cfg.task.splits.train is None:  # nothing to fit: predict the eval splits
         predictions = family.predict(trainer, module, dm, run_dir, cfg)
@@ -190,6 +195,8 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         "data": dm.fingerprints,
         "tokenizer": model.tokenizer.fingerprint,
         "analysis": family.analysis(module),
+        # processes, and how the recipe's global batch was split over them (a run that trains)
+        "batching": batching,
         "steps": trainer.global_step,
         "epochs": trainer.current_epoch,
         "notes": list(result.notes),
@@ -232,7 +239,11 @@ def task_baselines(task: DictConfig) -> dict | None:
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) or SIGTERM (``scancel``, ``scontrol requeue``, a preemption, ``kill``)
     ended a run, whose record says ``failure_kind: interrupted``; the command stops there (a
-    sweep's later points do not start) with this one line."""
+    sweep's later points do not start) with this one line, and exits 128 + ``signum``."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 def interrupting_signal(err: BaseException) -> str | None:
@@ -242,6 +253,8 @@ def interrupting_signal(err: BaseException) -> str | None:
     handler stops the loop at the next batch); None for anything else."""
     seen = set()
     while err is not None and id(err) not in seen:
+        if isinstance(err, Terminated):  # plmbench's own SIGTERM handler (bench/signals.py)
+            return "SIGTERM"
         if isinstance(err, KeyboardInterrupt):
             return "SIGINT"
         if isinstance(err, SIGTERMException):
@@ -254,6 +267,20 @@ def interrupting_signal(err: BaseException) -> str | None:
 def interrupted(err: BaseException) -> bool:
     """Whether a signal ended the run (``interrupting_signal``): Ctrl-C or SIGTERM."""
     return interrupting_signal(err) is not None
+
+
+def original(err: BaseException) -> BaseException:
+    """The failure ``err`` arose from: the exception that was being handled when ``err`` was
+    raised (an error in Lightning's teardown after a DDP rank failed, or in logging a failure),
+    followed back to the first; ``err`` itself where it says what went wrong on purpose (a
+    ``PlmbenchError``'s one line, ``raise ... from``, ``from None``)."""
+    seen = {id(err)}
+    while (not isinstance(err, PlmbenchError) and err.__cause__ is None
+           and not err.__suppress_context__
+           and err.__context__ is not None and id(err.__context__) not in seen):
+        err = err.__context__
+        seen.add(id(err))
+    return err
 
 
 def failure_kind(err: BaseException) -> str:
@@ -272,8 +299,7 @@ def record_error(err: BaseException) -> str:
     """One line: bad input is its own message, anything else is prefixed by its type."""
     signal_name = None if isinstance(err, PlmbenchError) else interrupting_signal(err)
     if signal_name is not None:
-        by = "Ctrl-C (SIGINT)" if signal_name == "SIGINT" else (
-            "SIGTERM (scancel, scontrol requeue, a preemption or kill)")
+        by = described(signal.Signals[signal_name])
         return (f"interrupted by {by}; run the same command again to resume it from its last "
                 "checkpoint")
     text = str(err) if isinstance(err, PlmbenchError) else f"{type(err).__name__}: {err}"
@@ -347,8 +373,9 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         check_evaluated(cfg, record)
         record = record.updated(status="ok", error=None)
     except BaseException as err:
-        record = record.updated(status="failed", error=record_error(err),
-                                failure_kind=failure_kind(err))
+        first = original(err)  # not what went wrong while handling it
+        record = record.updated(status="failed", error=record_error(first),
+                                failure_kind=failure_kind(first))
         raise
     finally:
         record = record.updated(wall_time_s=round(time.perf_counter() - start, 3),
@@ -378,6 +405,7 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
         init_from = check_config(cfg, overrides)
         normalize(cfg)
         check_accelerator(cfg.trainer)
+        check_batching(cfg.task, cfg.trainer)
         config = OmegaConf.to_container(cfg, resolve=True)
         current = config_hash(config)  # once per run: the claim and the record use it
         variant = effective_overrides(overrides, cfg, current, dirs)
@@ -399,9 +427,11 @@ def run_one(cfg: DictConfig, overrides: list[str], dirs: Sequence[str] = ()) -> 
             previous = record_at(run_dir)
             said = previous is not None and previous.failure_kind == "interrupted"
             raise Interrupted(f"{run_dir}: {record_error(err)}" + (
-                " (its record says failure_kind: interrupted)" if said else "")) from None
+                " (its record says failure_kind: interrupted)" if said else ""),
+                signal.Signals[interrupting_signal(err)]) from None
         if not isinstance(err, Exception):
             raise
+        err = original(err)  # as its record says it
         bad_input = isinstance(err, PlmbenchError)
         if not bad_input:
             log.error("run %s failed: %s (traceback in %s)", run_dir, record_error(err),

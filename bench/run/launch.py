@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import torch
 
+from datamodules.batching import Batching
 from datamodules.errors import PlmbenchError
 
 #: what Lightning's launcher sets in the environment of the process that starts the ranks
@@ -46,6 +47,49 @@ def check_accelerator(trainer: Mapping) -> None:
         raise PlmbenchError(
             f"trainer.devices={devices}, but this machine has {available} CUDA device(s): "
             f"set trainer.devices={available} (or -1 for all of them)")
+
+
+def planned_world_size(trainer: Mapping) -> int | None:
+    """The processes a run's trainer will run on, read from its config before anything starts:
+    the launcher's WORLD_SIZE where torchrun or SLURM started the ranks, else ``devices`` (a
+    count, a list of ids; -1 or "auto": every visible GPU) x ``num_nodes``; None where only
+    Lightning can tell (all the cores of a CPU)."""
+    if os.environ.get("LOCAL_RANK") is not None and os.environ.get("WORLD_SIZE"):
+        return int(os.environ["WORLD_SIZE"])
+    devices, accelerator = trainer.get("devices", 1), str(trainer.get("accelerator", "auto"))
+    if isinstance(devices, str) and devices.strip().isdigit():
+        devices = int(devices)
+    if devices in (-1, "auto", "-1"):
+        if accelerator in ("gpu", "cuda") and torch.cuda.is_available():
+            devices = torch.cuda.device_count()
+        elif devices == "auto" and accelerator == "cpu":
+            devices = 1
+        else:
+            return None
+    count = len(devices) if isinstance(devices, Sequence) and not isinstance(devices, str) \
+        else devices
+    return count * int(trainer.get("num_nodes", 1)) if isinstance(count, int) else None
+
+
+def check_batching(task: Mapping, trainer: Mapping) -> None:
+    """One line, before anything runs or is written, where the task's global batch
+    (``task.batch_size``) does not divide over the planned processes and
+    ``trainer.accumulate_grad_batches`` (``datamodules/batching.py``); a task that does not
+    train has no training batch to split."""
+    world = planned_world_size(trainer)
+    if task.get("splits", {}).get("train") and task.get("batch_size") and world:
+        Batching(int(task["batch_size"]), world, int(trainer.get("accumulate_grad_batches", 1)))
+
+
+def run_batching(task: Mapping, trainer) -> dict:
+    """The record's ``batching`` of a run of ``task`` by the Lightning ``trainer``: its
+    processes; where it trains, how the task's global batch (``task.batch_size``) splits over them
+    and the accumulated batches (one line, before training, where it does not divide:
+    ``datamodules/batching.py``)."""
+    world = trainer.num_nodes * trainer.num_devices
+    if not task["splits"].get("train") or not task.get("batch_size"):
+        return {"world_size": world}
+    return Batching(int(task["batch_size"]), world, trainer.accumulate_grad_batches).as_record()
 
 
 @contextlib.contextmanager

@@ -105,8 +105,20 @@ def hub_id_of(text: str, revision: str | None) -> HubId:
 
 def fetch_all(texts: list[str], revision: str | None, to: str | None) -> list[tuple[HubId, Path]]:
     """``models fetch``: every id checked, then fetched into the cache, then (``to``) copied
-    out, so a failure leaves nothing in ``to``; (id, where it is)."""
-    snapshots = [fetch(hub_id_of(text, revision)) for text in texts]
+    out, so a failure leaves nothing in ``to``; (id, where it is). A ``to`` that cannot take
+    them (a file, a directory not writable) is one line before anything is fetched."""
+    if to:
+        from bench.record import check_writable
+
+        check_writable(Path(to), "models fetch --to",
+                       "pass --to a directory you can write (it is made if missing)")
+    hub_ids = [hub_id_of(text, revision) for text in texts]
+    for hub_id in hub_ids if to else ():
+        target = Path(to) / hub_id.repo_id.replace("/", "--")
+        if target.exists() and not target.is_dir():
+            raise PlmbenchError(f"models fetch --to {to}: {target} is a file, where the "
+                                f"checkpoint's directory goes; remove it or pass another --to")
+    snapshots = [fetch(hub_id) for hub_id in hub_ids]
     return [(s.hub_id, copy_snapshot(s, Path(to)) if to else s.directory) for s in snapshots]
 
 

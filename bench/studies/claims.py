@@ -40,8 +40,13 @@ A claim of ``kind: parameters`` trains nothing: each preset's encoder is built o
 and its parameters counted against the published ``counts`` (within ``tolerance``): an exact
 count, its verdict no test and outside the correction; the report shows the largest gap. The report,
 ``<results_dir>/claims.md`` and ``claims.html``, gives per claim its paper, the two arms, the effect
-with its interval, the verdict and the cost (training FLOPs and wall time of every run behind the
-two arms, pretraining included).
+with its interval, the verdict, a sentence reading it generated from those numbers (``reading``)
+and the cost (training FLOPs and wall time of every run behind the two arms: pretraining and
+every ``ckpt:`` start included; FLOPs "–" where no run recorded them, a lower bound "≥" naming how
+many did not where some did).
+
+A claim decides on the dev splits: its test reads the board's scoring columns of every split but
+the test splits, whose comparison is shown apart, below it, and never moves the verdict.
 """
 
 from __future__ import annotations
@@ -50,12 +55,12 @@ import html
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from bench.boards.config import get_board
+from bench.boards.config import Column, get_board
 from bench.boards.corrections import DEFAULT, NAMES, adjust
 from bench.boards.rows import Row
 from bench.boards.significance import Line, compare, find_rows, mde_text, render
@@ -66,6 +71,7 @@ from bench.record import Record, Unused, read_record, records_in
 from bench.studies.study import composed, run_study
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
+from datamodules.init_from import InitFrom
 
 TESTS = ("greater", "less", "not_worse")
 VERDICTS = ("supported", "contradicted", "inconclusive", "no evidence", "not run")
@@ -177,20 +183,35 @@ def verdict(spec: Mapping, effect: Line, p: float | None, smaller: bool = True,
     return "supported" if above else "contradicted"
 
 
+def _sources(record: Record) -> list[str]:
+    """The runs a record's model came from: its pretraining chain and its ``ckpt:`` start (a
+    pruning run's fine-tuned model, an importance run's)."""
+    found = list(record.pretraining.runs) if record.pretraining else []
+    try:
+        start = InitFrom.parse(record.init_from).run_dir()
+    except PlmbenchError:
+        start = None
+    return found + ([str(start)] if start is not None else [])
+
+
 def _cost(rows: tuple[Row, Row]) -> dict:
-    """Training FLOPs and wall time of every run behind the two rows: theirs and the chain of
-    pretraining runs their checkpoints came from, each run counted once."""
+    """Training FLOPs and wall time of every run behind the two rows: theirs and, transitively,
+    the runs their models came from (pretraining, ``ckpt:`` starts), each counted once; the
+    FLOPs of those that recorded them, and how many did not (a cost unknown is no 0)."""
     runs: dict[str, Record] = {}
-    for row in rows:
-        for records in row.records.values():
-            for record in records:
-                runs[str(record.run_dir)] = record
-                for source in record.pretraining.runs if record.pretraining else ():
-                    if source not in runs and (found := read_record(source)) is not None:
-                        runs[source] = Record.from_json(found)
-    flops = sum(r.at("throughput.train_flops") or 0 for r in runs.values())
+    todo = [record for row in rows for records in row.records.values() for record in records]
+    while todo:
+        record = todo.pop()
+        key = str(record.run_dir)
+        if key in runs:
+            continue
+        runs[key] = record
+        todo += [Record.from_json(found) for source in _sources(record)
+                 if source not in runs and (found := read_record(source)) is not None]
+    flops = [r.at("throughput.train_flops") for r in runs.values()]
     seconds = sum(r.wall_time_s or 0 for r in runs.values())
-    return {"runs": len(runs), "flops": flops, "wall_time_s": seconds}
+    return {"runs": len(runs), "wall_time_s": seconds, "flops": sum(f or 0 for f in flops),
+            "unrecorded": sum(f is None for f in flops)}
 
 
 def _parameters(claim_id: str, spec: Mapping) -> Result:
@@ -247,16 +268,27 @@ def evaluate(claim_id: str, spec: Mapping, records: list[Record], resamples: int
                                  spec["b"]["label"])
     except PlmbenchError as err:
         return Result(claim_id, dict(spec), "not run", detail=str(err))
-    lines = compare(*rows, table.columns, board, resamples, aso_iterations=aso_iterations,
+    dev, test = _dev_and_test(table.columns)
+    lines = compare(*rows, dev, board, resamples, aso_iterations=aso_iterations,
                     correction=correction)
     effect = lines[-1]
-    checked = [learned(row, table.columns, board, resamples,
+    checked = [learned(row, dev, board, resamples,
                        higher_is_better=table.score_higher_is_better) for row in rows]
     a, b = rows
-    result = Result(claim_id, dict(spec), "inconclusive", effect, lines, _cost(rows),
-                    render(lines, spec["a"]["label"], spec["b"]["label"],
-                           f"{spec['board']} board, {board.score_label}", resamples,
-                           table.score_higher_is_better, correction=correction),
+    title = f"{spec['board']} board, {board.score_label}"
+    detail = render(lines, spec["a"]["label"], spec["b"]["label"], title, resamples,
+                    table.score_higher_is_better, correction=correction)
+    if test:  # reported apart: the verdict never reads the test set
+        try:
+            apart = compare(*rows, test, board, resamples, aso_iterations=0,
+                            correction=correction)
+            detail += "\n" + render(apart, spec["a"]["label"], spec["b"]["label"],
+                                    f"{title} on the test split (reported, not deciding)",
+                                    resamples, table.score_higher_is_better,
+                                    correction=correction)
+        except PlmbenchError:  # the rows share no scored test column
+            pass
+    result = Result(claim_id, dict(spec), "inconclusive", effect, lines, _cost(rows), detail,
                     checked, null_of(spec, effect.a),
                     smaller=(a.parameters or 0) > (b.parameters or 0))
     if any(check.learned is False for check in checked):
@@ -264,6 +296,42 @@ def evaluate(claim_id: str, spec: Mapping, records: list[Record], resamples: int
     elif effect.test is not None:
         result.p = effect.test.p_against(result.null)
     return result
+
+
+def _is_test(column: Column) -> bool:
+    """Whether a column reads a test split (``metrics.test.f1``, ``metrics.test_matched...``)."""
+    parts = column.value.split(".")
+    return len(parts) > 2 and parts[0] == "metrics" and parts[1].startswith("test")
+
+
+def _dev_and_test(columns: Sequence[Column]) -> tuple[list[Column], list[Column]]:
+    """The columns a claim decides on (the scoring columns of dev splits; all of them where no
+    dev split scores), and those it reports apart (the test splits', scoring; empty where
+    there are none or no dev split scores)."""
+    if not any(c.score and not _is_test(c) for c in columns):
+        return list(columns), []
+    dev = [replace(c, score=c.score and not _is_test(c)) for c in columns]
+    test = [replace(c, score=c.score and _is_test(c)) for c in columns]
+    return dev, test if any(c.score for c in test) else []
+
+
+def reading(result: Result) -> str:
+    """The claim's verdict in one sentence generated from its numbers: B - A, where its interval
+    lies against the null (0, or the non-inferiority margin), and the adjusted p against α."""
+    test = None if result.effect is None else result.effect.test
+    if test is None or result.verdict in ("no evidence", "not run"):
+        return ""
+    null = result.null
+    what = f"the margin {null:+.2f}" if result.spec.get("test") == "not_worse" else "0"
+    where = ("lies entirely below" if test.high < null else
+             "lies entirely above" if test.low > null else "includes")
+    if (exact := test.exact_zero_text()) is not None:
+        return f"Reading: B - A is exactly 0 ({exact}): {result.verdict}."
+    p = result.p_adjusted
+    against = "" if p is None else (f"; p (adjusted) {p:.3f} {'<' if p < ALPHA else '≥'} "
+                                    f"α = {ALPHA:.2f}")
+    return (f"Reading: B - A = {test.value:+.2f}, its 95% interval [{test.low:+.2f}, "
+            f"{test.high:+.2f}] {where} {what}{against}: {result.verdict}.")
 
 
 def decide(results: Sequence[Result], correction: str = DEFAULT) -> None:
@@ -286,8 +354,8 @@ def _effect_text(result: Result) -> str:
     test = result.effect.test
     if test is None:
         return f"{result.effect.b - result.effect.a:+.2f} (untested)"
-    if test.identical:
-        return "+0 exactly (identical predictions)"
+    if (exact := test.exact_zero_text()) is not None:
+        return f"+0 exactly ({exact})"
     return f"{test.value:+.2f} [{test.low:+.2f}, {test.high:+.2f}]"
 
 
@@ -304,7 +372,11 @@ def _cost_text(result: Result) -> str:
         return "–"
     if "gpu_hours" in cost:
         return f"not run at CPU size: ~{cost['gpu_hours']:g} GPU-hours (estimated)"
-    return f"{cost['flops']:.3g} FLOPs, {cost['wall_time_s'] / 3600:.2f} h, {cost['runs']} runs"
+    runs, unrecorded = cost["runs"], cost.get("unrecorded", 0)
+    flops = ("– FLOPs" if unrecorded == runs else  # unknown, never 0
+             f"≥{cost['flops']:.3g} FLOPs ({unrecorded} of {runs} runs unrecorded)" if unrecorded
+             else f"{cost['flops']:.3g} FLOPs")
+    return f"{flops}, {cost['wall_time_s'] / 3600:.2f} h, {runs} runs"
 
 
 def _arm(result: Result, side: str) -> str:
@@ -361,9 +433,10 @@ def render_markdown(results: list[Result], title: str, unused: Sequence[Unused] 
               for row in summary_rows(results)]
     lines += ["", _legend(results, correction), ""]
     for result, row in zip(results, summary_rows(results), strict=True):
+        said = reading(result)
         lines += [f"## {result.id}: {result.verdict}", "", result.spec.get("claim", ""), "",
                   f"Test: {row[5]}; p (adjusted) {row[7]}; MDE {row[8]}.", "",
-                  *_checks(result), result.detail, ""]
+                  *([said, ""] if said else []), *_checks(result), result.detail, ""]
     if unused:  # records no claim could read: named, not left out in silence
         lines += [f"## Records not used ({len(unused)})", "",
                   *(f"- {u.source}: {u.why}" for u in unused), ""]
@@ -383,6 +456,7 @@ def render_html(results: list[Result], title: str, unused: Sequence[Unused] = ()
         for r, row in zip(results, summary_rows(results), strict=True))
     details = f"<p>{esc(_legend(results, correction))}</p>" + "".join(
         f"<h2>{esc(r.id)}: {esc(r.verdict)}</h2><p>{esc(r.spec.get('claim', ''))}</p>"
+        + (f"<p>{esc(reading(r))}</p>" if reading(r) else "")
         + "".join(f"<p>{esc(line)}</p>" for line in _checks(r) if line)
         + f"<pre>{esc(r.detail)}</pre>" for r in results)
     if unused:

@@ -34,7 +34,7 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
 
 Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
 reads and writes them); what renaming cannot do is a hook an architecture overrides in a
-subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``,
+subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``, ``config_of``,
 ``weights_config``, ``optional``, ``export_state`` / ``import_state``), so neither ``hf.py`` nor
 this file changes when one is added.
 
@@ -116,6 +116,10 @@ class HFLayout:
     #: our multiple-choice head's modules -> those of transformers' ``*ForMultipleChoice``;
     #: None: ``classifier_names`` (the same head with one output)
     multiple_choice_names: Mapping[str, str] | None = None
+    #: whether transformers' token-level task classes (``*ForTokenClassification``,
+    #: ``*ForQuestionAnswering``) are one Linear over the encoder's states, as plmbench's tagger
+    #: and reader heads are; False: they are not, and those exports are refused
+    token_head_classes: bool = True
 
     def names_of(self, config) -> NameTable:
         """The name table of a net of ``config`` (a hook: T5's depends on its feed-forward)."""
@@ -132,6 +136,12 @@ class HFLayout:
     def export_weight(self, name: str, tensor: Tensor) -> Tensor:
         """Our tensor as their ``name`` holds it (the inverse of ``import_weight``)."""
         return tensor
+
+    def config_of(self, hf_config: dict) -> dict:
+        """config.json's values under our config's keys (a hook: ModernBERT's transformers 5
+        configs state per-layer ``layer_types`` and ``rope_parameters``); called after
+        ``unsupported`` has accepted it."""
+        return hf_config
 
     def export_state(self, net: nn.Module, weights: dict[str, Tensor]) -> dict[str, Tensor]:
         """``net``'s weights under transformers' names as exported, where one of theirs is a
@@ -218,7 +228,7 @@ def arch_of_model_type(model_type: str | None) -> Arch:
     for arch in ARCHS.values():
         if arch.hf.model_type == model_type:
             return arch
-    known = [arch.hf.model_type for arch in ARCHS.values()]
+    known = list(dict.fromkeys(arch.hf.model_type for arch in ARCHS.values()))
     raise PlmbenchError(
         f"checkpoint has model_type {model_type!r}; plmbench imports {known}: point init_from at "
         "a checkpoint of one of those"

@@ -180,8 +180,7 @@ def check_predicted_rows(task: Mapping, split: str, predicted: int, examples: in
     if predicted != examples:
         raise PlmbenchError(
             f"task {task['name']}: {predicted} predictions for the {examples} examples of split "
-            f"{split} (a distributed predict keeps each process's share); predict on one "
-            "device: trainer.devices=1"
+            f"{split}; a prediction file needs one row per example: check the split's data"
         )
 
 

@@ -2,19 +2,18 @@
 
 A Hugging Face checkpoint directory holds ``config.json`` (its ``model_type`` names the
 architecture, its keys are the fields of the architecture's config dataclass), weights in
-``model.safetensors`` or ``pytorch_model.bin`` named after transformers' modules, and tokenizer
-files. The architecture's registration (``lit_models/archs``) holds the whole mapping: its
-``HFLayout.names`` table (``names_of`` a net's config) maps our module names to theirs; a tuple
-there is one of our tensors made of several of theirs (a fused qkv projection), concatenated
-along the output dimension on import and split on export; the layout's hooks convert what
-renaming cannot (``import_weight`` / ``export_weight``: GPT-2's transposed Conv1D weights), so
-nothing here names an architecture. Tied copies (an MLM decoder tied to the token embeddings,
-Devlin et al. 2019 §3.1) are skipped on import and not written on export, as transformers'
-``save_pretrained`` does. An export holds exactly the weights of the class its config.json names
-(transformers loads it with no missing or unexpected key): no pooler under a task head that reads
-none, and pretraining weights the class has no place for in ``BESIDE_FILE``, read back by
-``from_hf``.
-``transformers`` itself is never imported here.
+``model.safetensors`` or ``pytorch_model.bin`` (or shards of either, named by
+``<file>.index.json``) named after transformers' modules, and tokenizer files. The architecture's
+registration (``lit_models/archs``) holds the whole mapping: its ``HFLayout.names`` table
+(``names_of`` a net's config) maps our module names to theirs; a tuple there is one of our tensors
+made of several of theirs (a fused qkv projection), concatenated along the output dimension on
+import and split on export; the layout's hooks convert what renaming cannot (``import_weight`` /
+``export_weight``: GPT-2's transposed Conv1D weights), so nothing here names an architecture. Tied
+copies (an MLM decoder tied to the token embeddings, Devlin et al. 2019 §3.1) are skipped on import
+and not written on export, as transformers' ``save_pretrained`` does. An export holds exactly the
+weights of the class its config.json names (transformers loads it with no missing or unexpected
+key): no pooler under a task head that reads none, and pretraining weights the class has no place
+for in ``BESIDE_FILE``, read back by ``from_hf``. ``transformers`` itself is never imported here.
 """
 
 import json
@@ -31,6 +30,7 @@ from torch import Tensor, nn
 from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.files import staging_dir
+from datamodules.hub import weight_shards
 from datamodules.init_from import (
     EVERY_FILE,
     TOKENIZER_FILES,
@@ -145,14 +145,24 @@ def _pretraining_net(arch: Arch, directory: Path, config) -> nn.Module:
     return arch.pretraining(config)
 
 
+def read_weight_files(file: Path, read) -> dict[str, Tensor]:
+    """The tensors of a weights file, or of every shard a sharded checkpoint's index names
+    (``datamodules.hub.weight_shards``), each file read by ``read(file, safetensors)``; one line
+    naming a file that does not read."""
+    state = {}
+    for shard in weight_shards(file):
+        try:
+            state |= read(shard, shard.suffix == ".safetensors")
+        except Exception as err:  # any reader failure means a corrupt or foreign file
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise PlmbenchError(f"cannot read {shard}: {reason}; re-export the checkpoint"
+                                ) from err
+    return state
+
+
 def _read_weights(file: Path) -> dict[str, Tensor]:
-    try:
-        if file.suffix == ".safetensors":
-            return load_file(file)
-        return torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as err:  # any reader failure means a corrupt or foreign file
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
+    return read_weight_files(file, lambda shard, safetensors: load_file(shard) if safetensors
+                             else torch.load(shard, map_location="cpu", weights_only=True))
 
 
 def _weights_file(directory: Path) -> Path | None:
@@ -176,7 +186,9 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
     try:
         found = arch_of_model_type(hf_config.get("model_type"))
     except PlmbenchError as err:
-        raise PlmbenchError(f"{config_file}: {err}") from None
+        remote = (" (its auto_map names modelling code of its own, which plmbench does not run)"
+                  if hf_config.get("auto_map") else "")
+        raise PlmbenchError(f"{config_file}: {err}{remote}") from None
     if arch is None or arch.hf.model_type != found.hf.model_type:
         arch = found
     reason = arch.hf.unsupported(hf_config)
@@ -184,7 +196,7 @@ def read_config(directory: str | Path, arch: Arch | None = None) -> tuple[Arch, 
         raise PlmbenchError(f"{config_file}: {reason}")
     check_hf_directory(directory, (WEIGHT_FILES, TOKENIZER_FILES))
     known = {f.name for f in fields(arch.config)}
-    values = {k: v for k, v in hf_config.items() if k in known}
+    values = {k: v for k, v in arch.hf.config_of(hf_config).items() if k in known}
     if "pad_token_id" in known and values.get("pad_token_id") is None and isinstance(
             hf_config.get("eos_token_id"), int):  # GPT-2 has no pad: its end pads, masked
         values["pad_token_id"] = hf_config["eos_token_id"]
@@ -225,7 +237,22 @@ def from_hf(directory: str | Path, with_heads: bool = False, arch: Arch | None =
     else:
         net = arch.encoder(config)
     load_hf_state_dict(net, state, arch.hf)
-    return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
+    return Model(arch, net, _fitting_tokenizer(directory, arch, config))
+
+
+def _fitting_tokenizer(directory: Path, arch: Arch, config):
+    """The checkpoint's tokenizer, checked against its embedding: a tokenizer that can emit an
+    id with no embedding row (another model's tokenizer files beside these weights) is one
+    line now, not an IndexError on the first input holding such a token."""
+    tokenizer = load_tokenizer(directory, arch.tokenizer)
+    rows = getattr(config, "vocab_size", None)
+    ids = max(tokenizer.backend.get_vocab(with_added_tokens=True).values(), default=-1) + 1
+    if isinstance(rows, int) and ids > rows:
+        raise PlmbenchError(
+            f"{directory}: its tokenizer emits ids up to {ids - 1}, but the model's embedding has "
+            f"{rows} rows (config.json vocab_size): the tokenizer files are another model's; "
+            "put the checkpoint's own tokenizer beside its weights")
+    return tokenizer
 
 
 def untrained_like(directory: str | Path, with_heads: bool = False, arch: Arch | None = None
@@ -236,7 +263,7 @@ def untrained_like(directory: str | Path, with_heads: bool = False, arch: Arch |
     directory = Path(directory)
     arch, config = read_config(directory, arch)
     net = _pretraining_net(arch, directory, config) if with_heads else arch.encoder(config)
-    return Model(arch, net, load_tokenizer(directory, arch.tokenizer))
+    return Model(arch, net, _fitting_tokenizer(directory, arch, config))
 
 
 def hf_state_dict(arch: Arch, net: nn.Module, prefix: str | None = None) -> dict[str, Tensor]:
@@ -273,9 +300,18 @@ def task_class(layout: HFLayout, task: str) -> str | None:
     BertForTokenClassification); None where transformers has none for the architecture."""
     if task in layout.classes:
         return layout.classes[task]
-    if task in TASK_HEADS:
+    if task in TASK_HEADS and layout.token_head_classes:
         return layout.classes["encoder"].removesuffix("Model") + TASK_HEADS[task][0]
     return None
+
+
+def check_task_export(cfg, arch: Arch, task: str) -> None:
+    """Refuse, before a run starts, ``save_model=true`` for a ``task`` model transformers has no
+    class of the architecture for (``task_class``)."""
+    if cfg["save_model"] and task_class(arch.hf, task) is None:
+        raise PlmbenchError(f"task {cfg['task']['name']}: transformers has no {task} model of "
+                            f"{arch.hf.model_type} that plmbench's {task} head exports to; run "
+                            "without save_model=true")
 
 
 def task_head_names(layout: HFLayout, task: str) -> Mapping[str, str]:

@@ -29,20 +29,22 @@ from lit_models.core.hf import (
     _refuse,
     _weights_file,
     read_config,
+    read_weight_files,
 )
 
 
+def _meta_file(file: Path, safetensors: bool) -> dict[str, Tensor]:
+    if safetensors:
+        with safe_open(file, "pt") as handle:
+            return {k: torch.empty(handle.get_slice(k).get_shape(), device="meta")
+                    for k in handle.keys()}  # noqa: SIM118 (safe_open is no mapping)
+    return torch.load(file, map_location="meta", weights_only=True)
+
+
 def _meta_weights(file: Path) -> dict[str, Tensor]:
-    """A weights file's tensors as meta tensors: their names and shapes, no data read."""
-    try:
-        if file.suffix == ".safetensors":
-            with safe_open(file, "pt") as handle:
-                return {k: torch.empty(handle.get_slice(k).get_shape(), device="meta")
-                        for k in handle.keys()}  # noqa: SIM118 (safe_open is no mapping)
-        return torch.load(file, map_location="meta", weights_only=True)
-    except Exception as err:  # any reader failure means a corrupt or foreign file
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise PlmbenchError(f"cannot read {file}: {reason}; re-export the checkpoint") from err
+    """A weights file's (or every shard's) tensors as meta tensors: their names and shapes, no
+    data read."""
+    return read_weight_files(file, _meta_file)
 
 
 def check_checkpoint(directory: str | Path, arch: Arch | None = None) -> None:

@@ -36,10 +36,14 @@ def normalized(name: str) -> str:
 
 
 def checkpoint_labels(directory: str | Path) -> list[str]:
-    """config.json's ``id2label`` of a checkpoint, in id order (empty when it has none)."""
+    """config.json's ``id2label`` of a checkpoint, in id order; a checkpoint saved without
+    names (transformers 5 writes ``id2label: null``) has ``num_labels`` unnamed classes,
+    ``LABEL_<i>`` (empty when it says neither)."""
     config = json.loads((Path(directory) / "config.json").read_text())
     id2label = config.get("id2label") or {}
-    return [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(len(id2label))]
+    count = len(id2label) if id2label else config.get("num_labels")
+    count = count if isinstance(count, int) and not isinstance(count, bool) else 0
+    return [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(count)]
 
 
 def label_order(theirs: Sequence[str], ours: Sequence[str], where: str,
@@ -52,6 +56,15 @@ def label_order(theirs: Sequence[str], ours: Sequence[str], where: str,
     names = list(given) if given is not None else list(theirs)
     setting = f"set task.checkpoint_labels to the task's names in the checkpoint's id order " \
               f"(from {list(ours)})"
+    if given is None and not names:
+        raise PlmbenchError(
+            f"{where}: the checkpoint's classes are unnamed (its config.json has no id2label), "
+            f"so which is which is unknown; {setting}, or task.checkpoint_labels={NEW_HEAD} for "
+            "a new head")
+    if given is None and len(names) != len(ours):
+        raise PlmbenchError(f"{where}: the checkpoint's head has {len(names)} classes, the task "
+                            f"{len(ours)} ({list(ours)}); task.checkpoint_labels={NEW_HEAD} "
+                            "trains a new head")
     if len(names) != len(ours):
         raise PlmbenchError(f"{where}: task.checkpoint_labels names {len(names)} classes, the "
                             f"checkpoint's head has {len(ours)}; {setting}")

@@ -5,7 +5,7 @@ fine-tuning method, ``torch.compile`` of
 its encoders (``trainer.compile``), and gradient clipping that works with mixed precision and the
 fused AdamW kernel together (``trainer.gradient_clip_val``, BERT's global norm 1.0)."""
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import lightning as L
@@ -144,6 +144,19 @@ class PlmModule(L.LightningModule):
             torch.distributed.all_gather_object(shares, items)
             items = [item for share in shares for item in share]
         return sorted(dict(items).items(), key=lambda item: item[0])
+
+    def gather_batches(self, batches: Sequence) -> list:
+        """Every process's outputs of its evaluation batches (one item per batch, in its loader's
+        order), on every process, in the order one process computes them: the evaluation sampler
+        deals batch k to rank k mod N (``datamodules/eval_sampling.py``), so the ranks' batches
+        taken in turn are the examples in order, and sums over them run in one order."""
+        batches = list(batches)
+        world = self.trainer.world_size if self._trainer is not None else 1
+        if world == 1:
+            return batches
+        shares: list = [None] * world
+        torch.distributed.all_gather_object(shares, batches)
+        return [shares[k % world][k // world] for k in range(sum(map(len, shares)))]
 
     def gathered_splits(self, collected: list[list[tuple[int, object]]]
                         ) -> Iterator[tuple[int, str, list]]:

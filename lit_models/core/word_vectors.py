@@ -69,6 +69,7 @@ class LitWordVectors(PlmModule):
         if self.trainer.sanity_checking:
             return
         for split, batches in zip(self.eval_splits, collected, strict=True):
+            batches = self.gather_batches(batches)  # every process's, in order
             size = self.set_sizes[split]
             if self.set_kinds[split] == "similarity":
                 model = torch.cat([b[0] for b in batches]).tolist() if batches else []

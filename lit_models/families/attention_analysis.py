@@ -156,8 +156,10 @@ class AttentionAnalysis(TaskFamily):
 
     def predict(self, trainer: L.Trainer, module, dm, run_dir, cfg) -> dict[str, str]:
         task = cfg["task"]
+        dm.trainer = trainer  # each process reads its share of the examples
         outputs = trainer.predict(module, dataloaders=dm.val_dataloader())
         outputs = outputs if len(dm.eval_data) > 1 else [outputs]
+        outputs = [module.gather_batches(batches) for batches in outputs]  # in one order
         totals = {key: sum(batch[key] for batch in outputs[0]) for key in outputs[0][0]}
         heads = {name: (totals[name] / totals[f"{name}_n"]).tolist()
                  for name in STATISTICS if name in totals}

@@ -90,7 +90,8 @@ class LitBiEncoder(PlmModule):
             corpus = dm.eval_corpus[i]
             passages = torch.cat([self._passage_vectors(corpus[j:j + self.passage_batch])
                                   for j in range(0, len(corpus), self.passage_batch)])
-            scores = torch.cat(collected[i]) @ passages.T
+            questions = self.gather_batches(collected[i])  # every process's, in order
+            scores = torch.cat(questions) @ passages.T
             rows = scores.topk(min(self.top_k, len(corpus)), dim=1).indices
             texts = [[corpus["text"][r] for r in ranked] for ranked in rows.tolist()]
             self.metrics.update(dm.eval_data[i]["answers"], rankings=texts)

@@ -32,6 +32,7 @@ from datamodules.words import WordVocabulary, cached_vocabulary
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
 from lit_models.core.module import PlmModule
+from lit_models.metrics import exact_total
 from lit_models.nets.elmo import ElmoConfig, ElmoLanguageModel
 
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
@@ -53,8 +54,9 @@ class LitBiLM(PlmModule):
         self.net = net
         self.eval_splits = list(eval_splits)
         sums = ("forward_nll", "backward_nll", "predictions")
-        self.sums = torch.nn.ModuleList(torch.nn.ModuleDict({k: SumMetric() for k in sums})
-                                        for _ in eval_splits)
+        self.sums = torch.nn.ModuleList(
+            torch.nn.ModuleDict({k: exact_total(SumMetric()) for k in sums})
+            for _ in eval_splits)
 
     def losses(self, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return self.net.losses(batch["char_ids"], batch["input_ids"], token_mask(batch))

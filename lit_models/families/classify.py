@@ -242,13 +242,14 @@ class Classification(TaskFamily):
             trainer.validate(module, datamodule=dm, verbose=False)
             return {}
         dm.setup("predict")
+        dm.trainer = trainer  # each process predicts its share of the examples
         splits = dm.predicted_splits()
         outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
         per_split = outputs if len(splits) > 1 else [outputs]
         vocabulary = submission_vocabulary(cfg["task"])
         files = {}
         for (split, examples, _), batches in zip(splits, per_split, strict=True):
-            predicted = torch.cat(batches).tolist()
+            predicted = torch.cat(module.gather_batches(batches)).tolist()
             check_predicted_rows(cfg["task"], split, len(predicted), len(examples))
             path = write_predictions(run_dir, split, range(len(predicted)), predicted, vocabulary)
             files[split] = str(path.relative_to(run_dir))

@@ -26,7 +26,7 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.archs import Capabilities, Model
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import QA_HEAD_NAMES, load_head, to_hf
+from lit_models.core.hf import QA_HEAD_NAMES, check_task_export, load_head, to_hf
 from lit_models.core.module import PlmModule
 from lit_models.core.qa_decode import Spans, Windows, best_spans
 from lit_models.metrics import build_metrics
@@ -133,6 +133,7 @@ class ExtractiveQA(TaskFamily):
     def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
+        check_task_export(cfg, model.arch, "qa")
         dm = squad.SquadDataModule(task, model.tokenizer, seed=cfg["seed"])
         decoding = {"n_best": task["n_best"], "max_answer_length": task["max_answer_length"]}
         module = LitExtractiveQA(model.net, model.arch.capabilities, dm.eval_split_names,

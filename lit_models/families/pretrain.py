@@ -25,6 +25,7 @@ from lit_models.archs.spec import TRANSFORMER_KINDS
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.hf import export_problem, to_hf
 from lit_models.core.module import PlmModule
+from lit_models.metrics import exact_total
 from lit_models.objectives.base import PretrainingObjective
 from lit_models.objectives.flops import EncoderShape
 
@@ -39,7 +40,8 @@ class LitPretrain(PlmModule):
         self.objective = objective
         self.eval_splits = list(eval_splits)
         self.eval_means = torch.nn.ModuleList(
-            torch.nn.ModuleDict({name: MeanMetric() for name in objective.eval_metrics})
+            torch.nn.ModuleDict({name: exact_total(MeanMetric())
+                                 for name in objective.eval_metrics})
             for _ in eval_splits
         )
         self.shape = EncoderShape.of(net.config)

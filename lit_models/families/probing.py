@@ -130,11 +130,11 @@ class Probing(TaskFamily):
     def predict(self, trainer, module, dm, run_dir, cfg) -> dict[str, str]:
         task = cfg["task"]
         settings = self.settings
-        loaders = dm.loaders()
+        dm.trainer = trainer  # each process reads its share of the examples
         data = {}
-        for split, loader in loaders.items():
-            read = {i: (states, words) for batch in trainer.predict(module, loader)
-                    for i, states, words in batch}
+        for split, loader in dm.loaders().items():
+            batches = module.gather_batches(trainer.predict(module, loader))
+            read = {i: (states, words) for batch in batches for i, states, words in batch}
             data[split] = word_features(self.items[split], read, task["kind"])
         names = self.names or sorted(set(data["train"][1]))
         index = {name: i for i, name in enumerate(names)}

@@ -66,6 +66,7 @@ from lit_models.families.bi_encoder import save_bi_encoder
 from lit_models.families.open_qa.realm import marginal_log_likelihood
 from lit_models.families.open_qa.retrieval_augmented import RetrievalAugmented
 from lit_models.families.pretrain import build_objective
+from lit_models.metrics import exact_total
 from lit_models.objectives.base import ExampleRandomness, perplexity
 from lit_models.objectives.salient_span import SalientSpanMasking, find_all, token_span
 from retrieval.ict import sentences
@@ -141,7 +142,8 @@ class LitRealmPretrain(RetrievalAugmented, PlmModule):
         self.backend.no_padding()
         self.sep, self.pad = tokenizer.special.sep, tokenizer.special.pad
         self.eval_means = nn.ModuleList(
-            nn.ModuleDict({name: MeanMetric() for name in EVAL_METRICS}) for _ in eval_splits)
+            nn.ModuleDict({name: exact_total(MeanMetric()) for name in EVAL_METRICS})
+            for _ in eval_splits)
 
     def candidates(self, query: Tensor, sources: Tensor) -> np.ndarray:
         """Corpus rows [B, k] of the top k by MIPS, the source passage of each x left out (§3.4);

@@ -26,7 +26,13 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import write_jsonl
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import TAGGER_HEAD_NAMES, load_head, task_labels, to_hf
+from lit_models.core.hf import (
+    TAGGER_HEAD_NAMES,
+    check_task_export,
+    load_head,
+    task_labels,
+    to_hf,
+)
 from lit_models.core.labels import label_order, normalized, reorder_rows
 from lit_models.core.module import PlmModule
 from lit_models.metrics import build_metrics
@@ -72,7 +78,8 @@ class LitTagger(PlmModule):
             words = sentences[dm.task["tokens_field"]]
             tags = sentences[dm.task["tags_field"]]
             gold = [[self.label_names[t] for t in sentence] for sentence in tags]
-            predicted = self.word_tags(collected[i], [len(w) for w in words])
+            predicted = self.word_tags(self.gather_batches(collected[i]),
+                                       [len(w) for w in words])
             self.metrics.update(gold, tags=predicted)
             self.record_metrics(split, self.metrics.compute())
             self.metrics.reset()
@@ -109,6 +116,7 @@ class Tagging(TaskFamily):
     def build(self, cfg, model: Model, init_from: InitFrom):
         task = cfg["task"]
         check_max_length(task, model.net)
+        check_task_export(cfg, model.arch, "tagger")
         dm = tagging.TaggingDataModule(task, model.tokenizer, seed=cfg["seed"])
         module = LitTagger(model.net, task["label_names"], dm.eval_split_names,
                            task["classifier_dropout"], cfg["optim"], task["metrics"])

@@ -38,6 +38,7 @@ from lit_models.core.family import check_predicted_rows
 from lit_models.core.generation import GenerationConfig
 from lit_models.families.classify import Classification
 from lit_models.families.seq2seq import LitSeq2Seq, Seq2Seq, check_lengths, decoder_start
+from lit_models.metrics import exact_total
 from lit_models.metrics.classification import (
     hard_probabilities,
     label_metrics,
@@ -59,7 +60,7 @@ class LabelScorer(Metric):
         self.label_ids = {name: i for i, name in enumerate(label_names)}
         self.num_labels = num_labels
         self.metrics = label_metrics(metrics, num_labels)
-        self.invalid = MeanMetric()
+        self.invalid = exact_total(MeanMetric())
 
     def read(self, prediction: str, reference: str) -> tuple[float | int, float | int, bool]:
         """(predicted label or score, gold one, whether the prediction is outside the set)."""
@@ -148,12 +149,13 @@ class TextToText(Seq2Seq):
         ``Classification.predict``); a generated text outside the label set is written as it
         is."""
         dm.setup("predict")
+        dm.trainer = trainer  # each process predicts its share of the examples
         splits = dm.predicted_splits()
         outputs = trainer.predict(module, dataloaders=[loader for *_, loader in splits])
         per_split = outputs if len(splits) > 1 else [outputs]
         files = {}
         for (split, examples, _), batches in zip(splits, per_split, strict=True):
-            rows = sorted(pair for batch in batches for pair in batch)
+            rows = sorted(pair for batch in module.gather_batches(batches) for pair in batch)
             check_predicted_rows(cfg["task"], split, len(rows), len(examples))
             predicted = [submission_label(cfg["task"], text) for _, text in rows]
             path = write_predictions(run_dir, split, [i for i, _ in rows], predicted,

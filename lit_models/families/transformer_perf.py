@@ -18,6 +18,9 @@ registered architecture is measured the same way:
 - ``inference``: the backbone's forward (``classes["encoder"]``) on the fine-tuning batch (an
   encoder-decoder's on its pretraining batch), without gradients.
 
+The fine-tuning and inference steps of the padded batch are also timed kept padded ("plmbench
+padded": ``attention.kept_padded``), so the report shows what running them unpadded gains.
+
 Models that are no Transformer register their own workloads (``BASELINE_WORKLOADS``), beside
 their families: ELMo's biLM (``bilm_perf.py``), the GLUE baselines' BiLSTM (``bilstm_perf.py``).
 
@@ -51,6 +54,7 @@ from lit_models.core.perf_registry import (
     special_ids,
 )
 from lit_models.families.classify import LitClassifier
+from lit_models.nets.attention import kept_padded
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
 
 
@@ -215,6 +219,15 @@ def _generative_pretrain(arch: Arch, config, batch_size: int, length: int,
     return _with_references(workload, theirs)
 
 
+def padded(run: Callable[[], Tensor]) -> Callable[[], Tensor]:
+    """``run`` with padded batches kept padded (``attention.kept_padded``): the "plmbench padded"
+    rows, what running them unpadded (``Unpadding``, ``varlen_attention``) gains."""
+    def kept() -> Tensor:
+        with kept_padded():
+            return run()
+    return kept
+
+
 @register_workload("finetune")
 def finetune(arch: Arch, config, batch_size: int, length: int,
              device: torch.device) -> Workload | None:
@@ -229,6 +242,8 @@ def finetune(arch: Arch, config, batch_size: int, length: int,
                         f"{batch_size} x {length}")
     workload.implementations["plmbench"] = Implementation(
         module, lambda: module.loss(module(batch), batch["labels"]))
+    workload.implementations["plmbench padded"] = Implementation(
+        module, padded(lambda: module.loss(module(batch), batch["labels"])))
 
     def theirs(attention: str) -> Implementation:
         model = reference(arch, encoder, "classifier", attention, head)
@@ -257,6 +272,9 @@ def inference(arch: Arch, config, batch_size: int, length: int,
     workload = Workload("inference", False, batch, tokens, shape)
     workload.implementations["plmbench"] = Implementation(
         ours, lambda: ours(**inputs).last_hidden_state)
+    if arch.kind != "encoder-decoder":
+        workload.implementations["plmbench padded"] = Implementation(
+            ours, padded(lambda: ours(**inputs).last_hidden_state))
 
     def theirs(attention: str) -> Implementation:
         model = reference(arch, ours, "encoder", attention)

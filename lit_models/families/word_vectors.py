@@ -38,6 +38,11 @@ class WordVectors(TaskFamily):
         if cfg["trainer"]["accelerator"] not in ("cpu", "auto"):
             raise PlmbenchError(f"model={model['name']}: word2vec trains on CPU threads "
                                 "(gensim; model.workers); use trainer=cpu")
+        trainer = cfg["trainer"]
+        if trainer.get("devices", 1) not in (1, "1") or trainer.get("num_nodes", 1) != 1:
+            raise PlmbenchError(f"model={model['name']}: word2vec trains in one process (gensim's "
+                                "threads: model.workers), whose vectors no other process shares; "
+                                "use trainer=cpu with trainer.devices=1")
         return Model(arch, build_word2vec(model, vocab, cfg["seed"]), vocab)
 
     def build(self, cfg, model: Model, init_from: InitFrom):

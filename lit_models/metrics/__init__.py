@@ -18,6 +18,7 @@ from lit_models.metrics.registry import (
     METRICS,
     Metrics,
     build_metrics,
+    exact_total,
     register_metric,
 )
 
@@ -27,4 +28,5 @@ METRIC_GROUP = "plmbench.metrics"
 folder_modules(__name__)  # each module registers its metrics as it is imported
 plugins(METRIC_GROUP)
 
-__all__ = ["INPUTS", "METRICS", "METRIC_GROUP", "Metrics", "build_metrics", "register_metric"]
+__all__ = ["INPUTS", "METRICS", "METRIC_GROUP", "Metrics", "build_metrics", "exact_total",
+           "register_metric"]

@@ -44,6 +44,25 @@ def pearson(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return r.clamp(-1.0, 1.0)
 
 
+def gathered(state: list[torch.Tensor] | torch.Tensor) -> torch.Tensor:
+    """A ``cat`` state as one float64 vector: the list of this process's batches, or the tensor
+    torchmetrics leaves after gathering every process's (a list no more: ``if state`` would ask a
+    tensor of several values for its truth)."""
+    if isinstance(state, list) and not state:
+        return torch.zeros(0, dtype=torch.float64)
+    return dim_zero_cat(state).double()
+
+
+def pairs_in_canonical_order(preds: torch.Tensor, target: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (prediction, gold) pairs sorted by prediction, then gold: the sums of ``pearson`` then
+    run in one order whatever order the processes' shares were gathered in, so any number of
+    processes gives one process's value to the last bit (the correlation itself ignores order)."""
+    by_target = target.argsort(stable=True)
+    order = by_target[preds[by_target].argsort(stable=True)]
+    return preds[order], target[order]
+
+
 class Correlation(Metric):
     """Keeps every (prediction, gold) score pair (gathered across processes) and correlates them
     in ``compute``: ``method`` "pearson" or "spearman"."""
@@ -63,8 +82,7 @@ class Correlation(Metric):
         self.target.append(target.detach().flatten().double())
 
     def compute(self) -> torch.Tensor:
-        preds = dim_zero_cat(self.preds) if self.preds else torch.zeros(0, dtype=torch.float64)
-        target = dim_zero_cat(self.target) if self.target else torch.zeros(0, dtype=torch.float64)
+        preds, target = pairs_in_canonical_order(gathered(self.preds), gathered(self.target))
         if self.method == "spearman":
             preds, target = average_ranks(preds), average_ranks(target)
         return pearson(preds, target)

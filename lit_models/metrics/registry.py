@@ -35,6 +35,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
@@ -105,6 +106,25 @@ class WholeSplit(Metric):
         else:
             self.predictions.extend(predictions)
             self.references.extend(references)
+
+    def __hash__(self) -> int:
+        """By identity, as a module's (torchmetrics hashes the states, and this one's may hold the
+        examples' lists: Lightning's teardown, walking the modules after an error, would fail on
+        them and hide the error)."""
+        return id(self)
+
+    def _apply(self, fn, *args, **kwargs):
+        """Move and cast the tensor states only: states of Python objects (texts, answers) stay
+        as they are (torchmetrics would call ``fn`` on each, as Lightning's teardown does with
+        ``.cpu()`` after an error)."""
+        if self.tensors:
+            return super()._apply(fn, *args, **kwargs)
+        held = self.predictions, self.references
+        self.predictions, self.references = [], []
+        try:
+            return super()._apply(fn, *args, **kwargs)
+        finally:
+            self.predictions, self.references = held
 
     def compute(self):
         if self.tensors:
@@ -179,6 +199,14 @@ def local(metric: nn.Module) -> nn.Module:
         if isinstance(module, Metric):
             module.sync_on_compute = module._to_sync = False
     return metric
+
+
+def exact_total(metric: Metric) -> Metric:
+    """``metric`` (a torchmetrics sum or mean of float32 values: losses, counts) keeping its state
+    in float64, whose 53-bit mantissa holds the float32 terms' sum exactly while they span fewer
+    than 29 binary orders of magnitude: the total does not depend on the order in which batches
+    and processes add up, and any number of DDP processes records one process's value."""
+    return metric.set_dtype(torch.float64)
 
 
 def names_over(inputs: str) -> list[str]:

@@ -30,7 +30,8 @@ tokens put back in their rows for the attention itself, as NVIDIA's BERT ("unpad
 FasterTransformer ("remove padding") do. The outputs at real tokens are unchanged.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -170,6 +171,21 @@ class _TakeRows(torch.autograd.Function):
         return grad.new_zeros(ctx.rows, *grad.shape[1:]).index_copy_(0, positions, grad), None
 
 
+#: whether ``Unpadding.of`` unpads (``kept_padded`` turns it off for a measurement)
+_UNPADDING = [True]
+
+
+@contextmanager
+def kept_padded() -> Iterator[None]:
+    """Padded batches run padded inside this block (``plmbench perf``'s "plmbench padded"
+    rows: what unpadding gains, on the same net and batch)."""
+    _UNPADDING.append(False)
+    try:
+        yield
+    finally:
+        _UNPADDING.pop()
+
+
 @dataclass
 class Unpadding:
     """Where a padded [B, T] batch's real tokens are: ``positions``, flat indices into B x T."""
@@ -177,15 +193,25 @@ class Unpadding:
     positions: Tensor
     batch: int
     length: int
+    #: each row's token count, in row order: the packed sequences' lengths
+    #: (``varlen_attention``), known on the host
+    lengths: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, attention_mask: Tensor | None) -> "Unpadding | None":
         """From a [B, T] padding mask (1 = token) on the CPU, where finding the tokens waits for
         no device; None without padding, for pairwise masks, and on accelerators (there the
         count would be a host-device synchronisation)."""
-        if attention_mask is None or attention_mask.ndim != 2 or attention_mask.is_cuda:
+        if (attention_mask is None or attention_mask.ndim != 2 or attention_mask.is_cuda
+                or not _UNPADDING[-1]):
             return None
-        return cls(attention_mask.flatten().nonzero().squeeze(1), *attention_mask.shape)
+        return cls(attention_mask.flatten().nonzero().squeeze(1), *attention_mask.shape,
+                   tuple(attention_mask.bool().sum(1).tolist()))
+
+    @property
+    def columns(self) -> Tensor:
+        """[N]: each real token's column in its padded row (its position id)."""
+        return self.positions % self.length
 
     def remove(self, x: Tensor) -> Tensor:
         """[B, T, F] -> [N, F], the real tokens."""

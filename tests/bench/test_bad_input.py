@@ -176,6 +176,10 @@ KINDS = {
     "unknown task": Kind(["task=glue/rtee"], ["task=glue/rtee", "did you mean task=glue/rte?"]),
     "unknown trainer preset": Kind(["trainer=cpus"], ["did you mean trainer=cpu?"]),
     "unknown launcher": Kind(["hydra/launcher=lokal"], ["did you mean hydra/launcher=local?"]),
+    "global batch the processes do not divide": Kind(
+        ["task.batch_size=32", "trainer.accumulate_grad_batches=3"],
+        ["task.batch_size=32 (the global batch", "trainer.accumulate_grad_batches=3",
+         "a multiple of 3 (such as 30)"]),
     "misspelled key": Kind(
         ["trainer.max_step=3"],
         ["trainer.max_step=3: unknown key trainer.max_step (did you mean trainer.max_steps?)"],
@@ -251,6 +255,9 @@ KINDS = {
     "a checkpoint directory that is not there": Kind(
         ["init_from=ckpt:/no/such/run"], ["init_from=ckpt:/no/such/run: no directory /no/such/run"]
     ),
+    "a checkpoint run saved without its model": Kind(
+        [], ["was saved without its model (no ", "run it again with save_model=true"],
+        setup=lambda env: _unsaved_run(env)),
     "unknown init_from": Kind(["init_from=bert"], ["init_from='bert': use scratch"]),
     "unknown resume mode": Kind(["resume=always"], [
         "resume='always' is unknown: use auto or never"]),
@@ -454,6 +461,32 @@ def _unlabelled_validation(env: Path) -> list[str]:
     pq.write_table(table.set_column(index, "label", pa.array([-1] * len(table), table.schema.field(
         "label").type)), path)
     return []
+
+
+def _unsaved_run(env: Path) -> list[str]:
+    """A finished run's directory with its record but no exported model (save_model=false)."""
+    run = env / "unsaved"
+    run.mkdir()
+    (run / "record.json").write_text('{"status": "ok"}')
+    return [f"init_from=ckpt:{run}"]
+
+
+def test_a_list_override_is_suggested_quoted_item_by_item_and_stays_a_list():
+    """``study.feature_run=[task.max_train_samples=4000]`` does not parse ("=" in an item); the
+    quoting the error suggests parses, and to the list of the same items, not to one string."""
+    import shlex
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from bench.compose import parse_overrides
+    from datamodules.errors import PlmbenchError
+
+    given = "study.feature_run=[task.max_train_samples=4000,trainer.max_epochs=2]"
+    with pytest.raises(PlmbenchError, match="is no override Hydra can parse") as err:
+        parse_overrides([given])
+    suggested = str(err.value).split("type it as ", 1)[1].split(" (the value", 1)[0]
+    (override,) = OverridesParser.create().parse_overrides(shlex.split(suggested))
+    assert override.value() == ["task.max_train_samples=4000", "trainer.max_epochs=2"]
 
 
 def _afile(env: Path) -> list[str]:

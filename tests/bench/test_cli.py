@@ -76,13 +76,17 @@ def csv_rows(path: Path) -> dict[str, dict[str, str]]:
         return {row["model"]: row for row in csv.DictReader(handle)}
 
 
-def cell_text(values: list[float]) -> str:
+def cell_text(values: list[float], low: float = -math.inf, high: float = math.inf) -> str:
     """A leaderboard cell, rendered from the seed values independently of bench.boards.table:
-    the mean ± the half-width of its 95% t-interval (scipy), no interval for one seed."""
+    the mean ± the half-width of its 95% t-interval (scipy), no interval for one seed; its ends
+    where the interval passes the metric's range [low, high] (x100)."""
     mean, n = 100 * statistics.mean(values), len(values)
     if n == 1:
         return f"{mean:.1f} (n=1)"
     half = scipy_stats.t.ppf(0.975, n - 1) * 100 * statistics.stdev(values) / math.sqrt(n)
+    if mean - half < 100 * low or mean + half > 100 * high:
+        ends = max(mean - half, 100 * low), min(mean + half, 100 * high)
+        return f"{mean:.1f} [{ends[0]:.1f}, {ends[1]:.1f}] (n={n})"
     return f"{mean:.1f} ± {half:.1f} (n={n})"
 
 
@@ -280,8 +284,8 @@ def test_multirun_sweep_gives_one_record_per_seed_and_aggregates_them(stsb_sweep
     assert values["pearson"][0] != values["pearson"][1]  # the seeds did change something
 
     row = markdown_rows(plmbench("leaderboard", str(results)).out)["bert-tiny-scratch"]
-    assert row["STS-B (P)"] == cell_text(values["pearson"])
-    assert row["STS-B (S)"] == cell_text(values["spearman"])
+    assert row["STS-B (P)"] == cell_text(values["pearson"], -1, 1)  # correlations: [-1, 1]
+    assert row["STS-B (S)"] == cell_text(values["spearman"], -1, 1)
     assert "(n=2)" in row["STS-B (P)"]
 
     out = tmp_path / "sweep.csv"
@@ -391,8 +395,12 @@ def test_pretraining_run_records_mlm_loss_and_exports_the_model(pretrained):
     assert {k: config[k] for k in TINY_SIZES} == TINY_SIZES
     # three WikiText documents cannot fill bert-tiny-scratch's 8192-entry vocabulary
     assert config["vocab_size"] < 8192
-    # a pretraining run is not a GLUE result, but a row of the pretrain board
-    assert "No finished runs of board 'glue'" in plmbench("leaderboard", str(results)).out
+    # a pretraining run is not a GLUE result, but a row of the pretrain board: the board a
+    # folder's runs name, without --board; a board they do not name is one line, exit 2
+    assert "board 'pretrain' (1 record used)" in plmbench("leaderboard", str(results)).out
+    glue = plmbench("leaderboard", str(results), "--board", "glue")
+    assert glue.rc == 2 and glue.err.strip().endswith(
+        "holds no run of board 'glue', only of pretrain; pass --board with one of them")
     board = plmbench("leaderboard", str(results), "--board", "pretrain")
     assert board.rc == 0, board.err
     row = markdown_rows(board.out)["bert-tiny-scratch"]

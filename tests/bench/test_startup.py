@@ -91,7 +91,9 @@ def test_missing_checkpoint_files_found_before_anything_loads(tmp_path):
                          f"results_dir={tmp_path / 'results'}"])
     assert result == {"rc": 2, "heavy": []}
     assert err.splitlines() == [f"error: {empty} is not a Hugging Face checkpoint: it lacks "
-                                "config.json, model.safetensors or pytorch_model.bin, "
+                                "config.json, model.safetensors or "
+                                "model.safetensors.index.json or pytorch_model.bin or "
+                                "pytorch_model.bin.index.json, "
                                 "tokenizer.json or vocab.txt or vocab.json or spiece.model or "
                                 "spm.model; point init_from at a directory written by "
                                 "save_pretrained or `to_hf`"]

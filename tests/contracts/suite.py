@@ -8,7 +8,7 @@ test's toy) subclasses it with its own.
 Every test is on the architecture's tiny preset with random weights (``randomize_``: biases and
 norms too, so a weight mapped to the wrong place cannot hide), a vocabulary trained on a few
 sentences, and unpadded batches (padding conventions are each architecture's own tests'; the
-exported encoder is also compared on a padded batch, at its real tokens):
+exported encoder and classifier are also compared on a padded batch, at its real tokens):
 
 - the pretraining net exports (``to_hf``) and imports (``from_hf``) back to the same weights,
   transformers loads the export with nothing missing and reads text with the exported tokenizer
@@ -17,6 +17,9 @@ exported encoder is also compared on a padded batch, at its real tokens):
   layer) to 1e-5 (relative beyond magnitude 1);
 - a classification head exports as ``*ForSequenceClassification``, scores as transformers does,
   imports back, and is not loaded for another label count;
+- an encoder's padded batch (padded on its tokenizer's side) gives transformers' states at the
+  real tokens and transformers' classification scores (a pooling over the tokens must skip the
+  padding);
 - ``token_types``, ``global_attention``, ``hidden_states`` and the pretraining ``heads`` do what
   they say; ``cached_decoding`` gives the logits and generations of decoding without a cache;
 - where declared, ``attention_weights`` sum to 1 per query and equal transformers' eager
@@ -41,6 +44,8 @@ from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT, TOLERANCE, randomize_
 
 BATCH, LENGTH = 2, 12
+#: how much shorter than the first the padded batch's second row is
+PADDED = 5
 
 
 @cache
@@ -178,6 +183,31 @@ class ArchContracts:
             assert theirs.config.id2label == {0: "a", 1: "b", 2: "c"}
             with torch.no_grad():
                 assert close(theirs(**inputs).logits, ours)
+
+    def test_a_padded_batch_gives_transformers_classification_scores(self, model: Model,
+                                                                     inputs, tmp_path):
+        """An encoder's padded batch (the second row ``PADDED`` tokens shorter, padded on the
+        tokenizer's side): the exported classifier scores as transformers' (its pooling,
+        ModernBERT's mean included, must skip the padding)."""
+        arch, encoder, tokenizer = model
+        cls = transformers_class(arch, "classifier")
+        if arch.kind != "encoder" or arch.classification_head is None or cls is None:
+            pytest.skip(f"{arch.name}: no encoder classifier transformers has")
+        padded = dict(inputs)
+        mask = torch.ones(BATCH, LENGTH, dtype=torch.long)
+        pad = slice(0, PADDED) if arch.tokenizer.padding_side == "left" else slice(-PADDED, None)
+        mask[1, pad] = 0
+        padded["input_ids"] = inputs["input_ids"].masked_fill(mask == 0, tokenizer.special.pad)
+        padded["attention_mask"] = mask
+        head = randomize_(arch.classification_head(encoder.config, 3, 0.1))
+        to_hf(model, tmp_path / "export", head, ["a", "b", "c"])
+        theirs = cls.from_pretrained(tmp_path / "export").eval()
+        ours_inputs = dict(padded)
+        if arch.capabilities.global_attention:  # on the first token, as LitClassifier
+            ours_inputs["global_attention_mask"] = torch.zeros_like(mask)
+            ours_inputs["global_attention_mask"][:, 0] = 1
+        with torch.no_grad():
+            assert close(head(encoder.eval()(**ours_inputs)), theirs(**padded).logits)
 
     def test_token_types_are_read_where_declared(self, model: Model, inputs):
         arch, encoder, _ = model

@@ -3,7 +3,8 @@ preset, and on the variants of a preset whose checkpoints take another layout (A
 layer sharing: a group per layer; T5 v1.1: the gated feed-forward's ``wi_0``/``wi_1`` and an
 output layer of its own) or another computation (DeBERTa-v2's settings, each on odd sizes:
 distances unbucketed and clipped, keys of their own, P unnormalised, absolute positions in the
-input, one position term; v2-xlarge's convolution layer; the released MLM head's names)."""
+input, one position term; v2-xlarge's convolution layer; the released MLM head's names;
+ModernBERT's mean pooling and the released attention pattern with an odd window)."""
 
 import pytest
 
@@ -21,6 +22,10 @@ VARIANTS = [
                     "share_att_key": False, "pos_att_type": ["p2c"], "conv_kernel_size": 3,
                     "conv_act": "gelu", "conv_groups": 3, "legacy": False}),
     ("t5", {"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}),
+    # mean pooling (the released checkpoints'), the released pattern (a global layer, two local
+    # ones), an odd window
+    ("modernbert", {"classifier_pooling": "mean", "num_hidden_layers": 3,
+                    "global_attn_every_n_layers": 3, "local_attention": 5}),
 ]
 CASES = [(name, {}) for name in sorted(ARCHS)] + VARIANTS
 

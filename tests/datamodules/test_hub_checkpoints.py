@@ -134,7 +134,8 @@ def test_a_local_directory_is_recorded_by_path_and_weights_sha256(hub_cache, tmp
     ("HfHubHTTPError", True, "the transfer failed (HfHubHTTPError: 503 Service Unavailable); run "
                              "the same command again to retry"),
     ("RemoteEntryNotFoundError", True, "org/nmae@v2 has no model.safetensors or "
-                                       "pytorch_model.bin"),
+                                       "model.safetensors.index.json or pytorch_model.bin or "
+                                       "pytorch_model.bin.index.json"),
 ])
 def test_what_the_hub_answers_online_is_one_line_with_its_fix(monkeypatch, tmp_path, error,
                                                               repository, expected):

@@ -1,7 +1,7 @@
 """Length-grouped fine-tuning batches (datamodules/sampling.py, LengthGroupedSampler): every
 example once per epoch, an order fixed by (seed, epoch), batches of similar lengths that cut
-SST-2's padding against random batches, and under DDP a split by whole batches that keeps every
-rank's batches grouped and the ranks' step counts equal."""
+SST-2's padding against random batches, and under DDP each global batch split over the ranks
+(``GlobalBatches``), every rank's batches grouped and the ranks' step counts equal."""
 
 import random
 
@@ -10,7 +10,7 @@ import torch
 
 from datamodules.collate import token_mask
 from datamodules.glue import GlueDataModule
-from datamodules.sampling import EpochSampler, LengthGroupedSampler
+from datamodules.sampling import EpochSampler, GlobalBatches, LengthGroupedSampler
 from datamodules.tokenization import load_tokenizer
 
 BATCH = 8
@@ -21,11 +21,12 @@ def lengths(n: int = 1000) -> list[int]:
     return [rng.randint(4, 120) for _ in range(n)]
 
 
-def padding(order: list[int], sizes: list[int]) -> float:
-    """Share of padding when ``order`` is cut into batches of BATCH and padded to the longest."""
+def padding(order: list[int], sizes: list[int], batch_size: int = BATCH) -> float:
+    """Share of padding when ``order`` is cut into batches of ``batch_size`` and padded to the
+    longest."""
     slots = tokens = 0
-    for start in range(0, len(order), BATCH):
-        batch = [sizes[i] for i in order[start:start + BATCH]]
+    for start in range(0, len(order), batch_size):
+        batch = [sizes[i] for i in order[start:start + batch_size]]
         slots += max(batch) * len(batch)
         tokens += sum(batch)
     return 1 - tokens / slots
@@ -61,17 +62,17 @@ def test_a_resumed_epoch_continues_the_same_order():
 
 def test_ranks_split_whole_batches_and_take_equal_steps():
     sizes = lengths(1001)
-    ranks = [LengthGroupedSampler(sizes, BATCH, seed=0, num_replicas=3, rank=r)
-             for r in range(3)]
+    share = BATCH // 4  # 4 ranks: a quarter of every global batch each
+    ranks = [GlobalBatches(LengthGroupedSampler(sizes, BATCH, seed=0), share, 4, r)
+             for r in range(4)]
     assert all(isinstance(s, torch.utils.data.DistributedSampler) for s in ranks)  # not rewrapped
     orders = [list(s) for s in ranks]
-    assert {len(s.batches(0)) for s in ranks} == {42}  # ceil(126 batches / 3)
+    assert len({len(order) for order in orders}) == 1  # equal steps
     assert set().union(*orders) == set(range(1001))
-    assert sum(map(len, orders)) - 1001 < 3 * BATCH  # only the padding batches repeat
+    assert sum(map(len, orders)) - 1001 < 4  # only the short last batch is padded
     single = padding(list(LengthGroupedSampler(sizes, BATCH, seed=0)), sizes)
-    for order in orders:
-        assert len(order) == len(ranks[0]) or abs(len(order) - len(ranks[0])) < BATCH
-        assert padding(order, sizes) < 2 * single
+    for order in orders:  # a rank's batches of 2 are as grouped as the global ones
+        assert padding(order, sizes, share) <= single
 
 
 @pytest.fixture

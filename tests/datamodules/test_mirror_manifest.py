@@ -3,6 +3,7 @@ that is missing, altered or unlisted named, exit 1; a mirror without a manifest 
 
 import hashlib
 import json
+import os
 
 import datasets
 import pytest
@@ -74,3 +75,23 @@ def test_no_or_broken_manifest_is_one_line(tmp_path, monkeypatch, capsys, manife
     assert main(["data", "verify"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(tmp_path) in err
+
+
+def test_unreadable_stray_files_are_listed_not_a_crash(manifested, capsys) -> None:
+    """Files the manifest does not list that cannot be read as Parquet (a folder, garbage, no
+    permission): each is a line of the listing, exit 1, never a traceback."""
+    (manifested / "toy/default/folder.parquet").mkdir()
+    (manifested / "toy/default/garbage.parquet").write_bytes(b"not parquet")
+    locked = manifested / "toy/default/train.parquet"
+    locked.chmod(0)
+    try:
+        listed, differing = verify_mirror(manifested)
+        problems = {d.file: (d.problem, d.detail) for d in differing}
+        assert problems["toy/default/folder.parquet"] == ("not in manifest", "a directory")
+        assert problems["toy/default/garbage.parquet"][1].startswith("unreadable (")
+        if not os.access(locked, os.R_OK):  # root reads whatever the mode says
+            assert problems["toy/default/train.parquet"][0] == "unreadable"
+        assert main(["data", "verify"]) == 1
+        assert "garbage.parquet" in capsys.readouterr().out
+    finally:
+        locked.chmod(0o644)

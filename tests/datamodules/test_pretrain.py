@@ -179,7 +179,8 @@ def test_a_length_schedule_trains_each_length_for_its_share_of_the_steps(mirror,
 
     task = {**WIKIPEDIA, "max_train_samples": 12, "length_schedule": [[0.75, 32], [0.25, 128]]}
     dm = corpus_datamodule(task, tokenizer, MaskingConfig(), nsp=False)
-    dm.trainer = SimpleNamespace(max_steps=8, world_size=1, global_rank=0, fit_loop=None)
+    dm.trainer = SimpleNamespace(max_steps=8, world_size=1, global_rank=0, fit_loop=None,
+                                 accumulate_grad_batches=1)
     dm.setup("fit")
     widths = [batch["input_ids"].shape[1] for batch in dm.train_dataloader()]
     assert len(widths) == 8

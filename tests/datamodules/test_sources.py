@@ -216,3 +216,17 @@ def test_mirror_dataset_offline_refuses(temp_mirror, no_network) -> None:
     with pytest.raises(PlmbenchError, match="cannot mirror nyu-mll/glue config rte: hub not"):
         mirror_dataset("glue", "rte", hub_id="nyu-mll/glue")
     assert list(temp_mirror.iterdir()) == []
+
+
+def test_a_directory_where_a_split_file_goes_is_one_line_and_not_listed(temp_mirror,
+                                                                         no_network) -> None:
+    """A folder named like the split's Parquet file (an unpacked archive): one line naming it,
+    and neither the message nor ``data list`` counts it as a split the mirror has."""
+    (temp_mirror / "glue" / "rte" / "validation.parquet").mkdir(parents=True)
+    with pytest.raises(PlmbenchError) as info:
+        load_split("glue", "rte", "validation")
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(
+        f"{temp_mirror / 'glue' / 'rte' / 'validation.parquet'} is a directory, not the Parquet "
+        "file of glue/rte split validation")
+    assert list_mirror(temp_mirror) == []

@@ -77,3 +77,17 @@ def test_a_block_over_missing_records_names_its_command(tmp_path):
     result = plmbench("docs", str(doc))
     assert result.rc == 2 and "plmbench leaderboard --board nope failed" in result.err
     assert doc.read_text() == text  # nothing written
+
+
+def test_the_quick_start_duration_is_one_measurement_everywhere():
+    """README.md, docs/running.md and the experiment's YAML quote the quick start's duration
+    from docs/benchmarks.md's latest measurement (its first bold "N min M s"), none of their own."""
+    import re
+
+    measured = re.search(r"\*\*(\d+ min \d+ s)\*\* wall",
+                         (REPO / "docs/benchmarks.md").read_text(encoding="utf-8")).group(1)
+    for page in ("README.md", "docs/running.md", "conf/experiment/quickstart.yaml"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        quick = [line for line in text.splitlines()
+                 if "quickstart" in line and re.search(r"\d+ min", line)]
+        assert quick and all(measured in line for line in quick), (page, quick)

@@ -52,6 +52,12 @@ MEASURED = [name if name == "bert" else pytest.param(name, marks=pytest.mark.ben
             for name in sorted(ARCHS)]
 
 
+def kept_padded(name: str, step: str) -> bool:
+    """Whether ``step`` is also timed with its padded batch kept padded ("plmbench padded"):
+    fine-tuning, and inference on a padded batch (not an encoder-decoder's)."""
+    return step == "finetune" or step == "inference" and not ARCHS[name].encoder_decoder
+
+
 @pytest.mark.parametrize("name", MEASURED)
 def test_every_architecture_is_measured_against_transformers(name):
     report = measure(args(), [f"model={tiny_preset_name(name)}"])
@@ -59,7 +65,8 @@ def test_every_architecture_is_measured_against_transformers(name):
     assert report["skipped"] == SKIPPED[name]
     for workload in report["workloads"]:
         expected = {"plmbench", *(f"transformers {a}" for a in ATTENTION
-                                  if not (a == "sdpa" and name in NO_SDPA))}
+                                  if not (a == "sdpa" and name in NO_SDPA)),
+                    *(["plmbench padded"] * kept_padded(name, workload["step"]))}
         assert set(workload["results"]) == expected
         assert set(workload["unavailable"]) == ({"transformers sdpa"} if name in NO_SDPA
                                                 else set())
@@ -92,7 +99,7 @@ def test_the_implementations_compute_the_same_thing(name, step):
     if workload is None:
         assert step in SKIPPED[name]
         return
-    assert len(workload.implementations) == 3 - (name in NO_SDPA)
+    assert len(workload.implementations) == 3 - (name in NO_SDPA) + kept_padded(name, step)
     with torch.no_grad():
         outputs = {k: impl.net.eval() and impl.run()
                    for k, impl in workload.implementations.items()}

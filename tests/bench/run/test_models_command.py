@@ -102,3 +102,20 @@ def test_bad_fetches_are_one_line_and_write_nothing(offline, tmp_path, args, exp
     assert result.rc == 2 and result.err_lines == [result.err_lines[0]], result.err
     assert result.err_lines[0].startswith("error: ") and expected in result.err_lines[0]
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_fetch_to_a_file_or_an_unwritable_folder_is_one_line_before_fetching(offline, tmp_path):
+    """--to an existing file, a file where the checkpoint's folder goes, a folder that takes no
+    file: one line naming it and the fix, exit 2, nothing written there."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    result = plmbench("models", "fetch", f"{ORG}/tiny-bert", "--to", str(afile))
+    assert result.rc == 2 and result.err_lines == [
+        f"error: models fetch --to {afile} is not writable (Not a directory): pass --to a "
+        "directory you can write (it is made if missing)"]
+    taken = tmp_path / "out"
+    (taken / f"{ORG}--tiny-bert").parent.mkdir()
+    (taken / f"{ORG}--tiny-bert").write_text("x")
+    result = plmbench("models", "fetch", f"{ORG}/tiny-bert", "--to", str(taken))
+    assert result.rc == 2 and "is a file, where the checkpoint's directory goes" in result.err
+    assert afile.read_text() == "x" and (taken / f"{ORG}--tiny-bert").read_text() == "x"

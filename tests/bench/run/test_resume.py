@@ -109,18 +109,24 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_record(tmp_path, monkeypa
     assert records.read_record(tmp_path)["seed"] == 0  # the previous record, untouched
 
 
-def test_ctrl_c_ends_a_run_with_an_interrupted_record_in_one_line_and_it_resumes(env):
-    """SIGINT (Ctrl-C) mid-run: Lightning's graceful shutdown, then plmbench's one line and exit
-    status 130; the record says failure_kind interrupted (not crash), the checkpoint stays, and
-    the same command again resumes from it."""
+@pytest.mark.parametrize(("signal_name", "status", "said"), [
+    ("INT", 130, "Ctrl-C (SIGINT)"),
+    ("TERM", 143, "SIGTERM (scancel, scontrol requeue, a preemption or kill)"),  # schedulers
+])
+def test_a_stopping_signal_ends_a_run_with_an_interrupted_record_in_one_line_and_it_resumes(
+        env, signal_name, status, said):
+    """SIGINT (Ctrl-C) or SIGTERM mid-run: Lightning's graceful shutdown, then plmbench's one
+    line and exit status 128 + the signal; the record says failure_kind interrupted (not crash),
+    the checkpoint stays, and the same command again resumes from it."""
     args = [*RUN, f"results_dir={env}"]
-    stopped = subprocess.run([sys.executable, "-m", "tests.bench.killed_run", "5:INT", *args],
+    stopped = subprocess.run([sys.executable, "-m", "tests.bench.killed_run",
+                              f"5:{signal_name}", *args],
                              cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"},
                              capture_output=True, text=True, timeout=300)
-    assert stopped.returncode == 130, stopped.stderr[-2000:]
+    assert stopped.returncode == status, stopped.stderr[-2000:]
     lines = [line for line in stopped.stderr.splitlines() if line.strip()]
     assert lines[-1].startswith("error: ") and lines[-1].endswith(
-        "interrupted by Ctrl-C (SIGINT); run the same command again to resume it from its last "
+        f"interrupted by {said}; run the same command again to resume it from its last "
         "checkpoint (its record says failure_kind: interrupted)"), lines[-3:]
     assert "attempting graceful shutdown" in stopped.stdout + stopped.stderr
     assert "Traceback" not in stopped.stdout + stopped.stderr

@@ -65,8 +65,11 @@ def test_claims_tiny_writes_the_report_of_its_claims(report):
     behind = [
         r for r in records if r["label"] in ("bert-tiny-scratch", "bert-tiny-scratch/dynamic")
     ]
-    flops = sum(r["throughput"].get("train_flops") or 0 for r in behind)
-    assert len(behind) == 4 and masking[10].startswith(f"{flops:.3g} FLOPs")
+    flops = [r["throughput"].get("train_flops") for r in behind]
+    unrecorded = sum(f is None for f in flops)
+    total = f"{sum(f or 0 for f in flops):.3g} FLOPs"  # a lower bound where some are unrecorded
+    assert len(behind) == 4 and masking[10].startswith(
+        f"≥{total} ({unrecorded} of 4 runs unrecorded)" if unrecorded else total)
     # T5's objectives: two encoder-decoders pretrained under one budget, each fine-tuned on RTE;
     # span corruption decodes shorter targets, so its pretraining cost fewer FLOPs
     t5 = rows["t5_objectives"]

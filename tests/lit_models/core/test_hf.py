@@ -214,7 +214,8 @@ def test_to_hf_replaces_atomically(tmp_path: Path, tokenizer: TextTokenizer):
 
 
 def test_from_hf_errors_name_the_problem(tmp_path: Path, tokenizer: TextTokenizer):
-    everything = ("config.json, model.safetensors or pytorch_model.bin, tokenizer.json or "
+    everything = ("config.json, model.safetensors or model.safetensors.index.json or "
+                  "pytorch_model.bin or pytorch_model.bin.index.json, tokenizer.json or "
                   "vocab.txt or vocab.json or spiece.model or spm.model")
     with pytest.raises(PlmbenchError, match=f"nowhere is not .* it lacks {everything};"):
         from_hf(tmp_path / "nowhere")

@@ -85,7 +85,8 @@ def test_a_config_field_no_net_implements_and_an_unknown_architecture_are_refuse
     decoder = edited(hub_cache, tmp_path / "decoder", "roberta", config={"is_decoder": True})
     with pytest.raises(PlmbenchError, match="is_decoder=true .* attend both ways"):
         check_checkpoint(decoder)
-    modern = edited(hub_cache, tmp_path, "roberta", config={"model_type": "modernbert"})
-    with pytest.raises(PlmbenchError, match=r"model_type 'modernbert'; plmbench imports \["
-                                            r"'bert', 'roberta'"):
-        check_checkpoint(modern)
+    remote = edited(hub_cache, tmp_path, "roberta", config={  # Alibaba's GTE: remote code
+        "model_type": "new", "auto_map": {"AutoModel": "modeling.NewModel"}})
+    with pytest.raises(PlmbenchError, match=r"model_type 'new'; plmbench imports \["
+                                            r"'bert', 'roberta'.*its auto_map names"):
+        check_checkpoint(remote)

