@@ -72,7 +72,11 @@ def needs(task: str) -> list[str]:
 
 
 def first_arch(kind: str) -> str:
-    """The first registered architecture (or baseline model) of ``kind``."""
+    """The architecture a kind's cases run on: BERT for an encoder (the saved target's, which
+    the analyses and compressions start from), else the first registered (or baseline model) of
+    ``kind`` (the registry's name order)."""
+    if kind == ARCHS["bert"].kind:
+        return "bert"
     return next(name for name, spec in {**ARCHS, **BASELINES}.items() if spec.kind == kind)
 
 
