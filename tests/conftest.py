@@ -91,21 +91,26 @@ def minilm_path() -> Path:
     return Path(checkpoint.get_model_path())
 
 
-def tiny_preset_name(arch: str) -> str:
-    """An architecture's tiny preset: ``<arch>-tiny-scratch`` for a Transformer (its random-weight
-    presets say so, issue 27), else the one ``*-tiny-scratch`` preset whose ``arch`` it is (an
+def scratch_preset_name(arch: str, size: str) -> str | None:
+    """An architecture's random-weight preset of a size: ``<arch>-<size>-scratch`` (its presets
+    say so, issue 27), else the one ``*-<size>-scratch`` preset whose ``arch`` it is (an
     architecture named after transformers' model type, its presets after the released models:
-    ``deberta_v2``'s is ``deberta-v3-tiny-scratch``); ``<arch>-tiny`` for a baseline (bilstm,
-    elmo, glove, word2vec)."""
+    ``deberta_v2``'s tiny one is ``deberta-v3-tiny-scratch``); None where it has none."""
     from omegaconf import OmegaConf
 
+    presets = REPO / "conf" / "model"
+    if (presets / f"{arch}-{size}-scratch.yaml").is_file():
+        return f"{arch}-{size}-scratch"
+    named = [path.stem for path in sorted(presets.glob(f"*-{size}-scratch.yaml"))
+             if OmegaConf.load(path).get("arch") == arch]
+    return named[0] if named else None
+
+
+def tiny_preset_name(arch: str) -> str:
+    """An architecture's tiny preset (``scratch_preset_name``); ``<arch>-tiny`` for a baseline
+    (bilstm, elmo, glove, word2vec)."""
     from lit_models.archs import BASELINES
 
     if arch in BASELINES:
         return f"{arch}-tiny"
-    presets = REPO / "conf" / "model"
-    if (presets / f"{arch}-tiny-scratch.yaml").is_file():
-        return f"{arch}-tiny-scratch"
-    named = [path.stem for path in sorted(presets.glob("*-tiny-scratch.yaml"))
-             if OmegaConf.load(path).get("arch") == arch]
-    return named[0] if named else f"{arch}-tiny-scratch"
+    return scratch_preset_name(arch, "tiny") or f"{arch}-tiny-scratch"

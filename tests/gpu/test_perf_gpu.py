@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from bench.perf.measure import measure, render
-from bench.run.execute import CONF_DIR
 from lit_models.archs import ARCHS
 from lit_models.core.peak_flops import chip
+from tests.conftest import scratch_preset_name
 
 
 def args(**changes) -> argparse.Namespace:
@@ -42,8 +42,7 @@ def test_bert_base_pretraining_beats_transformers_at_half_the_peak():
 
 def base_preset(name: str) -> str:
     """The architecture's BERT-base-sized from-scratch preset (GPT-2's is called small)."""
-    return next(f"{name}-{size}-scratch" for size in ("base", "small")
-                if (CONF_DIR / "model" / f"{name}-{size}-scratch.yaml").is_file())
+    return next(preset for size in ("base", "small") if (preset := scratch_preset_name(name, size)))
 
 
 @pytest.mark.parametrize("preset", sorted(base_preset(name) for name in ARCHS))

@@ -50,7 +50,7 @@ CHECKPOINTS = {
                                 encoder_ffn_dim=30, decoder_ffn_dim=30,
                                 max_position_embeddings=32), "BartModel"),
 }
-VOCAB, PAD = 50, 1
+VOCAB, PAD = 300, 1  # room for a trained tokenizer (a byte-level one has 256 ids before merges)
 LENGTHS = (12, 5, 9)
 
 
