@@ -225,6 +225,8 @@ def smoke_slurm(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(submitit.AutoExecutor, "__init__", on_this_machine)
         patch.setattr(DebugJob, "__init__", through_a_file)
+        # no SLURM here to ask (tests/cluster submits to a real one): the debug executor stands in
+        patch.setattr("bench.run.config_check.check_launcher", lambda hydra: None)
         done, results = plmbench_on_mirror(
             tmp_path_factory, "wikipedia_en_sample", "run", "-m", "hydra/launcher=slurm",
             f"experiment={cells}", *ON_CPU["slurm"])
@@ -276,10 +278,12 @@ def test_every_preset_runs_every_kind_of_run_to_an_ok_record_and_a_board_row(pre
         assert trainer["precision"] == "bf16-mixed"
         assert trainer["dataloader"] == {"num_workers": 4, "pin_memory": True,
                                          "persistent_workers": True}
-        if preset == "ddp":  # two ranks, each a batch of 4 per step, their samples summed
+        if preset == "ddp":  # two ranks share the global batch of 4: 2 each, their samples summed
             assert trainer["strategy"] == "ddp_find_unused_parameters_true"
             assert record["hardware"]["devices"] == 2
-            assert record["throughput"]["train_samples"] == 2 * 4 * 2, task
+            assert record["batching"] == {"world_size": 2, "per_process_batch": 2,
+                                          "accumulate_grad_batches": 1, "global_batch": 4}, task
+            assert record["throughput"]["train_samples"] == 2 * 4, task  # 2 steps of 4
     # the fine-tuning run starts from the pretraining run (in the study; a job array has no order)
     if preset != "slurm":
         assert records["glue/rte"]["init_from"].startswith("ckpt:")
