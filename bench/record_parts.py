@@ -180,7 +180,7 @@ class Pretraining(Part):
 
 @dataclass(frozen=True)
 class Throughput(Part):
-    """The run's training totals and rates (``lit_models/core/throughput.py``); empty for a run
+    """The run's training totals and rates (``lit_models/measure/throughput.py``); empty for a run
     that trained no step."""
 
     train_tokens: float | None = None

@@ -129,7 +129,7 @@ class InitFrom:
         return path
 
 
-#: a Hugging Face checkpoint directory's files (``lit_models/core/hf.py`` reads them): each group
+#: a Hugging Face checkpoint directory's files (``lit_models/interop/hf.py`` reads them): each group
 #: is one file, the first of its names present
 CONFIG_FILES = ("config.json",)
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "spm.model")

@@ -12,7 +12,7 @@ tokenizer files of the published checkpoints of that architecture: BERT's, Disti
 ELECTRA's ``vocab.txt``; RoBERTa's, Longformer's, DeBERTa's and BART's ``vocab.json`` +
 ``merges.txt`` (GPT-2's also its ``tokenizer.json``); ModernBERT's ``tokenizer.json`` alone
 (``modernbert_tokenizer``); ALBERT's, T5's and XLNet's ``spiece.model``, DeBERTa-v3's
-``spm.model`` (each trained here on a small corpus, ``tests.lit_models.core.test_hf_layouts``).
+``spm.model`` (each trained here on a small corpus, ``tests.lit_models.interop.test_hf_layouts``).
 
 ``build_hub_cache(root)`` writes them all (``plmbench-tests/tiny-<arch>``, revisions ``main`` and
 ``v1``); ``lay_into_cache`` lays any directory into a cache as a repository;
@@ -116,7 +116,7 @@ def _tokenizer_files(arch_name: str, directory: Path) -> tuple[int, dict]:
     from tokenizers import processors
     from tokenizers.models import BPE
 
-    from tests.lit_models.core.test_hf_layouts import byte_level_bpe, train_spm
+    from tests.lit_models.interop.test_hf_layouts import byte_level_bpe, train_spm
 
     if arch_name in ("bert", "distilbert", "electra"):
         (directory / "vocab.txt").write_text("".join(f"{t}\n" for t in WORDPIECE))
@@ -168,7 +168,7 @@ def modernbert_tokenizer(directory: Path) -> tuple[int, dict]:
     post-processor, and a tokenizer_config.json naming PreTrainedTokenizerFast and the roles."""
     from tokenizers import AddedToken, processors
 
-    from tests.lit_models.core.test_hf_layouts import byte_level_bpe
+    from tests.lit_models.interop.test_hf_layouts import byte_level_bpe
 
     backend = byte_level_bpe([], ["[UNK]", "[CLS]", "[SEP]", "[PAD]"])
     backend.add_special_tokens([AddedToken("[MASK]", lstrip=True, normalized=False)])

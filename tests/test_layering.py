@@ -16,6 +16,7 @@ LAYERS = (
     ("bench",),
     ("lit_models.families",),
     ("lit_models.core",),
+    ("lit_models.interop", "lit_models.measure"),
     ("retrieval",),
     ("lit_models.objectives",),
     ("lit_models.archs",),

@@ -26,8 +26,8 @@ from datamodules.init_from import InitFrom
 from lit_models.archs import Arch, get_arch
 from lit_models.core.build import net_config
 from lit_models.core.generation import GenerationConfig, generate
-from lit_models.core.hf import hf_state_dict
-from lit_models.core.perf_registry import special_ids
+from lit_models.interop.hf import hf_state_dict
+from lit_models.measure.perf_registry import special_ids
 
 IMPLEMENTATIONS = ("plmbench", "plmbench, no cache", "transformers", "transformers, no cache")
 

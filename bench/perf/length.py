@@ -23,7 +23,7 @@ from bench.perf.timing import saved_activation_bytes, time_steps
 from datamodules.errors import PlmbenchError
 from lit_models.archs import get_arch
 from lit_models.core.build import PRESET_KEYS, net_config
-from lit_models.core.perf_registry import special_ids
+from lit_models.measure.perf_registry import special_ids
 
 
 def encoders(model_cfg, against: str, device: torch.device) -> dict[str, torch.nn.Module]:

@@ -1,7 +1,7 @@
 """``plmbench perf``: our nets against their ``transformers`` counterparts, step by step.
 
 For a model preset (any registered architecture), each step the families register
-(``lit_models/core/perf_registry.py``, ``lit_models/families/transformer_perf.py``: pretraining,
+(``lit_models/measure/perf_registry.py``, ``lit_models/families/transformer_perf.py``: pretraining,
 classification fine-tuning, inference) runs as our implementation and as
 transformers' class with ``sdpa`` and with ``eager`` attention, same config, weights and batch, in
 one process. Steps are timed interleaved (one step of each implementation in turn, so a
@@ -10,7 +10,7 @@ non-pad tokens/s, with
 
 - the FLOPs each implementation performs in a step (``torch.utils.flop_counter``: matmuls and
   attention, forward and backward), as achieved FLOP/s and model FLOP utilisation (MFU) against
-  the device's peak (``lit_models/core/peak_flops.py``: a datasheet table for A100/H100/H200, on
+  the device's peak (``lit_models/measure/peak_flops.py``: a datasheet table for A100/H100/H200, on
   CPU the measured peak of large matmuls on the same threads, in bf16 for ``--precision
   bf16-mixed``, which autocasts on CPU as on a GPU);
 - memory: the bytes autograd saves for the backward (activations) and, on CUDA, the allocator's
@@ -45,8 +45,8 @@ from datamodules import strict_json
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_arch
-from lit_models.core.peak_flops import cpu_matmul_peak, device_peak_flops
 from lit_models.families.perf_workloads import BASELINE_WORKLOADS, WORKLOADS, Workload, special_ids
+from lit_models.measure.peak_flops import cpu_matmul_peak, device_peak_flops
 
 aten = torch.ops.aten
 
@@ -125,7 +125,7 @@ def arch_and_config(model_cfg):
     """The preset's architecture and net config: its own sizes for a scratch preset, its
     checkpoint's (config.json only: timing needs no trained weights) for ``hf:``/``ckpt:``."""
     from lit_models.core.build import net_config
-    from lit_models.core.hf import read_config
+    from lit_models.interop.hf import read_config
 
     arch, init_from = get_arch(model_cfg.arch), InitFrom.parse(model_cfg.init_from)
     if init_from.scratch:

@@ -3,7 +3,7 @@ answers without importing torch; the measurement modules (``bench/perf/measure.p
 ``bench/perf/length.py``, ``bench/perf/generation.py``) load once the options are known.
 
 The steps and attention implementations are named with the workloads' registry
-(``lit_models/core/perf_registry.py``, which loads no torch); the families register one workload
+(``lit_models/measure/perf_registry.py``, which loads no torch); the families register one workload
 per step, each with its implementations.
 """
 
@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from bench.arguments import OneLineParser
-from lit_models.core.perf_registry import ATTENTION, STEPS
+from lit_models.measure.perf_registry import ATTENTION, STEPS
 
 
 def parser() -> OneLineParser:

@@ -60,8 +60,8 @@ from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import get_model
 from lit_models.core.finetune import FinetuneMethod
-from lit_models.core.footprint import parameter_count
-from lit_models.core.throughput import Throughput
+from lit_models.measure.footprint import parameter_count
+from lit_models.measure.throughput import Throughput
 
 log = logging.getLogger("plmbench")
 
@@ -185,7 +185,7 @@ def train_and_evaluate(cfg: DictConfig, run_dir: Path, config_hash: str, init_fr
         # split -> metric -> how it was computed, where its scorer says (sacreBLEU's signature)
         "metric_signatures": result.metric_signatures,
         "throughput": throughput.summary(),
-        # weights, a quantized Linear's counted as its float ones (lit_models/core/footprint.py)
+        # weights, a quantized Linear's counted as its float ones (lit_models/measure/footprint.py)
         "parameters": parameter_count(module),
         # what the fine-tuning method trained (conf/finetune: all, the head, adapters ...)
         "trained_parameters": finetune.trained_parameters(module),

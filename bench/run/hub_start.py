@@ -4,7 +4,7 @@ Every hub id the resolved configuration names (``init_from``, a distillation tea
 retriever's encoder, a tagger, a vocabulary reference: any ``hf:<org>/<name>[@<revision>]``
 value) is resolved into the Hugging Face cache, downloaded where it is missing and the hub is
 reachable (``datamodules.hub``), and ``init_from``'s Hugging Face checkpoint is read whole
-(``lit_models.core.hf_check.check_checkpoint``). What cannot be (offline and not cached, a
+(``lit_models.interop.hf_check.check_checkpoint``). What cannot be (offline and not cached, a
 mistyped id or revision, an architecture or a weight plmbench has no place for) is one
 ``PlmbenchError`` line, and the run leaves nothing behind (``bench.run.execute.run_one``).
 """
@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import Arch, get_model
-from lit_models.core.hf_check import check_checkpoint
+from lit_models.interop.hf_check import check_checkpoint
 
 
 def hub_settings(config: object, key: str = "") -> Iterator[tuple[str, InitFrom]]:

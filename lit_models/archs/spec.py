@@ -32,7 +32,7 @@ The net interface (``Capabilities`` says which optional parts an architecture ha
   T x T maps: T5's and BART's ``encoder`` is the whole encoder-decoder, Longformer's local
   attention keeps a window per token.
 
-Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/core/hf.py``
+Checkpoints: ``HFLayout`` maps our parameter names to transformers' (``lit_models/interop/hf.py``
 reads and writes them); what renaming cannot do is a hook an architecture overrides in a
 subclass in its own module (``names_of``, ``import_weight`` / ``export_weight``, ``config_of``,
 ``weights_config``, ``optional``, ``export_state`` / ``import_state``), so neither ``hf.py`` nor
@@ -96,7 +96,7 @@ class HFLayout:
     The fields are the name tables every architecture has; the methods are conversion hooks an
     architecture overrides in a subclass in its own module where its checkpoints need more than
     renaming (GPT-2's transposed Conv1D weights, T5's gated feed-forward names), so
-    ``lit_models/core/hf.py`` names no architecture."""
+    ``lit_models/interop/hf.py`` names no architecture."""
 
     model_type: str  # config.json "model_type"
     prefix: str  # the encoder's prefix inside transformers' task models, e.g. "bert."
@@ -109,7 +109,7 @@ class HFLayout:
     task_head_prefixes: tuple[str, ...] = ("classifier.", "qa_outputs.")  # ignored on import
     #: regex of transformers' names of pretraining weights its class has no place for (ELECTRA's
     #: generator, SpanBERT's span boundary head): exported beside the checkpoint's weights
-    #: (``lit_models/core/hf.py``'s ``BESIDE_FILE``), so transformers loads no unexpected key
+    #: (``lit_models/interop/hf.py``'s ``BESIDE_FILE``), so transformers loads no unexpected key
     beside: str = ""
     config_only_ours: tuple[str, ...] = ()  # our config fields transformers has no key for
     unsupported: Callable[[dict], str | None] = lambda config: None  # why we cannot convert it

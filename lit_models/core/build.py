@@ -5,7 +5,7 @@
   family (or of the preset's ``vocabulary_family``, so architectures can share one vocabulary
   algorithm in a comparison) trained on the run's own (capped) training text, cached by a
   fingerprint of the corpus;
-- ``hf:<dir>``: a Hugging Face checkpoint directory, imported by ``lit_models.core.hf.from_hf``;
+- ``hf:<dir>``: a Hugging Face checkpoint directory, imported by ``lit_models.interop.hf.from_hf``;
 - ``ckpt:<dir>``: a plmbench run directory (or its ``model/`` export), which holds the same
   Hugging Face layout
 (parsed once, by ``datamodules.init_from.InitFrom``). The architecture is the run's (the
@@ -22,7 +22,7 @@ from datamodules.init_from import InitFrom
 from datamodules.keys import check_keys
 from datamodules.tokenization import FAMILIES, TokenizerSpec, scratch_tokenizer
 from lit_models.archs import Arch, Model
-from lit_models.core.hf import from_hf, read_config, untrained_like
+from lit_models.interop.hf import from_hf, read_config, untrained_like
 
 #: what a model preset holds besides its architecture's config fields, and who reads it
 PRESET_KEYS = frozenset({

@@ -18,7 +18,7 @@ import datasets
 
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from retrieval.encoders import BiEncoder
 from retrieval.index import IndexSettings
 from retrieval.passages import PASSAGE_WORDS, build_corpus

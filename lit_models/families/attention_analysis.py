@@ -5,7 +5,7 @@ checkpoint (``init_from=ckpt:`` or ``hf:``) of any architecture that returns its
 probabilities (encoders, GPT-2, the encoder-decoders' encoder stacks): per layer and head, the
 attention to the first special token ([CLS], <s>), to separators ([SEP], </s>), to punctuation,
 to the previous, the next and the same token, the entropy, the positional and rare-token heads
-(``lit_models/core/attention_stats.py``), over pairs of consecutive sentences of a corpus
+(``lit_models/families/attention_stats.py``), over pairs of consecutive sentences of a corpus
 (``task.text``: a pretraining task's documents); and, where a dependency-parsed set is mirrored
 (``task.dependencies``: Universal Dependencies English-EWT), the head that best predicts each
 relation in either direction against the best fixed-offset baseline (Clark et al. §4.2, Table 1).
@@ -30,10 +30,10 @@ from datamodules.files import atomic_write_text
 from datamodules.init_from import InitFrom
 from datamodules.sources import load_split
 from lit_models.archs import Model
-from lit_models.core.attention_stats import STATISTICS, attention_sums, head_predictions
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.module import PlmModule
 from lit_models.families.attention_page import attention_page, example_maps
+from lit_models.families.attention_stats import STATISTICS, attention_sums, head_predictions
 from lit_models.nets.attention import attentions_of, head_probes
 
 log = logging.getLogger("plmbench")

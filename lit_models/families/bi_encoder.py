@@ -27,9 +27,9 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.squad import vocabulary_corpus
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
-from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
 from lit_models.core.retrievers import PASSAGE_ENCODER, QUESTION_ENCODER, SETTINGS_FILE
+from lit_models.interop.hf import to_hf
 from lit_models.metrics import build_metrics
 from retrieval.dpr_data import dpr_triples, eval_questions
 from retrieval.encoders import BiEncoder

@@ -1,4 +1,5 @@
-"""``plmbench perf model=elmo-*``'s workloads (registered in ``lit_models/core/perf_registry.py``):
+"""``plmbench perf model=elmo-*``'s workloads (registered in
+``lit_models/measure/perf_registry.py``):
 ELMo's biLM (Peters et al. 2018; ``lit_models/families/bilm.py``) against the same biLM whose
 LSTMs are ``torch.nn.LSTM`` (cuDNN on GPU) with the same weights and no clipping ("torch
 nn.LSTM"; transformers has no ELMo). ``pretrain``: the forward and backward LM loss over a batch
@@ -16,8 +17,8 @@ from torch import Tensor
 
 from datamodules.bilm import collate_sentences
 from datamodules.words import BOS, EOS
-from lit_models.core.perf_registry import Implementation, Workload, on_device, register_workload
 from lit_models.families.bilm import elmo_config
+from lit_models.measure.perf_registry import Implementation, Workload, on_device, register_workload
 from lit_models.nets.elmo import ElmoLanguageModel
 from lit_models.nets.lstm import TorchLSTM
 

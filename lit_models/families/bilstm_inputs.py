@@ -35,9 +35,9 @@ from datamodules.word_inputs import WordInputs
 from datamodules.words import SPECIALS, WordVocabulary
 from lit_models.core.feature_cache import FeatureCache
 from lit_models.core.features import LayerFeatures, hidden_states
-from lit_models.core.hf import from_hf
 from lit_models.core.word_vectors import BINARY_VECTORS_FILE, VECTORS_FILE
 from lit_models.families.bilm import load_elmo
+from lit_models.interop.hf import from_hf
 
 LEARNED = "learned"
 

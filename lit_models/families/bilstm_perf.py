@@ -1,5 +1,5 @@
 """``plmbench perf model=bilstm-*``'s workloads (registered in
-``lit_models/core/perf_registry.py``): the GLUE baselines' BiLSTM (Wang et al. 2019, §5;
+``lit_models/measure/perf_registry.py``): the GLUE baselines' BiLSTM (Wang et al. 2019, §5;
 ``lit_models/nets/bilstm.py``) timed on its training step (``finetune``: a pair classifier, as on
 MRPC / STS-B / RTE, over learned word embeddings of the preset's width, attention as the preset
 says) and its forward (``inference``), against its FLOP bound.
@@ -20,9 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from datamodules.errors import PlmbenchError
-from lit_models.core.perf_registry import Implementation, Workload, register_workload
 from lit_models.families.bilstm import BiLSTMModel, bilstm_config
 from lit_models.families.bilstm_inputs import WordVectorsInput
+from lit_models.measure.perf_registry import Implementation, Workload, register_workload
 from lit_models.nets.bilstm import BiLSTMClassifier
 
 

@@ -25,9 +25,9 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import submission_vocabulary, write_predictions
 from lit_models.archs import Capabilities, Model
 from lit_models.core.family import TaskFamily, check_max_length, check_predicted_rows
-from lit_models.core.hf import head_mismatch, load_head, to_hf
 from lit_models.core.labels import NEW_HEAD, checkpoint_labels, label_order, reorder_rows
 from lit_models.core.module import PlmModule
+from lit_models.interop.hf import head_mismatch, load_head, to_hf
 from lit_models.metrics.classification import (
     class_probabilities,
     hard_probabilities,

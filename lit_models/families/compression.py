@@ -7,7 +7,7 @@ Zafrir et al. 2019 and transformers' quantization notebook apply it to BERT): ev
 weights are stored as int8 (one scale per tensor), its activations quantized on the fly at each
 call; the int8 kernels run on the CPU only. The model is then scored on the fine-tuned task's
 eval splits (``task.target``: the task of the ``init_from`` run, as the other analyses read it)
-and measured (``lit_models/core/footprint.py``): parameters, size on disk, CPU latency.
+and measured (``lit_models/measure/footprint.py``): parameters, size on disk, CPU latency.
 
 Every compression record holds ``metrics.compression``: ``score`` (the target task's first metric
 on its first eval split, times ``task.score_scale``: 100 for metrics on 0..1, as GLUE reports
@@ -27,7 +27,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, target_family, target_task
-from lit_models.core.footprint import footprint
+from lit_models.measure.footprint import footprint
 
 #: task.method -> what is done to the fine-tuned model before it is measured
 METHODS = ("none", "dynamic_int8")

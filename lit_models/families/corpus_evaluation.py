@@ -27,13 +27,13 @@ from datamodules.tokenization import load_tokenizer
 from datamodules.vocabulary_stats import subtokens_per_word, vocabulary, vocabulary_overlap
 from lit_models.archs import Model
 from lit_models.core.family import check_max_length
-from lit_models.core.hf import has_pretraining_heads
 from lit_models.families.pretrain import (
     LitPretrain,
     Pretraining,
     build_objective,
     pretraining_datamodule,
 )
+from lit_models.interop.hf import has_pretraining_heads
 
 log = logging.getLogger("plmbench")
 

@@ -23,8 +23,8 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from datamodules.tagging import PAD_VALUES, encode_words
-from lit_models.core.hf import TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.tagging import LitTagger
+from lit_models.interop.hf import TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.objectives.salient_span import WORD, Span
 
 #: CoNLL-2003's words: ``WORD`` (abbreviations with their periods, letters and digits with inner

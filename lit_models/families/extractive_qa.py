@@ -4,7 +4,7 @@ A start vector S and an end vector E (one Linear to two outputs, transformers' `
 score every token of a window: start logits S·T_i, end logits E·T_i; training minimises the mean
 of the cross-entropies of the true start and end positions (the start token for the null answer).
 Evaluation collects the logits of every window of every question, decodes one span per question
-(``lit_models.core.qa_decode``), scores it with the task's metrics as the official SQuAD v1.1 /
+(``lit_models.families.qa_decode``), scores it with the task's metrics as the official SQuAD v1.1 /
 v2.0 scripts do (``lit_models.metrics.squad``) and writes ``<run dir>/predictions/<split>.json``
 ({question id: answer}) and, for v2.0, ``<split>.null_odds.json`` ({question id: null odds}),
 which the official scripts read as they are. ``save_model=true`` exports the reader as the
@@ -26,9 +26,9 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import PREDICTIONS_DIR
 from lit_models.archs import Capabilities, Model
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import QA_HEAD_NAMES, check_task_export, load_head, to_hf
 from lit_models.core.module import PlmModule
-from lit_models.core.qa_decode import Spans, Windows, best_spans
+from lit_models.families.qa_decode import Spans, Windows, best_spans
+from lit_models.interop.hf import QA_HEAD_NAMES, check_task_export, load_head, to_hf
 from lit_models.metrics import build_metrics
 from lit_models.metrics.squad import abstain
 

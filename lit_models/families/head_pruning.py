@@ -2,11 +2,11 @@
 
 Michel et al. 2019, "Are Sixteen Heads Really Better than One?", §4: the importance of every
 head on the fine-tuned run's dev set, then the pruning curve (remove the least important share
-of heads, recompute, ...; ``lit_models/core/head_importance.py``), each step scored with the task's
-own metrics. The model at the step that keeps ``task.keep`` of the heads is then pruned for real
-(its heads removed from the weights, ``lit_models/nets/pruning.py``), scored again, measured
-(parameters, size on disk, CPU latency: ``lit_models/core/footprint.py``) against the unpruned
-one, and exported with ``save_model=true`` (transformers 4's ``pruned_heads`` config;
+of heads, recompute, ...; ``lit_models/families/head_importance.py``), each step scored with
+the task's own metrics. The model at the step that keeps ``task.keep`` of the heads is then pruned
+for real (its heads removed from the weights, ``lit_models/nets/pruning.py``), scored again,
+measured (parameters, size on disk, CPU latency: ``lit_models/measure/footprint.py``) against the
+unpruned one, and exported with ``save_model=true`` (transformers 4's ``pruned_heads`` config;
 ``init_from=ckpt:`` of the run loads the smaller net). The record's ``analysis`` holds the
 curve; ``head_pruning.html`` in the run directory plots the score against the share of heads
 kept and maps each step's importance per layer and head.
@@ -29,16 +29,16 @@ from datamodules.files import atomic_write_text
 from datamodules.init_from import InitFrom
 from lit_models.archs import Model
 from lit_models.core import svg
-from lit_models.core.head_importance import (
+from lit_models.families.classify import LitClassifier
+from lit_models.families.compression import TargetFamily, measured
+from lit_models.families.head_importance import (
     PruningStep,
     head_importance,
     masked_heads,
     pruning_curve,
     removed_heads,
 )
-from lit_models.core.hf import has_task_head
-from lit_models.families.classify import LitClassifier
-from lit_models.families.compression import TargetFamily, measured
+from lit_models.interop.hf import has_task_head
 
 log = logging.getLogger("plmbench")
 PAGE = "head_pruning.html"

@@ -22,8 +22,8 @@ from datamodules.errors import PlmbenchError
 from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.multiple_choice import MultipleChoiceDataModule
 from lit_models.archs import Model
-from lit_models.core.hf import has_task_head, load_head, task_class, task_head_names, to_hf
 from lit_models.families.classify import Classification, LitClassifier
+from lit_models.interop.hf import has_task_head, load_head, task_class, task_head_names, to_hf
 from lit_models.nets.heads import PooledClassifier
 
 TASK = "multiple_choice"

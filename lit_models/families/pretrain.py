@@ -23,8 +23,8 @@ from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
 from lit_models.archs.spec import TRANSFORMER_KINDS
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import export_problem, to_hf
 from lit_models.core.module import PlmModule
+from lit_models.interop.hf import export_problem, to_hf
 from lit_models.metrics import exact_total
 from lit_models.objectives.base import PretrainingObjective
 from lit_models.objectives.flops import EncoderShape

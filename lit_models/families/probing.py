@@ -5,7 +5,7 @@ untrained net) reads every example once, frozen (``lit_models/core/features.py``
 hidden states); each labelled word (at its first sub-token), edge (the dependent's and the
 head's states concatenated, Tenney et al. 2019's edge probing over one-word spans) or sentence
 (the mean of its tokens' states, special tokens aside) gives a feature per layer. Then, on the
-training split's features (``lit_models/core/probes.py``): one probe per layer (Liu et al. 2019;
+training split's features (``lit_models/families/probes.py``): one probe per layer (Liu et al. 2019;
 linear, or Tenney et al.'s MLP), one over the scalar mix of all layers with its weights and
 centre of gravity (Tenney et al. 2019, §3), and, for word-level tasks, the same probes on
 Hewitt & Liang's control task, whose accuracy the task's is read against (selectivity).
@@ -28,7 +28,7 @@ from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
 from lit_models.core.features import hidden_states
 from lit_models.core.module import PlmModule
-from lit_models.core.probes import (
+from lit_models.families.probes import (
     ProbeSettings,
     centre_of_gravity,
     control_labels,

@@ -59,13 +59,13 @@ from datamodules.realm_pretrain import MaskedSentencesDataModule
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
 from lit_models.core.retrievers import build_corpus_of, build_retriever
 from lit_models.families.bi_encoder import save_bi_encoder
 from lit_models.families.open_qa.realm import marginal_log_likelihood
 from lit_models.families.open_qa.retrieval_augmented import RetrievalAugmented
 from lit_models.families.pretrain import build_objective
+from lit_models.interop.hf import to_hf
 from lit_models.metrics import exact_total
 from lit_models.objectives.base import ExampleRandomness, perplexity
 from lit_models.objectives.salient_span import SalientSpanMasking, find_all, token_span

@@ -32,8 +32,8 @@ from datamodules.predictions import write_jsonl
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily
 from lit_models.core.generation import GenerationConfig, generate
-from lit_models.core.hf import to_hf
 from lit_models.core.module import PlmModule
+from lit_models.interop.hf import to_hf
 from lit_models.metrics import build_metrics
 from lit_models.metrics.registry import local
 

@@ -26,15 +26,15 @@ from datamodules.init_from import EXPORT_DIR, InitFrom
 from datamodules.predictions import write_jsonl
 from lit_models.archs import Model
 from lit_models.core.family import TaskFamily, check_max_length
-from lit_models.core.hf import (
+from lit_models.core.labels import label_order, normalized, reorder_rows
+from lit_models.core.module import PlmModule
+from lit_models.interop.hf import (
     TAGGER_HEAD_NAMES,
     check_task_export,
     load_head,
     task_labels,
     to_hf,
 )
-from lit_models.core.labels import label_order, normalized, reorder_rows
-from lit_models.core.module import PlmModule
 from lit_models.metrics import build_metrics
 from lit_models.metrics.tagging import bio_decode
 

@@ -1,5 +1,5 @@
 """``plmbench perf``'s workloads of every Transformer architecture (registered in
-``lit_models/core/perf_registry.py``): each step of an architecture as our nets run it and as its
+``lit_models/measure/perf_registry.py``): each step of an architecture as our nets run it and as its
 ``transformers`` counterpart runs it, with the same config, weights and batch, in one process.
 
 The registration names everything (``Arch``: its nets, kind and ``hf.classes``), so every
@@ -44,8 +44,9 @@ from datamodules.collate import (
     label_positions,
 )
 from lit_models.archs import Arch
-from lit_models.core.hf import hf_checkpoint
-from lit_models.core.perf_registry import (
+from lit_models.families.classify import LitClassifier
+from lit_models.interop.hf import hf_checkpoint
+from lit_models.measure.perf_registry import (
     ATTENTION,
     Implementation,
     Workload,
@@ -53,7 +54,6 @@ from lit_models.core.perf_registry import (
     register_workload,
     special_ids,
 )
-from lit_models.families.classify import LitClassifier
 from lit_models.nets.attention import kept_padded
 from lit_models.objectives.mlm import MaskingConfig, mask_tokens, masked_lm_loss
 

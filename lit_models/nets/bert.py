@@ -9,7 +9,7 @@ LayerNorm, then output weights tied to the token embeddings plus a per-token bia
 Google's ``run_pretraining.py``) and the 2-way next-sentence-prediction classifier.
 
 Field names of ``BertConfig`` equal Hugging Face ``BertConfig`` keys so ``config.json`` maps
-1:1 (weight names map through the table in ``lit_models/core/hf.py``).
+1:1 (weight names map through the table in ``lit_models/interop/hf.py``).
 """
 
 from dataclasses import dataclass, field

@@ -39,7 +39,7 @@ from datamodules.tokenization import TextTokenizer, TokenizerSpec, train_tokeniz
 from lit_models.archs import Arch, Model
 from lit_models.core.build import net_config
 from lit_models.core.generation import GenerationConfig, generate
-from lit_models.core.hf import from_hf, load_head, to_hf
+from lit_models.interop.hf import from_hf, load_head, to_hf
 from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT, TOLERANCE, randomize_
 

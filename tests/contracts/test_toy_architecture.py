@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from datamodules.tokenization import VOCAB_TXT
 from lit_models.archs import ARCHS, Arch, Capabilities, HFLayout, get_arch, register_arch
-from lit_models.core.hf import from_hf, load_head
+from lit_models.interop.hf import from_hf, load_head
 from lit_models.nets.bert import BertConfig
 from lit_models.nets.blocks import TransformerEncoder, TransformerLayer, init_normal_, padding_mask
 from lit_models.nets.heads import PooledClassifier

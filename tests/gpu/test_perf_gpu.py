@@ -13,7 +13,7 @@ import torch
 
 from bench.perf.measure import measure, render
 from lit_models.archs import ARCHS
-from lit_models.core.peak_flops import chip
+from lit_models.measure.peak_flops import chip
 from tests.conftest import scratch_preset_name
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from lit_models.core.peak_flops import chip
+from lit_models.measure.peak_flops import chip
 from tests.bench.invoke import mirror_with, plmbench_on_mirror, read, run_dir
 from tests.bench.run.test_trainer_presets import smoke_records
 

@@ -14,9 +14,9 @@ from datamodules.collate import pad_collate
 from datamodules.packing import collate_packed, pack_examples
 from lit_models.archs import get_arch
 from lit_models.core.optim import clip_by_global_norm
-from lit_models.core.throughput import Throughput
 from lit_models.families.classify import LitClassifier
 from lit_models.families.pretrain import LitPretrain
+from lit_models.measure.throughput import Throughput
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.electra import ElectraConfig, ElectraForPreTraining
 from lit_models.nets.heads import PooledClassifier

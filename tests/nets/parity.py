@@ -10,7 +10,7 @@ from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer
 from lit_models.archs import Model
 from lit_models.archs.spec import Arch
-from lit_models.core.hf import from_hf, load_head, to_hf
+from lit_models.interop.hf import from_hf, load_head, to_hf
 
 #: max abs difference allowed against transformers, float32
 TOLERANCE = 1e-5

@@ -12,7 +12,7 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, assert_close, randomize_

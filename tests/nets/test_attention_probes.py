@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from lit_models.archs import get_arch
-from lit_models.core.hf import load_hf_state_dict, read_config
+from lit_models.interop.hf import load_hf_state_dict, read_config
 from tests.conftest import require
 from tests.nets.parity import TOLERANCE, randomize_
 
@@ -239,7 +239,7 @@ def test_per_example_head_masks_give_per_example_gradients(tmp_path):
 def test_a_pruned_net_exports_smaller_and_imports_as_it_was(name, tmp_path):
     from datamodules.tokenization import train_tokenizer
     from lit_models.archs import Model
-    from lit_models.core.hf import from_hf, to_hf
+    from lit_models.interop.hf import from_hf, to_hf
     from tests.nets.parity import TEXT
 
     arch, ours, _ = models(name, tmp_path / "full")

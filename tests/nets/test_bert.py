@@ -8,7 +8,7 @@ import torch
 
 from datamodules.collate import pad_collate
 from lit_models.archs import get_arch
-from lit_models.core.hf import load_hf_state_dict
+from lit_models.interop.hf import load_hf_state_dict
 from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask

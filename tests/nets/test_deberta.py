@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM, DebertaModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, batch, max_diff, randomize_

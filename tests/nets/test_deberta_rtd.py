@@ -76,8 +76,8 @@ def test_the_export_is_the_discriminator_with_its_effective_embeddings(setup, tm
     import transformers
 
     from lit_models.archs import Model
-    from lit_models.core.hf import BESIDE_FILE, from_hf, to_hf
-    from lit_models.core.hf_check import check_checkpoint
+    from lit_models.interop.hf import BESIDE_FILE, from_hf, to_hf
+    from lit_models.interop.hf_check import check_checkpoint
     from tests.nets.parity import randomize_
 
     config, _, _, _ = setup

@@ -8,7 +8,7 @@ import torch
 
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.deberta_v2 import DebertaV2ForMaskedLM
 from tests.conftest import require
 from tests.nets.parity import TEXT, batch, max_diff, randomize_

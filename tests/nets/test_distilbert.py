@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.distilbert import (
     DistilBertForMaskedLM,

@@ -9,7 +9,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from lit_models.nets.electra import (
     ElectraConfig,
     ElectraForMaskedLM,

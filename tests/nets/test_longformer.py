@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.longformer import LongformerForMaskedLM, LongformerModel
 from lit_models.nets.sliding_attention import sliding_window_attention
 from tests.conftest import require

@@ -10,7 +10,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.roberta import RobertaConfig, RobertaForMaskedLM, RobertaModel
 from tests.conftest import require
 from tests.nets.parity import (

@@ -7,7 +7,7 @@ import torch
 
 from lit_models.archs import Model, get_arch
 from lit_models.core.build import build_net
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from lit_models.nets.spanbert import SpanBertConfig, SpanBertForPreTraining, SpanBertModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, max_diff, randomize_, segments

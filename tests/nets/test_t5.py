@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from datamodules.collate import pad_collate
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from lit_models.nets.t5 import (
     T5ForConditionalGeneration,
     T5Model,

@@ -10,7 +10,7 @@ import torch
 
 from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
 from lit_models.archs import get_arch
-from lit_models.core.hf import from_hf, load_head
+from lit_models.interop.hf import from_hf, load_head
 from lit_models.nets.xlnet import XLNetConfig, XLNetLMHeadModel, XLNetModel
 from tests.conftest import require
 from tests.nets.parity import TEXT, TOLERANCE, assert_classifier_round_trips, max_diff, randomize_

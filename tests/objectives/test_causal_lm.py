@@ -11,7 +11,7 @@ from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import hf_state_dict
+from lit_models.interop.hf import hf_state_dict
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from lit_models.nets.gpt import GPTConfig, GPTLMHeadModel
 from lit_models.objectives.causal_lm import CausalLM, next_token_labels

@@ -13,7 +13,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.tokenization import VOCAB_TXT, train_tokenizer
 from lit_models.archs import Model, get_arch
 from lit_models.core.build import pretrained_net
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from lit_models.nets.albert import AlbertConfig, AlbertForPreTraining
 from lit_models.nets.bert import BertConfig, BertForPreTraining
 from lit_models.nets.distilbert import student_of_bert

@@ -23,7 +23,7 @@ from datamodules.collate import IGNORE_INDEX, token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import to_hf
+from lit_models.interop.hf import to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from lit_models.objectives.flops import EncoderShape

@@ -4,7 +4,7 @@ all-MiniLM-L6-v2 recipe) on the real checkpoint, over a padded batch; CLS poolin
 import pytest
 import torch
 
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from retrieval.encoders import BiEncoder, pool, weights_fingerprint
 from tests.conftest import require
 

@@ -16,9 +16,9 @@ from bench.perf.options import ATTENTION, STEPS
 from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from lit_models.archs import ARCHS
-from lit_models.core.hf import hf_state_dict
 from lit_models.families.perf_workloads import WORKLOADS
 from lit_models.families.transformer_perf import pretrain
+from lit_models.interop.hf import hf_state_dict
 from lit_models.objectives.flops import EncoderShape, encoder_forward_flops, mlm_training_flops
 from tests.conftest import require, tiny_preset_name
 
@@ -208,7 +208,7 @@ def test_an_unknown_option_or_preset_is_one_line(argv, reason):
 def test_bf16_mixed_runs_on_cpu_against_the_bf16_matmul_peak():
     """``plmbench perf --precision bf16-mixed`` on CPU: the steps run under bf16 autocast (as
     Lightning's bf16-mixed does there) and MFU divides by the measured bf16 matmul peak."""
-    from lit_models.core.peak_flops import cpu_matmul_peak
+    from lit_models.measure.peak_flops import cpu_matmul_peak
     from tests.bench.invoke import plmbench
 
     report = measure(args(precision="bf16-mixed", steps=["finetune"]), ["model=bert-tiny-scratch"])

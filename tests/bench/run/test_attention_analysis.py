@@ -16,7 +16,7 @@ import torch
 from bench.boards.table import build_table
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import to_hf
+from lit_models.interop.hf import to_hf
 from lit_models.nets.bert import BertConfig, BertModel
 from tests import hub_fixtures
 from tests.bench.boards.test_board_html import page  # noqa: F401 (the Chromium page fixture)

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from datamodules.init_from import InitFrom
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from tests.bench.invoke import plmbench, read, records_under
 from tests.conftest import require, tiny_preset_name
 from tests.hub_cache import ARCHS, ORG, TAG, lay_into_cache, offline_cache, session_hub_cache

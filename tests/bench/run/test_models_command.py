@@ -11,7 +11,7 @@ import torch
 
 from bench.run import models
 from datamodules.hub import LOAD_FILES
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from tests.bench.invoke import plmbench
 from tests.hub_cache import ORG, TAG, offline_cache, session_hub_cache
 

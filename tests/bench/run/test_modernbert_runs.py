@@ -19,7 +19,7 @@ from lit_models.archs import get_arch
 from tests.bench.invoke import plmbench, read, records_under
 from tests.conftest import require
 from tests.hub_cache import lay_into_cache, modernbert_tokenizer, offline_cache
-from tests.lit_models.core.test_sharded_checkpoints import save_sharded
+from tests.lit_models.interop.test_sharded_checkpoints import save_sharded
 
 transformers = require("transformers")
 
@@ -108,7 +108,7 @@ def gemma_tokenizer(directory) -> None:
     from tokenizers import AddedToken, Tokenizer, decoders, normalizers, processors, trainers
     from tokenizers.models import BPE
 
-    from tests.lit_models.core.test_hf_layouts import CORPUS
+    from tests.lit_models.interop.test_hf_layouts import CORPUS
 
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"]
     backend = Tokenizer(BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))

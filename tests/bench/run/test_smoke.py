@@ -27,9 +27,9 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tagging import PAD_VALUES, encode_words
 from lit_models.archs import ARCHS, BASELINES, get_model
-from lit_models.core.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from lit_models.families.open_qa.family import OpenQA
 from lit_models.families.tagging import LitTagger
+from lit_models.interop.hf import QA_HEAD_NAMES, TAGGER_HEAD_NAMES, from_hf, load_head, task_labels
 from tests import hub_fixtures
 from tests.conftest import MIRROR_CANDIDATES, require, tiny_preset_name
 

@@ -17,7 +17,7 @@ import torch
 from bench.boards.table import build_table
 from bench.boards.text import render_markdown
 from bench.record import iter_records
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 from tests.bench.test_cli import assert_one_error_line
 

@@ -12,7 +12,7 @@ import pytest
 
 from bench.boards.table import build_table
 from bench.record import iter_records
-from lit_models.core.hf import from_hf
+from lit_models.interop.hf import from_hf
 from tests.bench.invoke import plmbench_on_mirror
 
 ARCHS = ("bert", "roberta", "albert", "electra", "spanbert", "deberta")

@@ -11,7 +11,7 @@ from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import Model, get_arch
 from lit_models.core.build import build_net
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT
 

@@ -15,7 +15,7 @@ from lit_models.core.generation import (
     generate,
     greedy_search,
 )
-from lit_models.core.hf import to_hf
+from lit_models.interop.hf import to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from tests.conftest import require
 from tests.nets.parity import TEXT

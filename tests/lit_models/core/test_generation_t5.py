@@ -14,7 +14,7 @@ from lit_models.core.generation import (
     generate,
     greedy_search,
 )
-from lit_models.core.hf import to_hf
+from lit_models.interop.hf import to_hf
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from tests.conftest import require
 from tests.lit_models.core.test_generation import SETTINGS, strip

@@ -9,9 +9,9 @@ import torch
 
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
-from lit_models.core.hf import from_hf
 from lit_models.core.labels import checkpoint_labels, label_order
 from lit_models.families.classify import fine_tuned_head
+from lit_models.interop.hf import from_hf
 from tests.conftest import require
 
 transformers = require("transformers")

@@ -5,8 +5,8 @@ pretraining heads gets vocabulary figures and no loss; the corpora take the eval
 from hydra import compose, initialize_config_dir
 
 from bench.run.execute import CONF_DIR, execute, normalize, resolve_target
-from lit_models.core.hf import has_pretraining_heads
 from lit_models.families.corpus_evaluation import corpus_task
+from lit_models.interop.hf import has_pretraining_heads
 
 
 def test_a_sentence_encoder_gets_vocabulary_figures_and_no_loss(mirror, minilm_path, tmp_path):

@@ -15,8 +15,8 @@ from safetensors.torch import load_file
 
 from bench.run.execute import CONF_DIR
 from datamodules.errors import PlmbenchError
-from lit_models.core.hf import task_labels
 from lit_models.families.entity_tagger import TaggerEntities
+from lit_models.interop.hf import task_labels
 from tests.bench.invoke import plmbench, plmbench_on_mirror, read, run_dir
 from tests.bench.run.test_smoke import assert_tagger_export_scores_as_transformers
 

@@ -16,8 +16,8 @@ from datamodules.multiple_choice import choices_collate, copa, race, swag
 from datamodules.tokenization import train_tokenizer
 from lit_models.archs import ARCHS, Model, get_arch
 from lit_models.core.build import net_config
-from lit_models.core.hf import from_hf, has_task_head, load_head, task_head_names, to_hf
 from lit_models.families.multiple_choice import LitMultipleChoice, multiple_choice_head
+from lit_models.interop.hf import from_hf, has_task_head, load_head, task_head_names, to_hf
 from tests.conftest import require, tiny_preset_name
 from tests.nets.parity import TEXT, TOLERANCE, randomize_
 

@@ -14,8 +14,8 @@ import torch
 from datamodules.collate import IGNORE_INDEX
 from datamodules.tokenization import load_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import to_hf
 from lit_models.families.realm_pretrain import LitRealmPretrain, collate, masked_sentences
+from lit_models.interop.hf import to_hf
 from lit_models.objectives.base import ExampleRandomness
 from lit_models.objectives.salient_span import SalientSpans
 from retrieval.encoders import BiEncoder

@@ -13,7 +13,6 @@ import torch
 
 from datamodules.retrieval_augmented import collate_items
 from lit_models.archs import Model
-from lit_models.core.hf import from_hf
 from lit_models.families.open_qa.realm import (
     LitRealm,
     ReaderInputs,
@@ -21,6 +20,7 @@ from lit_models.families.open_qa.realm import (
     reader_log_likelihood,
     span_logits,
 )
+from lit_models.interop.hf import from_hf
 from retrieval.encoders import BiEncoder
 from retrieval.index import IndexSettings
 from retrieval.retriever import DenseRetriever

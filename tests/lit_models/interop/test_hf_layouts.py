@@ -23,8 +23,8 @@ from tokenizers.models import BPE
 from datamodules.collate import pad_collate
 from lit_models.archs import get_arch
 from lit_models.core.build import net_config
-from lit_models.core.hf import from_hf, hf_checkpoint
-from lit_models.core.hf_check import check_checkpoint
+from lit_models.interop.hf import from_hf, hf_checkpoint
+from lit_models.interop.hf_check import check_checkpoint
 from tests.conftest import REPO, require, tiny_preset_name
 
 spm = require("sentencepiece")

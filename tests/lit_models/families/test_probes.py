@@ -1,4 +1,4 @@
-"""Probes (lit_models/core/probes.py) on synthetic features whose answer only one layer holds:
+"""Probes (lit_models/families/probes.py) on synthetic features whose answer only one layer holds:
 the per-layer accuracy peaks at that layer, the scalar mix puts its weight there (its centre of
 gravity near it), and Hewitt & Liang's control task gives every word type one label drawn from
 the task's label distribution."""
@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import torch
 
-from lit_models.core.probes import (
+from lit_models.families.probes import (
     ProbeSettings,
     centre_of_gravity,
     control_labels,

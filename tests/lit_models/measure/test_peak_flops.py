@@ -6,8 +6,8 @@ peak applies (fp16 runs at the bf16 peak, float32 at TF32's unless matmuls are "
 import pytest
 import torch
 
-from lit_models.core.peak_flops import PEAK_FLOPS, chip, matmul_kind
-from lit_models.core.throughput import matmul_dtype
+from lit_models.measure.peak_flops import PEAK_FLOPS, chip, matmul_kind
+from lit_models.measure.throughput import matmul_dtype
 
 
 @pytest.mark.parametrize("name, entry", [

@@ -1,4 +1,4 @@
-"""Michel et al. 2019's head importance and pruning curve (lit_models/core/head_importance.py).
+"""Michel et al. 2019's head importance and pruning curve (lit_models/families/head_importance.py).
 
 - The importance E_x |dL(x)/d xi_h| equals the same expectation taken over brute-force masked
   losses: central finite differences of each example's loss in each head's mask, on a tiny
@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lit_models.core.head_importance import (
+from lit_models.families.head_importance import (
     head_importance,
     masked_heads,
     normalize_by_layer,

@@ -1,6 +1,6 @@
 """Whether plmbench can hold a Hugging Face checkpoint whole, checked before a run has a
 directory (issue 27): read from config.json and the weights' names and shapes alone (meta
-tensors: nothing is loaded), against the nets ``lit_models.core.hf.from_hf`` would build.
+tensors: nothing is loaded), against the nets ``lit_models.interop.hf.from_hf`` would build.
 
 A checkpoint of an architecture plmbench lacks (one that needs remote code) or with a config
 field no net implements is refused by ``read_config``; one with a weight no net of its
@@ -21,7 +21,7 @@ from torch import Tensor
 
 from datamodules.errors import PlmbenchError
 from lit_models.archs import Arch
-from lit_models.core.hf import (
+from lit_models.interop.hf import (
     BESIDE_FILE,
     _canonical,
     _placed,

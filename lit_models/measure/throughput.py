@@ -1,6 +1,6 @@
 """Training throughput: tokens/s and samples/s over the training steps (validation and data
 loading excluded), and model FLOP utilisation where the device's peak is known
-(``lit_models/core/peak_flops.py``: A100, H100, H200).
+(``lit_models/measure/peak_flops.py``: A100, H100, H200).
 
 No host-device synchronisation inside a training step: a batch's non-pad token count (and its
 model FLOPs, when the module counts them from device tensors) is added to a counter on the device,
@@ -14,7 +14,7 @@ import time
 import lightning as L
 import torch
 
-from lit_models.core.peak_flops import device_peak_flops
+from lit_models.measure.peak_flops import device_peak_flops
 
 
 def matmul_dtype(precision: str) -> torch.dtype:

@@ -2,7 +2,7 @@
 
 import torch
 
-from lit_models.core.qa_decode import NO_SPAN_ODDS, Windows, best_spans
+from lit_models.families.qa_decode import NO_SPAN_ODDS, Windows, best_spans
 
 NEG = -20.0
 

@@ -1,4 +1,4 @@
-"""The attention statistics (lit_models/core/attention_stats.py) against loops over the maps.
+"""The attention statistics (lit_models/families/attention_stats.py) against loops over the maps.
 
 Random attention maps (each row a distribution over the real keys) of a padded batch with a
 [CLS]-like and a [SEP]-like token: every per-head average (to [CLS], [SEP], punctuation, the
@@ -13,8 +13,8 @@ import math
 import pytest
 import torch
 
-from lit_models.core.attention_stats import attention_sums, head_predictions, word_attention
 from lit_models.families.attention_analysis import dependency_table
+from lit_models.families.attention_stats import attention_sums, head_predictions, word_attention
 
 CLS, SEP, PAD, COMMA = 1, 2, 0, 3
 VOCAB = 12

@@ -19,7 +19,7 @@ from datamodules.init_from import InitFrom
 from datamodules.tagging import encode_words
 from lit_models.archs import get_arch
 from lit_models.core.build import build_net
-from lit_models.core.hf import to_hf
+from lit_models.interop.hf import to_hf
 from tests.conftest import require
 
 transformers = require("transformers")
@@ -176,8 +176,8 @@ def test_a_classifier_export_scores_transformers_batches_as_plmbench_scores_exam
     if "classifier" not in exports:
         pytest.skip(f"{preset} has no classification head here")
     from datamodules.collate import pad_collate
-    from lit_models.core.hf import from_hf, load_head
     from lit_models.families.classify import LitClassifier
+    from lit_models.interop.hf import from_hf, load_head
 
     _, net, _ = from_hf(exports["classifier"])
     head = arch.classification_head(net.config, 3, 0.0)

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
-from lit_models.core.hf import from_hf
-from lit_models.core.hf_check import check_checkpoint
+from lit_models.interop.hf import from_hf
+from lit_models.interop.hf_check import check_checkpoint
 from tests.conftest import require
 from tests.hub_cache import ARCHS, session_hub_cache
 

@@ -1,11 +1,11 @@
-"""``plmbench perf``'s registry (lit_models/core/perf_registry.py): the families fill it with the
+"""``plmbench perf``'s registry (lit_models/measure/perf_registry.py): the families fill it with the
 same steps bench/perf/ had named itself (every Transformer architecture's three, ELMo's biLM's
 and the BiLSTM's own), and a step is registered once, under a step ``plmbench perf`` knows."""
 
 import pytest
 
-from lit_models.core.perf_registry import BASELINE_WORKLOADS, STEPS, register_workload
 from lit_models.families.perf_workloads import WORKLOADS
+from lit_models.measure.perf_registry import BASELINE_WORKLOADS, STEPS, register_workload
 
 
 def test_the_families_register_every_step_perf_measures():

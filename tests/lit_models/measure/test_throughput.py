@@ -1,12 +1,12 @@
-"""The throughput callback (lit_models/core/throughput.py): its totals against a count of what the
-batches held, and no host-device synchronisation inside a training step."""
+"""The throughput callback (lit_models/measure/throughput.py): its totals against a count of what
+the batches held, and no host-device synchronisation inside a training step."""
 
 import lightning as L
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from lit_models.core.throughput import Throughput
+from lit_models.measure.throughput import Throughput
 
 
 class Counting(L.LightningModule):

@@ -14,7 +14,7 @@ from datamodules.collate import pad_collate
 from datamodules.errors import PlmbenchError
 from datamodules.tokenization import VOCAB_TXT, TextTokenizer, load_tokenizer, save_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.core.hf import from_hf, to_hf
+from lit_models.interop.hf import from_hf, to_hf
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from tests.conftest import require
 from tests.nets.parity import randomize_
