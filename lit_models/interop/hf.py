@@ -385,6 +385,13 @@ def export_problem(arch: Arch, net: nn.Module) -> str | None:
     return arch.hf.unsupported(asdict(net.config))
 
 
+def hf_config(arch: Arch, config) -> dict:
+    """config.json's values of our ``config`` (a net of ``arch``) as an export writes them: its
+    fields but those transformers has no key for, and the layout's ``model_type``."""
+    values = {k: v for k, v in asdict(config).items() if k not in arch.hf.config_only_ours}
+    return values | {"model_type": arch.hf.model_type}
+
+
 def hf_checkpoint(arch: Arch, net: nn.Module, head: nn.Module | None = None,
                   label_names: list[str] | None = None, task: str = "classifier"
                   ) -> tuple[dict, dict[str, Tensor]]:
@@ -395,7 +402,7 @@ def hf_checkpoint(arch: Arch, net: nn.Module, head: nn.Module | None = None,
     reason = export_problem(arch, net)
     if reason:
         raise PlmbenchError(f"cannot export {type(net).__name__} to transformers: {reason}")
-    config = {k: v for k, v in asdict(net.config).items() if k not in layout.config_only_ours}
+    config = hf_config(arch, net.config)
     if head is None:
         kinds = {arch.pretraining: "pretraining", arch.masked_lm: "mlm"}
         class_name = layout.classes[kinds.get(type(net), "encoder")]
@@ -422,7 +429,7 @@ def hf_checkpoint(arch: Arch, net: nn.Module, head: nn.Module | None = None,
             config |= _label_config(label_names or [f"LABEL_{i}" for i in range(num_labels)])
             config["problem_type"] = ("regression" if num_labels == 1
                                       else "single_label_classification")
-    config |= {"model_type": layout.model_type, "architectures": [class_name]}
+    config["architectures"] = [class_name]
     return config, weights
 
 
