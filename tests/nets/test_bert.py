@@ -1,5 +1,7 @@
-"""BERT net: numerical parity with transformers on random weights (padded mixed-length batches,
-non-pad positions, float32, eval mode), and the behaviour of the shared blocks."""
+"""BERT net: the behaviour of the shared blocks (padding, attention, LayerNorm placement, hidden
+states, tied decoder, dropout, initialisation, errors, unpadding); parity with transformers
+(encoder, pooler, hidden states under eager and SDPA attention, masked-LM and next-sentence
+heads): ``tests/nets/test_parity.py``."""
 
 import math
 
@@ -7,15 +9,10 @@ import pytest
 import torch
 
 from datamodules.collate import pad_collate
-from lit_models.archs import get_arch
-from lit_models.interop.hf import load_hf_state_dict
 from lit_models.nets.attention import Unpadding
 from lit_models.nets.bert import BertConfig, BertForPreTraining, BertModel
 from lit_models.nets.blocks import MultiHeadSelfAttention, padding_mask
-from tests.conftest import require
 from tests.nets.parity import randomize_
-
-transformers = require("transformers")
 
 TOLERANCE = 1e-5
 #: two shapes that differ in everything a mapping or reshape bug would show up in
@@ -41,13 +38,7 @@ CONFIGS = {
         pad_token_id=1,
     ),
 }
-LAYOUT = get_arch("bert").hf
 LENGTHS = (11, 4, 7, 1)  # mixed lengths: every row but the first is padded
-
-
-def hf_model(cls: type, kwargs: dict, attn: str) -> torch.nn.Module:
-    """A transformers BERT of ``cls`` with every weight random (``randomize_``)."""
-    return randomize_(cls(transformers.BertConfig(**kwargs, attn_implementation=attn)))
 
 
 def padded_batch(config: BertConfig) -> dict[str, torch.Tensor]:
@@ -65,55 +56,6 @@ def max_diff(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None = None)
     if mask is not None:
         a, b = a[mask.bool()], b[mask.bool()]
     return (a - b).abs().max().item()
-
-
-# eager = transformers' explicit softmax with an additive mask; sdpa = their SDPA path
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", CONFIGS)
-def test_bert_model_matches_transformers(name: str, attn: str):
-    hf = hf_model(transformers.BertModel, CONFIGS[name], attn)
-    ours = BertModel(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)
-    batch = padded_batch(ours.config)
-    with torch.no_grad():
-        theirs = hf(**batch, output_hidden_states=True)
-        out = ours(**batch, output_hidden_states=True)
-    mask = batch["attention_mask"]
-    assert max_diff(out.last_hidden_state, theirs.last_hidden_state, mask) <= TOLERANCE
-    assert max_diff(out.pooler_output, theirs.pooler_output) <= TOLERANCE
-    assert len(out.hidden_states) == len(theirs.hidden_states) == ours.config.num_hidden_layers + 1
-    for a, b in zip(out.hidden_states, theirs.hidden_states, strict=True):
-        assert max_diff(a, b, mask) <= TOLERANCE
-    # the comparison is not vacuous: outputs are far from zero and vary across positions
-    assert out.last_hidden_state[mask.bool()].std() > 0.1
-
-
-@pytest.mark.parametrize("name", CONFIGS)
-def test_masked_lm_matches_transformers(name: str):
-    hf = hf_model(transformers.BertForMaskedLM, CONFIGS[name], "sdpa")
-    ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)  # no pooler / NSP weights: they stay fresh
-    batch = padded_batch(ours.config)
-    with torch.no_grad():
-        logits = ours.mlm_head(ours(**batch).last_hidden_state)  # all positions, for comparison
-        theirs = hf(**batch).logits
-    assert logits.shape == theirs.shape
-    assert max_diff(logits, theirs, batch["attention_mask"]) <= TOLERANCE
-
-
-@pytest.mark.parametrize("name", CONFIGS)
-def test_pretraining_heads_match_transformers(name: str):
-    hf = hf_model(transformers.BertForPreTraining, CONFIGS[name], "sdpa")
-    ours = BertForPreTraining(BertConfig(**CONFIGS[name])).eval()
-    load_hf_state_dict(ours, hf.state_dict(), LAYOUT)
-    batch = padded_batch(ours.config)
-    with torch.no_grad():
-        out = ours(**batch)
-        theirs = hf(**batch)
-        mlm = ours.mlm_head(out.last_hidden_state)
-        nsp = ours.nsp_head(out.pooler_output)
-    assert max_diff(mlm, theirs.prediction_logits, batch["attention_mask"]) <= TOLERANCE
-    assert max_diff(nsp, theirs.seq_relationship_logits) <= TOLERANCE
 
 
 def test_padding_does_not_change_token_states():

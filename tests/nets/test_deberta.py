@@ -1,37 +1,22 @@
-"""DeBERTa (v1) against transformers: random transformers checkpoints imported with ``from_hf``
-give the same ``last_hidden_state`` (DebertaModel) and masked-LM logits (DebertaForMaskedLM) to
-1e-5 in float32 on padded batches, for both and either of the c2p/p2c terms and relative spans
-shorter and longer than the inputs; the enhanced mask decoder reads absolute positions only at
-the end (exports and the other contracts: ``tests/contracts``)."""
+"""DeBERTa (v1)'s enhanced mask decoder reads absolute positions only at the end, and a tiny MLM
+run through it learns (parity with transformers, for both and either of the c2p/p2c terms and
+relative spans shorter and longer than the inputs: ``tests/nets/test_parity.py``; exports and the
+other contracts: ``tests/contracts``)."""
 
 import pytest
 import torch
 
-from datamodules.tokenization import TextTokenizer, save_tokenizer, train_tokenizer
+from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
-from lit_models.interop.hf import from_hf
-from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM, DebertaModel
-from tests.conftest import require
+from lit_models.nets.deberta import DebertaConfig, DebertaForMaskedLM
 from tests.nets.parity import TEXT, batch, max_diff, randomize_
-
-transformers = require("transformers")
 
 TOLERANCE = 1e-5
 DEBERTA = get_arch("deberta")
-#: sizes no other test uses: odd heads and layers; relative spans k shorter than the inputs
-#: (clipped distances) and longer; c2p and p2c together and alone; absolute positions in the
-#: input or not; segment embeddings or none
-CONFIGS = [
-    dict(hidden_size=36, num_hidden_layers=3, num_attention_heads=3, intermediate_size=50,
-         max_position_embeddings=83, max_relative_positions=5, pos_att_type=["c2p", "p2c"],
-         position_biased_input=False, type_vocab_size=0, hidden_act="gelu"),
-    dict(hidden_size=28, num_hidden_layers=2, num_attention_heads=7, intermediate_size=44,
-         max_position_embeddings=61, max_relative_positions=-1, pos_att_type="p2c",
-         position_biased_input=True, type_vocab_size=2, hidden_act="gelu_new"),
-    dict(hidden_size=20, num_hidden_layers=1, num_attention_heads=5, intermediate_size=24,
-         max_position_embeddings=64, max_relative_positions=11, pos_att_type=["c2p"],
-         position_biased_input=True, type_vocab_size=0, hidden_act="gelu"),
-]
+#: odd heads and layers, relative spans k shorter than the inputs (clipped distances), c2p and p2c
+SIZES = dict(hidden_size=36, num_hidden_layers=3, num_attention_heads=3, intermediate_size=50,
+             max_position_embeddings=83, max_relative_positions=5, pos_att_type=["c2p", "p2c"],
+             position_biased_input=False, type_vocab_size=0, hidden_act="gelu")
 
 
 @pytest.fixture(scope="module")
@@ -39,47 +24,11 @@ def tokenizer() -> TextTokenizer:
     return train_tokenizer(DEBERTA.tokenizer, TEXT, vocab_size=300, lowercase=False)
 
 
-def checkpoint(cls_name: str, sizes: dict, tokenizer: TextTokenizer, directory, **extra):
-    values = dict(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
-                  relative_attention=True, layer_norm_eps=1e-7)
-    config = transformers.DebertaConfig(**{**values, **sizes, **extra})
-    model = randomize_(getattr(transformers, cls_name)(config))
-    model.save_pretrained(directory)
-    save_tokenizer(tokenizer, directory, sizes["max_position_embeddings"])
-    return model
-
-
-@pytest.mark.parametrize("sizes", CONFIGS)
-def test_from_hf_matches_deberta_model(sizes, tokenizer, tmp_path):
-    reference = checkpoint("DebertaModel", sizes, tokenizer, tmp_path)
-    _, net, loaded = from_hf(tmp_path)
-    assert isinstance(net, DebertaModel) and loaded.special == tokenizer.special
-    inputs = batch(tokenizer, TEXT[:4])
-    assert (inputs["attention_mask"] == 0).any() and inputs["input_ids"].shape[1] > 11
-    with torch.no_grad():
-        ours = net.eval()(**inputs).last_hidden_state
-        theirs = reference(**inputs).last_hidden_state
-    assert max_diff(ours, theirs, inputs["attention_mask"]) <= TOLERANCE
-
-
-@pytest.mark.parametrize("sizes", CONFIGS[1:])
-def test_from_hf_matches_deberta_for_masked_lm(sizes, tokenizer, tmp_path):
-    """With absolute positions in the input there is no enhanced mask decoder (as released)."""
-    reference = checkpoint("DebertaForMaskedLM", sizes, tokenizer, tmp_path)
-    _, net, _ = from_hf(tmp_path, with_heads=True)
-    assert isinstance(net, DebertaForMaskedLM)
-    inputs = batch(tokenizer, TEXT[4:8])
-    with torch.no_grad():
-        ours = net.mlm_head(net.eval()(**inputs).last_hidden_state)
-        theirs = reference(**inputs).logits
-    assert max_diff(ours, theirs, inputs["attention_mask"]) <= TOLERANCE
-
-
 def test_enhanced_mask_decoder_adds_absolute_positions_at_the_end(tokenizer):
     torch.manual_seed(0)
     config = DebertaConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.special.pad,
                            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                           **{**CONFIGS[0], "max_relative_positions": 64})
+                           **{**SIZES, "max_relative_positions": 64})
     net = randomize_(DebertaForMaskedLM(config))
     inputs = batch(tokenizer, TEXT[:2])
     positions = net.deberta.embeddings.position_embeddings

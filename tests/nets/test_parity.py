@@ -92,7 +92,9 @@ VARIANTS = {
              decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
              activation_function="relu", max_position_embeddings=72),
     ],
-    "bert": [  # three segment types, another pad id and LayerNorm epsilon
+    "bert": [  # heads of 8 dimensions and a feed-forward apart from 4H; three segment types,
+        # tanh GELU, another LayerNorm epsilon
+        dict(hidden_size=32, num_attention_heads=4, intermediate_size=37, hidden_act="gelu"),
         dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=3, intermediate_size=128,
              hidden_act="gelu_new", type_vocab_size=3, max_position_embeddings=64,
              layer_norm_eps=1e-7),
@@ -375,6 +377,7 @@ def compared(ours: torch.Tensor, theirs: torch.Tensor, keep: torch.Tensor | None
     """max |ours - theirs| (at the ``keep`` positions), on outputs that are not vacuous; the
     states between layers relative beyond magnitude 1 (the residual stream grows, as the
     contract suite compares them)."""
+    assert torch.isfinite(ours).all()  # the pads too: nothing NaN leaks from a padded query
     if keep is None:
         assert ours.shape == theirs.shape
         return (ours - theirs).abs().max().item()
@@ -443,6 +446,12 @@ def test_from_hf_matches(name: str, values: dict, role: str, tmp_path):
                                                              {**inputs, **glob}, keep):
                         diff = compared(ours, theirs, where, what)
                         assert diff <= tolerance, (what, side, implementation, diff)
+        if role != "encoder":  # the encoder alone out of a checkpoint with heads (init_from)
+            encoder = from_hf(tmp_path, arch=arch).net.eval()
+            with torch.no_grad():
+                alone = encoder(**inputs).last_hidden_state
+                inside = net(**inputs).last_hidden_state
+            assert type(encoder) is arch.encoder and max_diff(alone, inside, keep) == 0
 
 
 def test_every_registered_model_is_compared():
