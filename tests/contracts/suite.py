@@ -7,8 +7,9 @@ test's toy) subclasses it with its own.
 
 Every test is on the architecture's tiny preset with random weights (``randomize_``: biases and
 norms too, so a weight mapped to the wrong place cannot hide), a vocabulary trained on a few
-sentences, and unpadded batches (padding conventions are each architecture's own tests'; the
-exported encoder and classifier are also compared on a padded batch, at its real tokens):
+sentences, and unpadded batches (padded ones, in every role transformers has a class of, are
+``tests/nets/test_parity.py``'s; the exported encoder and classifier are also compared on a
+padded batch, at its real tokens):
 
 - the pretraining net exports (``to_hf``) and imports (``from_hf``) back to the same weights,
   transformers loads the export with nothing missing and reads text with the exported tokenizer

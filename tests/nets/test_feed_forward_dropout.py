@@ -1,7 +1,7 @@
 """The feed-forward's inner dropout (BART's activation_dropout, T5's and XLNet's feed-forward
 dropout): it zeroes inner activations in training and is the identity in evaluation, and each
-encoder-decoder and XLNet layer takes its rate from the net's config. Parity in eval mode is the
-nets' own tests'."""
+encoder-decoder and XLNet layer takes its rate from the net's config. Parity in eval mode:
+``tests/nets/test_parity.py``."""
 
 import pytest
 import torch
