@@ -398,11 +398,27 @@ def compared(ours: torch.Tensor, theirs: torch.Tensor, keep: torch.Tensor | None
     return max_diff(ours, theirs, keep) / scale
 
 
-def outputs(arch: Arch, role: str, net, reference, inputs: dict, keep: torch.Tensor):
-    """(what, ours, theirs, positions or None) of every output ``role`` compares."""
+def heads_of(arch: Arch, role: str) -> list[str]:
+    """The heads ``role`` compares: the declared pretraining heads transformers has, or the
+    masked-LM head of its masked-LM class."""
+    heads = arch.capabilities.heads if role == "pretraining" else {"mlm"}
+    return sorted(head for head in heads if HEADS[head] is not None)
+
+
+def run(arch: Arch, role: str, model, inputs: dict, keep: torch.Tensor):
+    """``model``'s output for ``role``: with every layer's states where declared (encoder), under
+    a factorisation order for XLNet's query stream; one forward for all heads."""
     if role == "encoder":
-        hidden = {"output_hidden_states": True} if arch.capabilities.hidden_states else {}
-        ours, theirs = net(**inputs, **hidden), reference(**inputs, **hidden)
+        extra = {"output_hidden_states": True} if arch.capabilities.hidden_states else {}
+    else:
+        extra = factorisation(keep, 3) if "plm" in heads_of(arch, role) else {}
+    return model(**inputs, **extra)
+
+
+def outputs(arch: Arch, role: str, net, ours, theirs, inputs: dict, keep: torch.Tensor):
+    """(what, ours, theirs, positions or None) of every output ``role`` compares, from our net's
+    output ``ours`` and transformers' ``theirs``."""
+    if role == "encoder":
         yield "last_hidden_state", ours.last_hidden_state, theirs.last_hidden_state, keep
         # transformers' pooled output where its class has one (ours may pool where theirs
         # does not: the state a classifier reads)
@@ -411,24 +427,20 @@ def outputs(arch: Arch, role: str, net, reference, inputs: dict, keep: torch.Ten
         if arch.encoder_decoder:
             yield ("encoder_last_hidden_state", ours.encoder_last_hidden_state,
                    theirs.encoder_last_hidden_state, inputs["attention_mask"])
-        if hidden:
+        if arch.capabilities.hidden_states:
             assert len(ours.hidden_states) == len(theirs.hidden_states)
             for i, (a, b) in enumerate(zip(ours.hidden_states, theirs.hidden_states,
                                            strict=True)):
                 yield f"hidden_states[{i}]", a, b, keep
         return
-    heads = arch.capabilities.heads if role == "pretraining" else {"mlm"}
-    heads = sorted(head for head in heads if HEADS[head] is not None)
-    # one forward for every head but XLNet's query stream, which takes the factorisation
-    extra = factorisation(keep, 3) if "plm" in heads else {}
-    ours, theirs = net(**inputs, **extra), reference(**inputs, **extra)
-    for head in heads:
+    for head in heads_of(arch, role):
         scores, names, per_token = HEADS[head]
         field = next(name for name in names if getattr(theirs, name, None) is not None)
         yield head, scores(net, ours), getattr(theirs, field), keep if per_token else None
 
 
 @pytest.mark.parametrize(("name", "values", "role"), CASES)
+@torch.no_grad()
 def test_from_hf_matches(name: str, values: dict, role: str, tmp_path):
     arch = ARCHS[name]
     tokenizer = tokenizer_of(arch)
@@ -444,26 +456,26 @@ def test_from_hf_matches(name: str, values: dict, role: str, tmp_path):
                 "mlm": arch.masked_lm or arch.pretraining}[role]
     assert type(net) is expected and imported.tokenizer.special == tokenizer.special
     tolerance = TOLERANCE_OF.get(name, TOLERANCE)
+    # transformers' eager attention and its SDPA path, where it has both
     implementations = ["eager", "sdpa"] if role == "encoder" and reference._supports_sdpa else [
         None]
     sides = {arch.tokenizer.padding_side} | ({"left"} if arch.kind == "decoder" else set())
     for side in sorted(sides):
         inputs, keep = padded_inputs(arch, config, side)
-        for glob in global_masks(arch, inputs):
+        for given in ({**inputs, **glob} for glob in global_masks(arch, inputs)):
+            ours = run(arch, role, net, given, keep)
             for implementation in implementations:
                 if implementation:
                     reference.set_attn_implementation(implementation)
-                with torch.no_grad():
-                    for what, ours, theirs, where in outputs(arch, role, net, reference,
-                                                             {**inputs, **glob}, keep):
-                        diff = compared(ours, theirs, where, what)
-                        assert diff <= tolerance, (what, side, implementation, diff)
-        if role == "pretraining":  # the encoder alone out of a checkpoint with heads (init_from)
-            encoder = from_hf(tmp_path, arch=arch).net.eval()
-            with torch.no_grad():
-                alone = encoder(**inputs).last_hidden_state
-                inside = net(**inputs).last_hidden_state
-            assert type(encoder) is arch.encoder and max_diff(alone, inside, keep) == 0
+                theirs = run(arch, role, reference, given, keep)
+                for what, mine, their, where in outputs(arch, role, net, ours, theirs, given,
+                                                        keep):
+                    diff = compared(mine, their, where, what)
+                    assert diff <= tolerance, (what, side, implementation, diff)
+    if role != "encoder":  # the encoder alone out of a checkpoint with heads (init_from)
+        encoder = from_hf(tmp_path, arch=arch).net.eval()
+        alone, inside = encoder(**inputs).last_hidden_state, net(**inputs).last_hidden_state
+        assert type(encoder) is arch.encoder and max_diff(alone, inside, keep) == 0
 
 
 def test_every_registered_model_is_compared():

@@ -1,9 +1,9 @@
-"""XLNet against transformers beyond one forward: the same memories and second-segment states and
-query-stream logits with segment recurrence (under "bi" attention and "uni", whose transformers
-takes no padded batch: row by row), to 1e-5 in float32 on padded sentence-pair batches; the
-sequence-summary classifier round-trips on left-padded batches; left and right padding give the
-same states (the content stream and the query stream of one segment: ``tests/nets/test_parity.py``;
-the other exports and contracts: ``tests/contracts``)."""
+"""XLNet against transformers where the registry-wide parity test cannot go: "uni" attention, whose
+transformers takes no padded batch (row by row), the content stream under a permutation mask, and
+segment recurrence (memories, second-segment states and query-stream logits), to 1e-5 in float32
+on padded sentence-pair batches; the sequence-summary classifier round-trips on left-padded
+batches; left and right padding give the same states (one segment under "bi" attention, both
+streams: ``tests/nets/test_parity.py``; the other exports and contracts: ``tests/contracts``)."""
 
 import pytest
 import torch
@@ -119,6 +119,30 @@ def test_left_padding_gives_the_states_of_right_padding(sizes, tokenizer):
         left = net(**left_padded(batch)).last_hidden_state
     again = torch.stack([row.roll(-shift, dims=0) for row, shift in zip(left, shifts, strict=True)])
     assert max_diff(again, right, batch["attention_mask"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("sizes", CONFIGS)
+def test_query_stream_logits_match_xlnet_lm_head_model(sizes, tokenizer, tmp_path):
+    """Both streams of one segment under "uni" attention too, whose transformers takes no padded
+    batch (row by row), and the content stream under the permutation mask (the query stream
+    under "bi" attention, with every other role: ``tests/nets/test_parity.py``)."""
+    reference = checkpoint("XLNetLMHeadModel", sizes, tokenizer, tmp_path)
+    _, net, _ = from_hf(tmp_path, with_heads=True)
+    assert isinstance(net, XLNetLMHeadModel)
+    assert net.lm_bias.abs().sum() > 0  # the head's bias came along
+    batch = pair_batch(tokenizer, PAIRS)
+    perm_mask, target_mapping = factorisation(batch["attention_mask"], 3,
+                                               reference.config.attn_type)
+    with torch.no_grad():
+        out = net.eval()(**batch, perm_mask=perm_mask, target_mapping=target_mapping)
+        theirs, _ = reference_outputs(reference, batch, perm_mask=perm_mask,
+                                      target_mapping=target_mapping)
+        assert out.last_hidden_state.shape[1] == 3
+        assert (net.logits(out.last_hidden_state) - theirs).abs().max() <= TOLERANCE
+        # the content stream under the permutation mask (it also sees its own token)
+        ours_h = net(**batch, perm_mask=perm_mask).last_hidden_state
+        theirs_h, _ = reference_outputs(reference.transformer, batch, perm_mask=perm_mask)
+        assert max_diff(ours_h, theirs_h, batch["attention_mask"]) <= TOLERANCE
 
 
 @pytest.mark.parametrize("sizes", [*CONFIGS, SAME_LENGTH])
