@@ -1,5 +1,6 @@
-"""What the parity tests of every architecture share: random weights, padded batches, the
-comparison, and the fine-tuned classification head's round trip through transformers."""
+"""What the tests comparing nets with transformers share: random weights, padded batches (single
+texts, sentence pairs, sources with decoder inputs), the comparison, and the fine-tuned
+classification head's round trip through transformers."""
 
 from pathlib import Path
 
@@ -33,6 +34,19 @@ def segments(tokenizer: TextTokenizer, pairs: list[tuple[str, str]]) -> dict:
     encodings = [tokenizer.backend.encode(a, b) for a, b in pairs]
     examples = [{"input_ids": e.ids, "token_type_ids": e.type_ids} for e in encodings]
     return pad_collate(examples, pad_id=tokenizer.special.pad)
+
+
+def seq2seq_batch(tokenizer: TextTokenizer, sources: list[str], targets: list[str],
+                  start: list[int] = ()) -> dict[str, torch.Tensor]:
+    """A padded source batch and right-padded decoder inputs of other lengths, each after
+    ``start`` (T5's decoder starts at its pad), with the decoder's mask as ``decoder_mask``."""
+    encode, pad = tokenizer.backend.encode_batch, tokenizer.special.pad
+    batch = pad_collate([{"input_ids": e.ids} for e in encode(sources)], pad)
+    decoder = pad_collate([{"input_ids": [*start, *e.ids]} for e in encode(targets)], pad)
+    batch["decoder_input_ids"] = decoder["input_ids"]
+    batch["decoder_mask"] = decoder["attention_mask"]
+    assert (batch["attention_mask"] == 0).any() and (decoder["attention_mask"] == 0).any()
+    return batch
 
 
 def randomize_(model: torch.nn.Module) -> torch.nn.Module:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from datamodules.errors import PlmbenchError
+from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
 from lit_models.core.generation import (
     GenerationConfig,
@@ -18,11 +19,16 @@ from lit_models.core.generation import (
 from lit_models.interop.hf import to_hf
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
 from tests.conftest import require
-from tests.nets.parity import TEXT
-from tests.nets.test_bart import inputs
-from tests.nets.test_bart import tokenizer as tokenizer  # noqa: F401 (fixture)
+from tests.nets.parity import TEXT, seq2seq_batch
 
 BART = get_arch("bart")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    """A small vocabulary of BART's tokenizer spec."""
+    return train_tokenizer(BART.tokenizer, TEXT, vocab_size=300, lowercase=False)
+
 
 transformers = require("transformers")
 
@@ -46,7 +52,7 @@ EOS = 134
 
 
 @pytest.fixture(scope="module")
-def models(tokenizer, tmp_path_factory):  # noqa: F811
+def models(tokenizer, tmp_path_factory):
     """(transformers' model, ours) with the same random weights (ours exported with to_hf)."""
     torch.manual_seed(0)
     config = BartConfig(vocab_size=tokenizer.vocab_size, init_std=0.2, eos_token_id=EOS, **SIZES)
@@ -65,9 +71,9 @@ def strip(ids: torch.Tensor, eos: int, pad: int) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_generated_ids_match_transformers_generate(settings, models, tokenizer):  # noqa: F811
+def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
     reference, net = models
-    batch = inputs(tokenizer, TEXT[:3], TEXT[:3])
+    batch = seq2seq_batch(tokenizer, TEXT[:3], TEXT[:3])
     special = tokenizer.special
     theirs = reference.generate(
         input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], do_sample=False,
@@ -80,9 +86,9 @@ def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
 
 
 @pytest.mark.parametrize("early_stopping", [False, True])
-def test_one_beam_is_greedy(early_stopping, models, tokenizer):  # noqa: F811
+def test_one_beam_is_greedy(early_stopping, models, tokenizer):
     _, net = models
-    batch = inputs(tokenizer, TEXT[:4], TEXT[:4])
+    batch = seq2seq_batch(tokenizer, TEXT[:4], TEXT[:4])
     cfg = GenerationConfig(num_beams=1, max_new_tokens=12, early_stopping=early_stopping)
     with torch.no_grad():
         greedy = greedy_search(Seq2SeqDecoding(net, batch["input_ids"], batch["attention_mask"],
@@ -93,9 +99,9 @@ def test_one_beam_is_greedy(early_stopping, models, tokenizer):  # noqa: F811
 
 
 @pytest.mark.parametrize("num_beams", [1, 3])
-def test_cached_and_uncached_decoding_agree(num_beams, models, tokenizer):  # noqa: F811
+def test_cached_and_uncached_decoding_agree(num_beams, models, tokenizer):
     _, net = models
-    batch = inputs(tokenizer, TEXT[1:4], TEXT[1:4])
+    batch = seq2seq_batch(tokenizer, TEXT[1:4], TEXT[1:4])
     args = batch["input_ids"], batch["attention_mask"]
     cfg = dict(num_beams=num_beams, max_new_tokens=10, no_repeat_ngram_size=2)
     cached = generate(BART, net, *args, GenerationConfig(**cfg, use_cache=True))
@@ -129,10 +135,10 @@ def test_bad_settings_are_one_line():
         GenerationConfig(min_new_tokens=5, max_new_tokens=3)
 
 
-def test_the_test_model_ends_hypotheses_at_different_lengths(models, tokenizer):  # noqa: F811
+def test_the_test_model_ends_hypotheses_at_different_lengths(models, tokenizer):
     """Otherwise the comparisons above would not exercise the end-token bookkeeping."""
     _, net = models
-    batch = inputs(tokenizer, TEXT[:3], TEXT[:3])
+    batch = seq2seq_batch(tokenizer, TEXT[:3], TEXT[:3])
     lengths = set()
     for settings in SETTINGS:
         ids = generate(BART, net, batch["input_ids"], batch["attention_mask"],

@@ -6,6 +6,7 @@ bias follows the cached positions); beam size 1 is greedy."""
 import pytest
 import torch
 
+from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import Model, get_arch
 from lit_models.core.generation import (
     GenerationConfig,
@@ -18,11 +19,21 @@ from lit_models.interop.hf import to_hf
 from lit_models.nets.t5 import T5Config, T5ForConditionalGeneration
 from tests.conftest import require
 from tests.lit_models.core.test_generation import SETTINGS, strip
-from tests.nets.parity import TEXT
-from tests.nets.test_t5 import inputs
-from tests.nets.test_t5 import tokenizer as tokenizer  # noqa: F401 (fixture)
+from tests.nets.parity import TEXT, seq2seq_batch
 
 T5 = get_arch("t5")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    """A small vocabulary of T5's tokenizer spec."""
+    return train_tokenizer(T5.tokenizer, TEXT, vocab_size=300, lowercase=False)
+
+
+def inputs(tokenizer: TextTokenizer, sources: list[str], targets: list[str]) -> dict:
+    """Sources and decoder inputs from T5's decoder start (its pad)."""
+    return seq2seq_batch(tokenizer, sources, targets, start=[tokenizer.special.pad])
+
 
 transformers = require("transformers")
 
@@ -44,7 +55,7 @@ def end_token(net, batch) -> int:
 
 
 @pytest.fixture(scope="module", params=["relu", "gated-gelu"])
-def models(request, tokenizer, tmp_path_factory):  # noqa: F811
+def models(request, tokenizer, tmp_path_factory):
     """(transformers' model, ours, the end token) with the same random weights."""
     torch.manual_seed(0)
     gated = request.param != "relu"
@@ -58,7 +69,7 @@ def models(request, tokenizer, tmp_path_factory):  # noqa: F811
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_generated_ids_match_transformers_generate(settings, models, tokenizer):  # noqa: F811
+def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
     reference, net, eos = models
     batch = inputs(tokenizer, TEXT[:3], TEXT[:3])
     pad = tokenizer.special.pad
@@ -72,7 +83,7 @@ def test_generated_ids_match_transformers_generate(settings, models, tokenizer):
         assert strip(ours, eos, pad) == strip(theirs[:, 1:], eos, pad)
 
 
-def test_one_beam_is_greedy(models, tokenizer):  # noqa: F811
+def test_one_beam_is_greedy(models, tokenizer):
     _, net, eos = models
     batch = inputs(tokenizer, TEXT[:4], TEXT[:4])
     args = net, batch["input_ids"], batch["attention_mask"], 1, True

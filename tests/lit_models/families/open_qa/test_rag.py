@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from datamodules.tokenization import TextTokenizer, train_tokenizer
 from lit_models.archs import get_arch
 from lit_models.core.generation import GenerationConfig, generate
 from lit_models.families.open_qa.rag import (
@@ -20,11 +21,16 @@ from lit_models.families.open_qa.rag import (
     thorough_marginals,
 )
 from lit_models.nets.bart import BartConfig, BartForConditionalGeneration
-from tests.nets.parity import TEXT
-from tests.nets.test_bart import inputs
-from tests.nets.test_bart import tokenizer as tokenizer  # noqa: F401 (fixture)
+from tests.nets.parity import TEXT, seq2seq_batch
 
 BART = get_arch("bart")
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> TextTokenizer:
+    """A small vocabulary of BART's tokenizer spec."""
+    return train_tokenizer(BART.tokenizer, TEXT, vocab_size=300, lowercase=False)
+
 
 SIZES = dict(d_model=24, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
              decoder_attention_heads=3, encoder_ffn_dim=40, decoder_ffn_dim=36,
@@ -50,16 +56,16 @@ def test_marginalisations_equal_brute_force():
 
 
 @pytest.fixture(scope="module")
-def net(tokenizer):  # noqa: F811
+def net(tokenizer):
     torch.manual_seed(0)
     config = BartConfig(vocab_size=tokenizer.vocab_size, init_std=0.2, eos_token_id=EOS, **SIZES)
     return BartForConditionalGeneration(config).eval()
 
 
 @pytest.fixture(scope="module")
-def documents(tokenizer):  # noqa: F811
+def documents(tokenizer):
     """B = 2 questions × k = 3 documents of padded inputs and their p(z|x)."""
-    batch = inputs(tokenizer, TEXT[:6], TEXT[:6])
+    batch = seq2seq_batch(tokenizer, TEXT[:6], TEXT[:6])
     torch.manual_seed(1)
     return batch["input_ids"], batch["attention_mask"], torch.randn(2, 3).log_softmax(-1)
 
@@ -75,7 +81,7 @@ def brute_next_logp(net, ids, mask, doc_logp, prefix):
     return probs.log()
 
 
-def test_rag_token_greedy_follows_the_brute_force_marginal(net, documents, tokenizer):  # noqa: F811
+def test_rag_token_greedy_follows_the_brute_force_marginal(net, documents, tokenizer):
     ids, mask, doc_logp = documents
     cfg = GenerationConfig(max_new_tokens=6)
     out = generate_rag_token(net, ids, mask, doc_logp, cfg)
@@ -104,7 +110,7 @@ def test_rag_token_beam_search_reorders_every_documents_cache(net, documents):
     assert torch.equal(one, generate(BART, net, ids[:2], mask[:2], GenerationConfig(**settings)))
 
 
-def test_thorough_is_the_exact_marginal_and_fast_a_lower_bound(net, documents, tokenizer):  # noqa: F811
+def test_thorough_is_the_exact_marginal_and_fast_a_lower_bound(net, documents, tokenizer):
     ids, mask, doc_logp = documents
     pad = tokenizer.special.pad
     generated = generate(BART, net, ids, mask, GenerationConfig(max_new_tokens=5))
