@@ -156,8 +156,9 @@ def test_tiny_realm_pretraining_run_then_open_qa_fine_tuning(mirror, tmp_path, t
     assert 0 < metrics["retrieval_entropy"] <= math.log(3) + 1e-6
     with open(where / "logs" / "metrics.csv") as f:
         train = [float(r["train/mlm_loss"]) for r in csv.DictReader(f) if r["train/mlm_loss"]]
-    # 16 steps moved the mean of 4 losses by -0.07 to 0.46 over seeds and machines (8 masked sentences a step
-    # are noisy); by 32 the run fits its 10 documents: the means fell by 1.26 to 1.76 over 6 seeds
+    # 16 steps moved the mean of 4 losses by -0.07 to 0.46 over seeds and machines (8 masked
+    # sentences a step are noisy); by 32 the run fits its 10 documents: the means fell by 1.26 to
+    # 1.76 over 6 seeds
     assert sum(train[-4:]) / 4 < sum(train[:4]) / 4 - 0.5, train
     assert (where / "model" / "question_encoder").is_dir()
     board = plmbench("leaderboard", str(tmp_path), "--board", "pretrain")
