@@ -276,6 +276,8 @@ def read_outputs(record: Record | Mapping, split: str) -> Outputs:
         raise PlmbenchError(f"{path} is missing: the run's predictions are needed for the "
                             "paired bootstrap; re-run it with `plmbench rerun`")
     task = record.task_config
+    while isinstance(task.get("target"), Mapping):  # a pruned or compressed run: its task's labels
+        task = task["target"]
     if path.suffix == ".tsv":
         return read_tsv(path, task)
     if path.suffix == ".json":

@@ -169,12 +169,25 @@ class GlueDataModule(PlmDataModule):
     def _prepare(self, split: str, cap: int | None, labelled: bool = False) -> datasets.Dataset:
         """Load ``split``, keep its first ``cap`` rows, check the labels of a ``labelled`` split
         (one a run trains on or scores), tokenize (cached by fingerprint)."""
+        return self._encoded(self.rows(self.task, split, cap), split, cap, labelled)
+
+    def held_out(self, split: str, start: int, count: int) -> datasets.Dataset:
+        """Rows ``start`` to ``start + count`` of ``split`` (fewer where it ends), labelled and
+        tokenized as a training split is: examples a run that trained on the first ``start``
+        rows did not see (head importance, ``lit_models/families/head_pruning.py``)."""
+        raw = self.rows(self.task, split, start + count)
+        return self._encoded(raw.select(list(range(start, len(raw)))), split,
+                             [start, count], labelled=True)
+
+    def _encoded(self, raw: datasets.Dataset, split: str, rows: object,
+                 labelled: bool) -> datasets.Dataset:
+        """``raw`` (the ``rows`` of ``split``) with its labels checked where ``labelled``,
+        tokenized."""
         task = self.task
-        raw = self.rows(task, split, cap)
         if labelled:
             self.check_labels(split, self.label_column(task, raw))
         # raw._fingerprint identifies the source rows, so a re-mirrored file is re-tokenized
-        key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], cap,
+        key = [tokenizer_fingerprint(self.encoder), task["name"], split, task["max_length"], rows,
                raw._fingerprint]
         fingerprint = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
         encoded = raw.map(

@@ -92,6 +92,13 @@ def _check_bool(value: object, key: str, where: str) -> bool:
     return value
 
 
+def _check_path(value: object, key: str, where: str) -> str | None:
+    if value is not None and not (isinstance(value, str) and value):
+        raise PlmbenchError(f"{where}: {key} must be a dotted path into the record (e.g. "
+                            f"analysis), not {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Board:
     """How a benchmark's columns are ordered, scaled and scored (``conf/board/<name>.yaml``)."""
@@ -320,6 +327,10 @@ class Column:
     #: the (low, high) the value can take, in the record's units (``range: [0, 1]``); (None,
     #: None) where unbounded. Defaults from the metric's name (``metric_range``)
     bounds: tuple[float | None, float | None] = (None, None)
+    #: ``scored_as: analysis``: the record part naming the eval split and metric behind a value
+    #: that is not at ``metrics.<split>.<metric>`` (a pruning curve's point: its ``analysis``
+    #: holds ``split`` and ``metric``), so the best constant answer floors it too
+    scored_as: str | None = None
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -415,7 +426,7 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
         if not isinstance(spec, Mapping):
             raise PlmbenchError(f"{at} must be a mapping with label and value")
         known = {"label", "value", "scale", "higher_is_better", "score", "format", "text",
-                 "varies", "range"} | extra
+                 "varies", "range", "scored_as"} | extra
         check_keys(spec, known, at)
         label, value = spec.get("label"), spec.get("value")
         paths = list(value) if isinstance(value, list | tuple) else [value]
@@ -444,6 +455,7 @@ def _parse_columns(specs: object, board: Board, where: str, task_of, extra: froz
             score=not text and _check_bool(spec.get("score", True), "score", at),
             adds=_check_bool(spec.get("adds", False), "adds", at),
             varies=_check_bool(spec.get("varies", True), "varies", at),
+            scored_as=_check_path(spec.get("scored_as"), "scored_as", at),
         ))
     return columns
 

@@ -17,7 +17,7 @@ a record from before predictions files) has no such floor, only the baseline row
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -44,7 +44,15 @@ def constant_answers(outputs) -> list[float] | None:
             for a in answers]
 
 
-def _split_metric(column: Column) -> tuple[str, str] | None:
+def _split_metric(column: Column, record: Record) -> tuple[str, str] | None:
+    """The eval split and metric behind the column's values: ``metrics.<split>.<metric>``, or
+    those the record part ``column.scored_as`` names (a pruning curve's point)."""
+    if column.scored_as:
+        part = record.at(column.scored_as)
+        if isinstance(part, Mapping) and isinstance(part.get("split"), str) \
+                and isinstance(part.get("metric"), str):
+            return part["split"], part["metric"]
+        return None
     parts = column.value.split(".")
     return (parts[1], parts[2]) if len(parts) == 3 and parts[0] == "metrics" else None
 
@@ -57,13 +65,13 @@ def constant_floors(rows: Sequence[Row], columns: Sequence[Column]) -> dict[str,
     read: dict[tuple[int, str], object] = {}
     floors = {}
     for column in columns:
-        where = _split_metric(column)
-        if where is None or not column.ranked or not column.varies or column.is_setting:
+        if not column.ranked or not column.varies or column.is_setting:
+            continue
+        record = _a_run(rows, column.task)
+        where = None if record is None else _split_metric(column, record)
+        if where is None:
             continue
         split, metric = where
-        record = _a_run(rows, column.task)
-        if record is None:
-            continue
         key = (id(record), split)
         if key not in read:
             try:

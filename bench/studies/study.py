@@ -26,9 +26,12 @@ one model on one task (a grid over settings and seeds), the first seed of the gr
 (ModernBERT's round two starts from the MNLI run so chosen:
 ``conf/experiment/published_glue_modernbert.yaml``); an entry may hold lists (interpolated from
 elsewhere in the block: flattened), and a null entry or group is left out (a smaller preset drops
-runs that way). A failed run stops the study after its entry; ``plmbench rerun <record>`` repeats
-it, and the study then picks up where it stopped. The runs go one after another in this process: to
-use a cluster, submit the study command as one job.
+runs that way). ``{name@seed}`` pairs seeds: each seed of the entry (its ``seed=0,1,2``) starts
+from the run of ``name`` with the same seed (of its grid point best on dev), as the pruning of
+each fine-tuned seed does (``conf/claims/head_pruning.yaml``). A failed run stops the study after
+its entry; ``plmbench rerun <record>`` repeats it, and the study then picks up where it stopped.
+The runs go one after another in this process: to use a cluster, submit the study command as one
+job.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
 
 log = logging.getLogger(__name__)
-#: "{name}" in an override: the run directory of the study's entry ``name``
-REFERENCE = re.compile(r"\{(\w+)\}")
+#: "{name}" in an override: the run directory of the study's entry ``name``; "{name@seed}": its
+#: run of the referring run's own seed
+REFERENCE = re.compile(r"\{(\w+)(@seed)?\}")
 
 
 def composed(overrides: list[str]) -> DictConfig:
@@ -102,12 +106,12 @@ def _finished(run_dir: Path, name: str) -> Record:
     return record
 
 
-def best_run(run_dirs: list[Path], source: str, name: str) -> Path:
+def best_run(run_dirs: list[Path], source: str, name: str, seed: int | None = None) -> Path:
     """The run of sweep ``source`` (one model on one task: a grid over seeds and settings) that
     entry ``name`` starts from: of the grid point best on dev (``bench.boards.selection``: the
     best mean over seeds of the task's scoring columns), its lowest seed (not the best one: a seed
     chosen on dev would overstate round two), as ModernBERT's glue.py starts round two from its
-    first MNLI job's checkpoint."""
+    first MNLI job's checkpoint; with ``seed``, its run of that seed."""
     from bench.boards.config import get_board
     from bench.boards.selection import best_on_dev
 
@@ -117,27 +121,55 @@ def best_run(run_dirs: list[Path], source: str, name: str) -> Path:
                             "or tasks; a later entry starts from a sweep of one model on one "
                             "task (its grid and seeds), so split it")
     kept = best_on_dev(records, get_board(records[0].board))
+    if seed is not None:
+        paired = [r for r in kept if r.seed == seed]
+        if not paired:
+            raise PlmbenchError(f"study.runs.{name} names {{{source}@seed}} for seed {seed}, "
+                                f"which {source} did not run (its seeds: "
+                                f"{sorted({str(r.seed) for r in kept})}); give both the same seeds")
+        return Path(str(paired[0].run_dir))
     first = min(kept, key=lambda r: (not isinstance(r.seed, int), r.seed if isinstance(
         r.seed, int) else 0, str(r.seed), str(r.run_dir)))
     log.info("study.runs.%s starts from %s: %s", name, source, first.run_dir)
     return Path(str(first.run_dir))
 
 
-def _resolve(override: str, done: dict[str, list[Path]], name: str) -> str:
+def _resolve(override: str, done: dict[str, list[Path]], name: str,
+             seed: int | None = None) -> str:
     """``override`` with each "{entry}" replaced by that earlier entry's run directory: its one
-    run, or of a sweep the run best on dev (``best_run``)."""
+    run, or of a sweep the run best on dev (``best_run``); "{entry@seed}" by its run of
+    ``seed``."""
     def run_dir(match: re.Match) -> str:
-        source = match.group(1)
+        source, paired = match.group(1), match.group(2)
         if source not in done:
             raise PlmbenchError(f"study.runs.{name} names {{{source}}}, which is no earlier "
                                 "single run or sweep of the study; reorder the entries or fix "
                                 "the name")
+        if paired:
+            return str(best_run(done[source], source, name, seed))
         if len(done[source]) > 1:
             return str(best_run(done[source], source, name))
         _finished(done[source][0], name)
         return str(done[source][0])
 
     return REFERENCE.sub(run_dir, override)
+
+
+def _by_seed(entry: list[str], name: str) -> list[tuple[int | None, list[str]]]:
+    """The entry as it runs: whole, or where it names a run of its own seed ("{x@seed}"), one
+    part per value of its ``seed=`` (each with that seed alone)."""
+    if not any(paired for o in entry for _, paired in REFERENCE.findall(o)):
+        return [(None, entry)]
+    given = [o for o in entry if o.startswith("seed=")]
+    if len(given) != 1:
+        raise PlmbenchError(f"study.runs.{name} names a run of its own seed ({{entry@seed}}): "
+                            "give it its seeds once (seed=0,1,2)")
+    try:
+        seeds = [int(s) for s in given[0].removeprefix("seed=").split(",")]
+    except ValueError:
+        raise PlmbenchError(f"study.runs.{name}: {given[0]} is no list of integer seeds "
+                            "(seed=0,1,2)") from None
+    return [(seed, [f"seed={seed}" if o in given else o for o in entry]) for seed in seeds]
 
 
 def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
@@ -151,7 +183,7 @@ def needed(entries: dict[str, list[str]], names: Iterable[str]) -> set[str]:
                                 f"{', '.join(entries)}")
         if name not in wanted:
             wanted.add(name)
-            todo += [m for o in entries[name] for m in REFERENCE.findall(o)]
+            todo += [m for o in entries[name] for m, _ in REFERENCE.findall(o)]
     return wanted
 
 
@@ -175,7 +207,8 @@ def run_study(overrides: list[str], select: Iterable[str] | None = None) -> Dict
     for name, entry in entries.items():
         own = any(o.startswith(naming) for o in entry)  # its experiment, not the study's
         base = [o for o in shared if not (own and o.startswith(naming))]
-        jobs = points([*base, *(_resolve(o, done, name) for o in entry)])
+        jobs = [job for seed, part in _by_seed(entry, name)
+                for job in points([*base, *(_resolve(o, done, name, seed) for o in part)])]
         run.FAILURES.clear()
         # under DDP each run starts its own ranks (bench/run/launch.py)
         done[name] = [run_dir for job in jobs

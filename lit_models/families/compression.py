@@ -88,6 +88,11 @@ class TargetFamily(TaskFamily):
         return self.inner.build({**cfg, "task": self.target, "save_model": False}, model,
                                 init_from)
 
+    def evaluation_outputs(self, module, run_dir, cfg) -> dict[str, str]:
+        """The target family's files of the last evaluation (a classifier's predictions beside
+        their gold labels: what significance tests and the boards' constant floor read)."""
+        return self.inner.evaluation_outputs(module, run_dir, {**cfg, "task": self.target})
+
 
 class Compression(TargetFamily):
     """The fine-tuned model as it is (``method: none``: the board's reference row) or

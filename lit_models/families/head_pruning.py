@@ -1,7 +1,9 @@
 """Head importance and pruning of a fine-tuned classifier (``task=analysis/head_pruning``).
 
 Michel et al. 2019, "Are Sixteen Heads Really Better than One?", §4: the importance of every
-head on the fine-tuned run's dev set, then the pruning curve (remove the least important share
+head on held-out examples (``task.importance``: by default training rows the fine-tuned run did
+not train on, never the examples that score the curve, which would choose the heads to keep on
+the test of that choice), then the pruning curve (remove the least important share
 of heads, recompute, ...; ``lit_models/families/head_importance.py``), each step scored with
 the task's own metrics. The model at the step that keeps ``task.keep`` of the heads is then pruned
 for real (its heads removed from the weights, ``lit_models/nets/pruning.py``), scored again,
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
 from datamodules.errors import PlmbenchError
 from datamodules.files import atomic_write_text
@@ -75,6 +78,7 @@ class HeadPruning(TargetFamily):
         if not isinstance(module, LitClassifier):
             raise PlmbenchError(f"task {task['name']} prunes sequence classifiers; "
                                 f"{self.target['name']} is no classification task")
+        self.importance_rows = importance_rows(task)
         self.findings = None
         return module, dm
 
@@ -88,7 +92,14 @@ class HeadPruning(TargetFamily):
             return {name: dict(values) for name, values in module.last_metrics.items()}
 
         device = trainer.strategy.root_device
-        importance_batches = dm.val_dataloader()[0]
+        split_of, start, count = self.importance_rows
+        held_out = dm.held_out(split_of, start, count)
+        if len(held_out) == 0:
+            raise PlmbenchError(f"task.importance: split {split_of} has no rows from row {start} "
+                                "on; lower task.importance.skip or name another split")
+        # every process computes the same importance over all of them (the mask must agree)
+        importance_batches = DataLoader(held_out, batch_size=dm.eval_batch_size,
+                                        collate_fn=dm.collate_fn)
 
         def importance(mask: torch.Tensor) -> torch.Tensor:
             module.to(device).eval()
@@ -104,15 +115,15 @@ class HeadPruning(TargetFamily):
         module.last_metrics = copy.deepcopy(steps[0].metrics)
         unpruned = measured(module, dm, task, self.target)
         kept = self.pruned_model(module, steps, task["keep"], shape)
-        if kept is not None:
-            evaluate(None)
-        else:
-            module.last_metrics = copy.deepcopy(steps[0].metrics)
+        # the model the record scores (the pruned one, else the unpruned one) evaluated once more:
+        # its metrics and its predictions file (``evaluation_outputs``) agree
+        evaluate(None)
         module.last_metrics = {**module.last_metrics,
                                "compression": measured(module, dm, task, self.target)}
         self.findings = {
             "metric": metric, "split": split, "step": task["step"],
             "heads": shape[0] * shape[1], "layers": shape[0],
+            "importance": {"split": split_of, "rows": [start, start + len(held_out)]},
             "curve": [{"heads_kept": s.heads_kept, "share_kept": s.heads_kept / steps[0].heads_kept,
                        "score": s.metrics[split][metric], "metrics": s.metrics,
                        "removed": s.removed,
@@ -123,7 +134,8 @@ class HeadPruning(TargetFamily):
                 "masked_metrics": kept.metrics, "unpruned": unpruned},
             "page": PAGE,
         }
-        atomic_write_text(run_dir / PAGE, pruning_page(steps, metric, split, kept, cfg))
+        atomic_write_text(run_dir / PAGE, pruning_page(steps, metric, split, kept, cfg,
+                                                        self.findings["importance"]))
         return {}
 
     @staticmethod
@@ -152,8 +164,36 @@ class HeadPruning(TargetFamily):
             self.inner.export(module, model, run_dir, {**cfg, "task": self.target})
 
 
+def importance_rows(task: Mapping) -> tuple[str, int, int]:
+    """(split, first row, rows) head importance is computed on (``task.importance``): by default
+    the target's training split after the rows its fine-tuned run trained on (its
+    ``max_train_samples``); never a split the run scores. One line where that cannot be told."""
+    target, chosen = task["target"], task["importance"]
+    train = target["splits"]["train"]
+    split = chosen["split"] or train
+    scored = list(task["splits"]["eval"])
+    if split is None or split in scored:
+        raise PlmbenchError(
+            f"task.importance.split={split}: head importance is computed on examples other than "
+            f"those that score the pruned model ({', '.join(scored)}); name a split the run does "
+            f"not score (e.g. the target's training split)")
+    skip = chosen["skip"]
+    if skip is None and split == train:
+        skip = target.get("max_train_samples")
+        if skip is None:
+            raise PlmbenchError(
+                f"task.importance: the fine-tuned run trained on all of {target['name']}'s "
+                f"{train} split, so none of its rows is held out; set task.importance.skip=<the "
+                "rows it trained on> (0 for rows it may have seen) or task.importance.split=<a "
+                "split it neither trained on nor is scored on>")
+    if not isinstance(chosen["samples"], int) or chosen["samples"] < 1:
+        raise PlmbenchError(f"task.importance.samples={chosen['samples']}: the number of "
+                            "held-out examples head importance is averaged over, at least 1")
+    return split, skip or 0, chosen["samples"]
+
+
 def pruning_page(steps: list[PruningStep], metric: str, split: str, kept: PruningStep | None,
-                 cfg: Mapping) -> str:
+                 cfg: Mapping, importance: Mapping) -> str:
     """The curve (score against the share of heads kept) and each step's importance map."""
     total = steps[0].heads_kept
     curve = svg.Series(f"{split} {metric}", [(s.heads_kept / total, s.metrics[split][metric],
@@ -169,8 +209,10 @@ def pruning_page(steps: list[PruningStep], metric: str, split: str, kept: Prunin
             f"removed next: {', '.join(f'{i}.{j}' for i, j in s.removed)})",
             f"importance-{s.heads_kept + len(s.removed)}", s.importance.tolist(), rows, columns,
             "layer", "head"))
+    first, end = importance["rows"]
     note = (f"model {cfg['model']['name']} from {cfg['init_from']}; importance = E|dL/d xi_h| "
-            f"on {split}; a share {cfg['task']['step']} of the heads removed at each step")
+            f"on rows {first} to {end - 1} of {importance['split']} (scored on {split}); a share "
+            f"{cfg['task']['step']} of the heads removed at each step")
     if kept is not None:
         note += f"; the exported model keeps {kept.heads_kept} of {total} heads"
     return svg.page("Head importance and pruning", ['<div class="plots">', *figures, "</div>"],

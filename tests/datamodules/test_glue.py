@@ -230,3 +230,20 @@ def test_an_eval_split_of_another_config(mirror, tokenizer) -> None:
     assert [list(ids) for ids in dm.eval_data[1]["input_ids"]] == expected
     assert list(dm.eval_data[1]["labels"]) == [r["label"] for r in rows]
     assert set(dm.fingerprints) == {"train", "validation", "dvd/test"}
+
+
+def test_held_out_rows_follow_the_training_cap(mirror, tokenizer) -> None:
+    """``held_out(split, start, n)``: rows start..start+n of the file, the rows a run capped at
+    ``start`` never trained on, encoded and labelled as training rows; clipped at its end."""
+    dm = GlueDataModule(OmegaConf.create(glue_task("sst2")), tokenizer, seed=0)
+    dm.setup("fit")
+    held = dm.held_out("train", 48, 20)
+    rows = raw_rows("sst2", "train", 68)[48:]
+    assert [e["labels"] for e in held] == [r["label"] for r in rows]
+    assert [e["input_ids"] for e in held] == [tokenizer.backend.encode(r["sentence"]).ids
+                                              for r in rows]
+    assert not {tuple(e["input_ids"]) for e in held} & {tuple(e["input_ids"])
+                                                      for e in dm.train_data}
+    total = pq.read_metadata(mirror_path("glue", "sst2", "train")).num_rows
+    assert len(dm.held_out("train", total - 3, 20)) == 3
+    assert len(dm.held_out("train", total, 20)) == 0

@@ -58,3 +58,33 @@ def test_each_step_is_a_column_scaled_and_averaged_over_seeds():
 def test_a_malformed_reads_is_refused_naming_it(reads):
     with pytest.raises(PlmbenchError, match="reads"):
         Board.from_config({"name": "view", "reads": reads})
+
+
+def test_no_step_is_marked_that_a_constant_answer_matches(tmp_path):
+    """A step's score is the target's metric on the examples the run's predictions file lists
+    (``analysis.split``, ``analysis.metric``): a step below always answering the dev set's
+    majority class (65 of 100 negative: 65.0) is not marked, a step above it is, though the
+    curve is the table's only row (its best on every column)."""
+    import csv
+
+    from bench.record import write_record
+
+    run_dir = tmp_path / "analysis/head_pruning/minilm/seed0"
+    (run_dir / "predictions").mkdir(parents=True)
+    gold = ["negative"] * 65 + ["positive"] * 35
+    with (run_dir / "predictions/validation.tsv").open("w", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+        writer.writerow(["index", "prediction", "label"])
+        writer.writerows([i, "negative", g] for i, g in enumerate(gold))
+    target = {"name": "glue/sst2", "num_labels": 2, "label_names": ["negative", "positive"],
+              "metrics": ["accuracy"]}
+    made = pruning_record("minilm", 0, [0.9, 0.66, 0.6, 0.5])
+    made["config"]["task"] = {**PRUNING, "target": target}
+    made["analysis"] |= {"split": "validation", "metric": "accuracy"}
+    write_record(run_dir, {**made, "run_dir": str(run_dir),
+                           "predictions": {"validation": "predictions/validation.tsv"}})
+    from bench.record import iter_records
+
+    table = build_table([as_record(r) for r in iter_records(tmp_path)], "head_pruning")
+    (row,) = table.rows
+    assert set(row.marks) == {"step 0", "step 1"}  # 90 and 66 above 65; 60 and 50 not

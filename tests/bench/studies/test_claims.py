@@ -15,13 +15,13 @@ from bench.boards.significance import find_row
 from bench.boards.table import build_table
 from bench.record import iter_records
 from bench.studies.claims import VERDICTS, claims_of, preset_parameters
-from bench.studies.study import composed, needed, study_runs
+from bench.studies.study import REFERENCE, composed, needed, study_runs
 from tests.bench.invoke import plmbench, plmbench_on_mirror
 
 CHOSEN = "study.claims=[dynamic_masking,albert_parameters,head_pruning,t5_objectives]"
 
 
-@pytest.mark.parametrize("size", ["claims_small", "claims_tiny"])
+@pytest.mark.parametrize("size", ["claims_small", "claims_tiny", "claims_cpu"])
 def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
     cfg = composed([f"experiment={size}"])
     claims = claims_of(cfg)
@@ -32,6 +32,10 @@ def test_every_claim_names_its_paper_arms_and_runs_of_its_study(size):
     for name, claim in claims.items():
         assert claim["claim"] and claim["paper"], name
         needed(entries, claim["runs"])  # every entry it names exists, with what it starts from
+    order = list(entries)
+    for name, overrides in entries.items():  # and each starts from an entry run before it
+        for source, _ in REFERENCE.findall(" ".join(overrides)):
+            assert order.index(source) < order.index(name), (name, source)
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,7 @@ def test_the_student_learns_from_the_teachers_soft_targets(study):
     assert student["config"]["task"]["target"]["name"] == "glue/rte"
     assert student["config"]["model"]["n_layers"] == 1  # every other layer of the teacher's 2
     assert student["steps"] > 0 and "compression" in student["metrics"]
+    assert student["config"]["task"]["alpha_cos"] == 1.0  # DistilBERT's L_cos, end to end
     int8 = by["student-int8", "compression/quantize"]
     assert int8["config"]["task"]["target"]["name"] == "glue/rte"  # read from the student's run
 
@@ -135,3 +136,47 @@ def test_soft_targets_mix_the_teachers_softened_distribution_with_the_task_loss(
     scores = torch.tensor([3.0, 1.0])
     mse = SoftTargets(Teacher(scores), T, 1.0, regression=True)(hard, torch.tensor([2.0, 2.0]), {})
     assert mse.item() == pytest.approx(1.0)
+
+
+def test_the_cosine_loss_aligns_the_last_hidden_states_of_the_real_forwards():
+    """``alpha_cos``: + α_cos mean over non-padding positions of 1 - cos(h_s, h_t), h the last
+    hidden states of the student's and the teacher's encoders on the batch (DistilBERT's L_cos),
+    against torch's CosineEmbeddingLoss (target 1) over the kept positions."""
+    from types import SimpleNamespace
+
+    from lit_models.families.distillation import SoftTargets
+
+    torch.manual_seed(0)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return SimpleNamespace(last_hidden_state=self.proj(x))
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = Encoder(), torch.nn.Linear(4, 2)
+
+        def forward(self, batch):
+            return self.head(self.encoder(batch["x"]).last_hidden_state[:, 0])
+
+    student, teacher = Classifier(), Classifier()
+    batch = {"x": torch.randn(2, 3, 4), "attention_mask": torch.tensor([[1, 1, 0], [1, 1, 1]])}
+    hard, T, alpha, alpha_cos = torch.tensor(0.4), 2.0, 0.5, 2.0
+    plain = SoftTargets(teacher, T, alpha, regression=False)
+    with_cos = SoftTargets(teacher, T, alpha, False, alpha_cos, student.encoder)
+    scores = student(batch)
+    h_s = student.encoder(batch["x"]).last_hidden_state  # the same forward, recomputed
+    h_t = teacher.encoder(batch["x"]).last_hidden_state
+    keep = batch["attention_mask"].bool()
+    expected = torch.nn.CosineEmbeddingLoss()(h_s[keep], h_t[keep], torch.ones(int(keep.sum())))
+    scores = student(batch)  # the forward the loss follows
+    got = with_cos(hard, scores, batch) - plain(hard, scores, batch)
+    assert got.item() == pytest.approx(alpha_cos * expected.item(), rel=1e-5)
+    got.backward()  # the student's encoder learns from it, the frozen teacher does not
+    assert student.encoder.proj.weight.grad.abs().sum() > 0
+    assert teacher.encoder.proj.weight.grad is None

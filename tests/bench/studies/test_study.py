@@ -133,3 +133,34 @@ def test_an_entry_that_does_not_compose_is_one_line(tmp_path):
                       'study.runs.general.general=["task=glue/nope"]')
     assert result.rc == 2 and len(result.err_lines) == 1
     assert "task=glue/nope: there is no conf/task/glue/nope.yaml" in result.err
+
+
+def test_a_reference_of_its_own_seed_pairs_the_seeds(tmp_path):
+    """``{entry@seed}``: each seed of the entry starts from the earlier entry's run of that seed
+    (each fine-tuned seed pruned); without ``seed=`` in the entry, or for a seed the earlier entry
+    did not run, one line."""
+    from bench.record import write_record
+    from bench.studies.study import _by_seed
+    from tests.bench.boards.test_leaderboard import record
+
+    runs = []
+    for seed in (0, 1, 2):
+        run_dir = tmp_path / f"seed{seed}"
+        write_record(run_dir, record("m", "glue/rte", seed, {"validation": {"accuracy": 0.6}},
+                                     run_dir=str(run_dir)))
+        runs.append(run_dir)
+    entry = ["task=analysis/head_pruning", "init_from=ckpt:{tuned@seed}", "seed=2,0"]
+    parts = _by_seed(entry, "pruning")
+    assert [seed for seed, _ in parts] == [2, 0]
+    assert parts[0][1] == ["task=analysis/head_pruning", "init_from=ckpt:{tuned@seed}", "seed=2"]
+    done = {"tuned": runs}
+    assert _resolve(parts[0][1][1], done, "pruning", 2) == f"init_from=ckpt:{runs[2]}"
+    assert _resolve(parts[1][1][1], done, "pruning", 0) == f"init_from=ckpt:{runs[0]}"
+    # without @seed a sweep's reference is its lowest seed, whichever seed refers to it
+    assert _resolve("init_from=ckpt:{tuned}", done, "pruning", 2) == f"init_from=ckpt:{runs[0]}"
+    assert _by_seed(["init_from=ckpt:{tuned}", "seed=0,1"], "x") == [
+        (None, ["init_from=ckpt:{tuned}", "seed=0,1"])]
+    with pytest.raises(PlmbenchError, match="give it its seeds once"):
+        _by_seed(["init_from=ckpt:{tuned@seed}"], "pruning")
+    with pytest.raises(PlmbenchError, match="for seed 7, which tuned did not run"):
+        _resolve("init_from=ckpt:{tuned@seed}", done, "pruning", 7)

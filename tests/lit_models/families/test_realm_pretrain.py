@@ -146,17 +146,20 @@ def test_tiny_realm_pretraining_run_then_open_qa_fine_tuning(mirror, tmp_path, t
             f"task.dense.encoder=hf:{retriever}", "task.corpus.max_documents=10",
             "task.eval_documents=2", "task.max_eval_samples=16", "task.batch_size=8",
             "task.max_length=128", "task.realm.top_k=3", "task.realm.refresh_every=4",
-            "task.lr=3e-3", "trainer.max_steps=16", "trainer.log_every_n_steps=1",
+            "task.lr=3e-3", "trainer.max_steps=32", "trainer.log_every_n_steps=1",
             "trainer.enable_progress_bar=false", "save_model=true"]
     done = plmbench("run", *args, f"results_dir={tmp_path}")
     assert done.rc == 0, done.err
     where = run_dir(tmp_path, "pretrain/realm_wikipedia", *args[2:])
     metrics = read(where)["metrics"]["heldout"]
-    assert metrics["index_refreshes"] == 4
+    assert metrics["index_refreshes"] == 8
     assert 0 < metrics["retrieval_entropy"] <= math.log(3) + 1e-6
     with open(where / "logs" / "metrics.csv") as f:
         train = [float(r["train/mlm_loss"]) for r in csv.DictReader(f) if r["train/mlm_loss"]]
-    assert sum(train[-4:]) / 4 < sum(train[:4]) / 4 - 0.15, train
+    # 16 steps moved the mean of 4 losses by -0.07 to 0.46 over seeds and machines (8 masked
+    # sentences a step are noisy); by 32 the run fits its 10 documents: the means fell by 1.26 to
+    # 1.76 over 6 seeds
+    assert sum(train[-4:]) / 4 < sum(train[:4]) / 4 - 0.5, train
     assert (where / "model" / "question_encoder").is_dir()
     board = plmbench("leaderboard", str(tmp_path), "--board", "pretrain")
     assert board.rc == 0, board.err
