@@ -1,32 +1,34 @@
 """Parity with transformers over the registry: one test for every registered architecture, each of
-its presets at tiny size and the settings no preset uses (litgpt's ``tests/test_model.py`` takes
-this shape over its configs).
+its presets at a tiny size (``SIZES``) and the settings no preset uses (``VARIANTS``), the shape
+litgpt's ``tests/test_model.py`` takes over its configs.
 
-For each (architecture, preset, role) the test builds transformers' class of the role
-(``HFLayout.classes``: ``encoder``, ``pretraining``, ``mlm``) from the config.json our export
-writes for the preset (``hf_config``), with every weight random (``randomize_``: biases and norms
-too), saves it with ``save_pretrained`` beside a trained vocabulary, imports it with our own
-``from_hf`` and compares, on padded batches (sentence pairs where the architecture reads token
-types; decoder inputs of other lengths for an encoder-decoder; with and without a global attention
-mask where declared; left-padded too for a decoder, as prompts are), at the real tokens:
+For each (architecture, setting, role) the test builds transformers' class of the role
+(``HFLayout.classes``: ``encoder``, ``pretraining``, and ``mlm`` where that is another class)
+from the config.json our export writes for the setting (``hf_config``), with every weight random
+(``randomize_``: biases and norms too), saves it with ``save_pretrained`` beside a trained
+vocabulary, imports it with our own ``from_hf`` and compares to 1e-5 in float32, on padded batches
+(sentence pairs where the architecture reads token types; decoder inputs of other lengths for an
+encoder-decoder; with and without a global attention mask where declared; on the tokenizer's
+padding side, and on the left too for a decoder, as prompts are), at the real tokens (finite at
+the pads too):
 
-- ``encoder``: ``last_hidden_state``, ``pooler_output`` (present in both or neither), an
+- ``encoder``: ``last_hidden_state``, ``pooler_output`` where transformers' class has one, an
   encoder-decoder's ``encoder_last_hidden_state``, and every layer's hidden states where the
-  architecture declares them; the oracle runs under each attention implementation it has (eager,
-  SDPA);
-- ``pretraining``: each pretraining head the architecture declares (``Capabilities.heads``) against
-  transformers' output of it (``HEADS``); ``plm`` (XLNet's query stream) under a random
+  architecture declares them; transformers runs under each attention path it has (eager, SDPA);
+- ``pretraining``: each pretraining head the architecture declares (``Capabilities.heads``)
+  against transformers' output of it (``HEADS``); ``plm`` (XLNet's query stream) under a random
   factorisation order and target mapping;
-- ``mlm``: the masked-LM scores of transformers' masked-LM class where it is another class than
-  the pretraining one (BERT's, ELECTRA's generator, DeBERTa-v2's).
+- ``mlm``: the masked-LM scores of transformers' masked-LM class (BERT's and ALBERT's without the
+  sentence head, ELECTRA's generator, DeBERTa-v2's);
+- and, on the presets, the encoder alone out of a checkpoint with heads (``init_from``) gives the
+  states of the net with heads.
 
 What differs between architectures is what the registry declares (classes, heads, capabilities,
-padding side), the tolerance of one (``TOLERANCE_OF``) and the settings their presets leave
-untried (``VARIANTS``), never a branch on an architecture's name. A registered model is compared
-or listed in ``NO_COUNTERPART`` with the reason: ``test_every_registered_model_is_compared``
-fails for one that is neither. The other guarantees (exports, classifiers, cached decoding,
-attention weights) are the contract suite's (``tests/contracts``).
-"""
+padding side) and data here with its reasons (``VARIANTS``, ``NOT_IN_TRANSFORMERS``,
+``OTHERWISE``), never a branch on an architecture's name. A registered model is compared or listed
+in ``NO_COUNTERPART`` with the reason: ``test_every_registered_model_is_compared`` fails for one
+that is neither. The other guarantees (exports, classifiers, cached decoding, attention weights)
+are the contract suite's (``tests/contracts``)."""
 
 import json
 from dataclasses import fields
@@ -182,9 +184,6 @@ OTHERWISE = {
         "the enhanced mask decoder adds absolute positions before the MLM head (He et al. 2021, "
         "§3.3); transformers' DebertaForMaskedLM has none: tests/nets/test_deberta.py"),
 }
-#: float32 tolerances other than ``TOLERANCE``: DeBERTa-v2's log-bucketed positions and its
-#: normalised relative embeddings sum in another order than transformers'
-TOLERANCE_OF = {"deberta_v2": 1e-4}
 
 
 #: the pretraining heads compared, by ``Capabilities.heads``' names: (our scores from the net and
@@ -457,7 +456,6 @@ def test_from_hf_matches(name: str, setting: str, values: dict, role: str, tmp_p
     expected = {"encoder": arch.encoder, "pretraining": arch.pretraining,
                 "mlm": arch.masked_lm or arch.pretraining}[role]
     assert type(net) is expected and imported.tokenizer.special == tokenizer.special
-    tolerance = TOLERANCE_OF.get(name, TOLERANCE)
     # transformers' eager attention and its SDPA path, where it has both
     implementations = ["eager", "sdpa"] if role == "encoder" and reference._supports_sdpa else [
         None]
@@ -473,7 +471,7 @@ def test_from_hf_matches(name: str, setting: str, values: dict, role: str, tmp_p
                 for what, mine, their, where in outputs(arch, role, net, ours, theirs, given,
                                                         keep):
                     diff = compared(mine, their, where, what)
-                    assert diff <= tolerance, (what, side, implementation, diff)
+                    assert diff <= TOLERANCE, (what, side, implementation, diff)
     # the encoder alone out of a checkpoint with heads (init_from), on the presets: it reads the
     # same config and weights as the net with heads, whatever the settings
     if role != "encoder" and not setting.startswith(VARIANT):
@@ -496,7 +494,7 @@ def test_every_registered_model_is_compared():
                if transformers_class(ARCHS[name], role) is None}
     assert missing == set(NOT_IN_TRANSFORMERS)
     listed = {name for name, _ in [*OTHERWISE, *NOT_IN_TRANSFORMERS]}
-    assert set(VARIANTS) | set(TOLERANCE_OF) | listed <= set(ARCHS)
+    assert set(VARIANTS) | listed <= set(ARCHS)
     for name in ARCHS:
         tiny = f"{name}-{tiny_preset_name(name)}"
         assert any(param.id.startswith(tiny) for param in CASES), name
