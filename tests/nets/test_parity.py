@@ -49,10 +49,8 @@ from tests.contracts.suite import vocabulary
 from tests.nets.parity import TEXT, TOLERANCE, max_diff, randomize_
 
 transformers = require("transformers")
-try:  # skips transformers' weight initialisation (randomize_ sets every weight): 5's place, 4's
-    from transformers.initialization import no_init_weights
-except ImportError:
-    from transformers.modeling_utils import no_init_weights
+#: skips transformers' weight initialisation (randomize_ sets every weight)
+no_init_weights = require("transformers.initialization").no_init_weights
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: the registered models transformers has no class of, and why (the baselines are no Transformers;
