@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from datamodules.collate import token_mask
 from datamodules.errors import PlmbenchError
 from datamodules.init_from import InitFrom
 from lit_models.archs import Model
@@ -81,7 +82,7 @@ class SoftTargets:
         if self.alpha_cos:  # the student's hidden states of the forward that gave ``scores``
             loss = loss + self.alpha_cos * cosine_loss(
                 self.student_hidden.value.float(), self.teacher_hidden.value.float(),
-                batch["attention_mask"])
+                token_mask(batch))
         return loss
 
 

@@ -177,6 +177,10 @@ def test_the_cosine_loss_aligns_the_last_hidden_states_of_the_real_forwards():
     scores = student(batch)  # the forward the loss follows
     got = with_cos(hard, scores, batch) - plain(hard, scores, batch)
     assert got.item() == pytest.approx(alpha_cos * expected.item(), rel=1e-5)
+    unpadded = {"x": batch["x"], "input_ids": torch.ones(2, 3, dtype=torch.long)}  # no mask
+    every = torch.nn.CosineEmbeddingLoss()(h_s.flatten(0, 1), h_t.flatten(0, 1), torch.ones(6))
+    assert (with_cos(hard, student(unpadded), unpadded) - plain(hard, scores, unpadded)).item() \
+        == pytest.approx(alpha_cos * every.item(), rel=1e-5)
     got.backward()  # the student's encoder learns from it, the frozen teacher does not
     assert student.encoder.proj.weight.grad.abs().sum() > 0
     assert teacher.encoder.proj.weight.grad is None
