@@ -120,14 +120,15 @@ def best_run(run_dirs: list[Path], source: str, name: str, seed: int | None = No
         raise PlmbenchError(f"study.runs.{name} names {{{source}}}, a sweep of several models "
                             "or tasks; a later entry starts from a sweep of one model on one "
                             "task (its grid and seeds), so split it")
-    kept = best_on_dev(records, get_board(records[0].board))
-    if seed is not None:
-        paired = [r for r in kept if r.seed == seed]
+    if seed is not None:  # the seed's own runs (each may start from its seed's run: another
+        paired = [r for r in records if r.seed == seed]  # config, so no grid point of the rest)
         if not paired:
             raise PlmbenchError(f"study.runs.{name} names {{{source}@seed}} for seed {seed}, "
                                 f"which {source} did not run (its seeds: "
-                                f"{sorted({str(r.seed) for r in kept})}); give both the same seeds")
-        return Path(str(paired[0].run_dir))
+                                f"{sorted({str(r.seed) for r in records})}); give both the same "
+                                "seeds")
+        return Path(str(best_on_dev(paired, get_board(paired[0].board))[0].run_dir))
+    kept = best_on_dev(records, get_board(records[0].board))
     first = min(kept, key=lambda r: (not isinstance(r.seed, int), r.seed if isinstance(
         r.seed, int) else 0, str(r.seed), str(r.run_dir)))
     log.info("study.runs.%s starts from %s: %s", name, source, first.run_dir)

@@ -144,10 +144,13 @@ def test_a_reference_of_its_own_seed_pairs_the_seeds(tmp_path):
     from tests.bench.boards.test_leaderboard import record
 
     runs = []
-    for seed in (0, 1, 2):
+    for seed in (0, 1, 2):  # each from its own seed's run: configs that differ, as grid points do
         run_dir = tmp_path / f"seed{seed}"
-        write_record(run_dir, record("m", "glue/rte", seed, {"validation": {"accuracy": 0.6}},
-                                     run_dir=str(run_dir)))
+        made = record("m", "glue/rte", seed, {"validation": {"accuracy": 0.6 + seed / 10}},
+                      run_dir=str(run_dir))
+        made["config"]["init_from"] = f"ckpt:tuned/seed{seed}"
+        made["protocol_hash"] = f"{seed}" * 16  # init_from is in a run's protocol hash
+        write_record(run_dir, made)
         runs.append(run_dir)
     entry = ["task=analysis/head_pruning", "init_from=ckpt:{tuned@seed}", "seed=2,0"]
     parts = _by_seed(entry, "pruning")
@@ -156,8 +159,9 @@ def test_a_reference_of_its_own_seed_pairs_the_seeds(tmp_path):
     done = {"tuned": runs}
     assert _resolve(parts[0][1][1], done, "pruning", 2) == f"init_from=ckpt:{runs[2]}"
     assert _resolve(parts[1][1][1], done, "pruning", 0) == f"init_from=ckpt:{runs[0]}"
-    # without @seed a sweep's reference is its lowest seed, whichever seed refers to it
-    assert _resolve("init_from=ckpt:{tuned}", done, "pruning", 2) == f"init_from=ckpt:{runs[0]}"
+    assert _resolve(parts[1][1][1], done, "pruning", 1) == f"init_from=ckpt:{runs[1]}"
+    # without @seed: the sweep's point best on dev (the seed-2 run's), whichever seed refers
+    assert _resolve("init_from=ckpt:{tuned}", done, "pruning", 0) == f"init_from=ckpt:{runs[2]}"
     assert _by_seed(["init_from=ckpt:{tuned}", "seed=0,1"], "x") == [
         (None, ["init_from=ckpt:{tuned}", "seed=0,1"])]
     with pytest.raises(PlmbenchError, match="give it its seeds once"):
