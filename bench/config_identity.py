@@ -31,6 +31,10 @@ VOLATILE_KEYS = frozenset({
     "protocol.description", "protocol.statistic", "protocol.selection", "protocol.seeds",
     "protocol.round_two_from", "protocol.grid", "protocol.sweep", "protocol.runs",
 })
+#: config keys that a run's checkpoint decides, not its protocol (a pruned checkpoint's heads, each
+#: seed's own): left out of the protocol hash, whose ``init_from`` names the checkpoint's protocol
+#: (``bench.run.provenance.protocol_config``)
+CHECKPOINT_OUTCOMES = frozenset({"model.pruned_heads"})
 #: the protocol every run followed before protocols had names (conf/protocol/paper.yaml): each
 #: preset's own recipe; a record without a ``protocol`` was made by it or by an unnamed one
 DEFAULT_PROTOCOL = "paper"
@@ -104,12 +108,13 @@ def canonical_config(config: Mapping, ignore_task: bool = False,
     """``config`` as the hashes see it: without the ``VOLATILE_KEYS`` (seed, results_dir, label,
     logger ...), absolute path prefixes shortened (the results directory's, for paths inside it);
     with ``ignore_task`` also without the task group but for its ``task_keys`` (the task keys a
-    command line changed, such as a grid's ``task.batch_size``): the training recipe. The
+    command line changed, such as a grid's ``task.batch_size``) and the ``CHECKPOINT_OUTCOMES``:
+    the training recipe. The
     default fine-tuning method (``finetune=full``, every weight trains) is what every run did
     before the ``finetune`` group existed: it is left out, so their records keep their hashes;
     so is the default protocol (``protocol=paper``, each preset's own recipe: conf/protocol/),
     whose settings are those runs' own."""
-    dropped = VOLATILE_KEYS | ({"task"} if ignore_task else set())
+    dropped = VOLATILE_KEYS | ({"task"} | CHECKPOINT_OUTCOMES if ignore_task else set())
     finetune = config.get("finetune")
     if isinstance(finetune, Mapping) and finetune.get("name") == "full":
         dropped |= {"finetune"}

@@ -43,7 +43,12 @@ from bench.run.config_check import check_config, check_threads
 from bench.run.hub_start import resolve_checkpoints
 from bench.run.launch import check_accelerator, check_batching, own_processes, run_batching
 from bench.run.progress import EpochBar
-from bench.run.provenance import pretraining_costs, software_versions, undefined_metric_notes
+from bench.run.provenance import (
+    pretraining_costs,
+    protocol_config,
+    software_versions,
+    undefined_metric_notes,
+)
 from bench.run.recipe import recipe_of
 from bench.run.run_dir import (
     LOG_NAME,
@@ -355,7 +360,8 @@ def execute(cfg: DictConfig, run_dir: Path, overrides: list[str] | None = None,
         variant=list(variant),
         config=config,
         config_hash=hash_,
-        protocol_hash=config_hash(config, ignore_task=True, task_keys=task_keys_of(variant)),
+        protocol_hash=config_hash(protocol_config(config), ignore_task=True,
+                                  task_keys=task_keys_of(variant)),
         protocol=(config.get("protocol") or {}).get("name"),  # conf/protocol/
         versions=software_versions(),
         hardware={"accelerator": cfg.trainer.accelerator, "devices": cfg.trainer.devices,

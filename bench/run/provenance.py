@@ -2,7 +2,8 @@
 (``software_versions``: python, torch, lightning, plmbench, the git commit and whether the
 checkout had uncommitted changes), notes on metrics undefined on its evaluation set, and what
 training the checkpoint it starts from cost (``pretraining_costs``: summed along the chain of
-``ckpt:`` runs behind it, read from their typed records).
+``ckpt:`` runs behind it, read from their typed records), and the protocol of each checkpoint it
+starts from (``protocol_config``).
 """
 
 from __future__ import annotations
@@ -129,3 +130,33 @@ def pretraining_costs(sources: Sequence[InitFrom]) -> Pretraining | None:
     for source in sources:
         total = _summed(total, _cost(source))
     return None if total is None else Pretraining.of(total, "pretraining")
+
+
+#: config keys that name a checkpoint a run starts from (a distillation's teacher too)
+CHECKPOINT_KEYS = (("init_from",), ("task", "teacher"))
+
+
+def protocol_config(config: Mapping) -> dict:
+    """``config`` as its protocol hash reads it: each checkpoint a plmbench run left (``init_from``,
+    a distillation's ``task.teacher``: ``ckpt:<run dir>``) named by that run's protocol hash
+    (``run-protocol:<hash>``) rather than its path, which names a seed. The seeds of a protocol
+    that each start from their own seed's run of another (each fine-tuned seed pruned or
+    distilled: a study's ``{entry@seed}``) are then one protocol, one row of a board, as seeds
+    that start from one checkpoint are; any other checkpoint stays as its path names it."""
+    config = dict(config)
+    for path in CHECKPOINT_KEYS:
+        parent = config
+        for key in path[:-1]:
+            if not isinstance(parent.get(key), Mapping):
+                break
+            parent[key] = parent = dict(parent[key])
+        else:
+            value = parent.get(path[-1])
+            if isinstance(value, str) and value.startswith("ckpt:"):
+                try:
+                    record = checkpoint_record(InitFrom.parse(value, ".".join(path)))
+                except PlmbenchError:
+                    record = None
+                if record is not None and record.protocol_hash:
+                    parent[path[-1]] = f"run-protocol:{record.protocol_hash}"
+    return config
