@@ -138,11 +138,12 @@ CHECKPOINT_KEYS = (("init_from",), ("task", "teacher"))
 
 def protocol_config(config: Mapping) -> dict:
     """``config`` as its protocol hash reads it: each checkpoint a plmbench run left (``init_from``,
-    a distillation's ``task.teacher``: ``ckpt:<run dir>``) named by that run's protocol hash
-    (``run-protocol:<hash>``) rather than its path, which names a seed. The seeds of a protocol
+    a distillation's ``task.teacher``: ``ckpt:<run dir>``) named by that run's task and protocol
+    hash (``run:<task>:<hash>``) rather than its path, which names a seed. The seeds of a protocol
     that each start from their own seed's run of another (each fine-tuned seed pruned or
     distilled: a study's ``{entry@seed}``) are then one protocol, one row of a board, as seeds
-    that start from one checkpoint are; any other checkpoint stays as its path names it."""
+    that start from one checkpoint are; checkpoints of one protocol on other tasks (each end
+    task's TAPT model) stay apart, and any other checkpoint stays as its path names it."""
     config = dict(config)
     for path in CHECKPOINT_KEYS:
         parent = config
@@ -158,5 +159,5 @@ def protocol_config(config: Mapping) -> dict:
                 except PlmbenchError:
                     record = None
                 if record is not None and record.protocol_hash:
-                    parent[path[-1]] = f"run-protocol:{record.protocol_hash}"
+                    parent[path[-1]] = f"run:{record.task}:{record.protocol_hash}"
     return config

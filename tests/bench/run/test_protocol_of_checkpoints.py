@@ -11,9 +11,10 @@ from bench.run.provenance import protocol_config
 from tests.bench.boards.test_leaderboard import record
 
 
-def finished(where, seed: int, protocol: str):
+def finished(where, seed: int, protocol: str, task: str = "glue/rte"):
     made = record("m", "glue/rte", seed, {"validation": {"accuracy": 0.7}}, run_dir=str(where),
                   protocol_hash=protocol)
+    made["task"] = task
     write_record(where, made)
     return f"ckpt:{where}"
 
@@ -30,6 +31,9 @@ def test_seeds_from_their_own_seeds_runs_of_one_protocol_are_one_protocol(tmp_pa
     other = finished(tmp_path / "other/seed0", 0, "b" * 16)
     assert protocol_hash(seed0) == protocol_hash(seed1)
     assert protocol_hash(seed0) != protocol_hash(other)
+    # one protocol's checkpoints of other tasks (each end task's TAPT model) stay apart
+    tapt = finished(tmp_path / "tapt/seed0", 0, "a" * 16, task="pretrain/tapt/chemprot")
+    assert protocol_hash(tapt) != protocol_hash(seed0)
     # a distillation's teacher, and the heads a pruned checkpoint lacks (its own seed's outcome)
     assert protocol_hash(seed0, teacher=seed0, pruned={"0": [1]}) == protocol_hash(
         seed1, teacher=seed1, pruned={"0": [2, 3]})
