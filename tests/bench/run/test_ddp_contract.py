@@ -60,12 +60,15 @@ SAVED = "{saved}"  # where a case names the saved target run (filled in by ``eva
 def needs(task: str) -> list[str]:
     """What a task needs beyond the smoke test's tiny settings to run at all (the smoke test
     gives the same): a fine-tuned model and its task for a task on a target (the distillation's
-    teacher too), REALM's salient-span masking for its pretraining."""
+    teacher too; head importance's rows), REALM's salient-span masking for its pretraining."""
     if task.startswith(("analysis/", "compression/")):
         cfg = compose_run("bert", task)
         target = [f"task.target={TARGET}"] if "target" in cfg.task else []
         teacher = ["task.teacher=ckpt:" + SAVED] if "teacher" in cfg.task else []
-        return [*target, "init_from=ckpt:" + SAVED, *teacher]
+        # the named target holds no record of the rows the saved run trained on: say from which
+        # training row head importance may read (the saved run is untrained)
+        held_out = ["task.importance.skip=0"] if "importance" in cfg.task else []
+        return [*target, "init_from=ckpt:" + SAVED, *teacher, *held_out]
     if task.startswith("pretrain/realm_"):
         return ["objective=ssm"]
     return []
