@@ -103,6 +103,7 @@ ANALYSIS = {
     **{f"probing/{task}": ["task.probe.epochs=2"] for task in ("ner", "pos", "dependencies")},
 }
 ANALYSIS["probing/word_content"] += ["task.words=8", "task.first_rank=20"]
+ANALYSIS["analysis/head_pruning"] += ["task.importance.samples=16"]  # of its 1,000 by default
 
 
 def fine_tuned(results: Path, arch: str, task: str) -> Path:
