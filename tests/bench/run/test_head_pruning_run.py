@@ -31,12 +31,13 @@ def test_the_curves_unpruned_point_is_the_runs_own_score(mirror, tmp_path):
     pruning = plmbench("run", *MODEL, "task=analysis/head_pruning",
                        f"init_from=ckpt:{run['run_dir']}", "task.keep=0.5", "task.step=0.5",
                        "task.latency.batches=1", "task.latency.repeats=1",
+                       "task.importance.samples=64",
                        f"results_dir={results}", "label=pruned")
     assert pruning.rc == 0, pruning.err[-2000:]
     (record,) = (r for r in iter_records(results) if r["label"] == "pruned")
     assert record["data"]["validation"] == run["data"]["validation"]  # the same 32 examples
     # importance came from training rows the fine-tuned run did not train on (it took 160)
-    assert record["analysis"]["importance"] == {"split": "train", "rows": [160, 1160]}
+    assert record["analysis"]["importance"] == {"split": "train", "rows": [160, 224]}
     curve = record["analysis"]["curve"]
     assert curve[0]["heads_kept"] == 72 and curve[0]["importance"] is None
     assert curve[0]["metrics"]["validation"] == run["metrics"]["validation"]
