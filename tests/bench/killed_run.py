@@ -23,6 +23,9 @@ def main() -> int:
             os.kill(os.getpid(), sent)
 
     checkpoints.FiniteLoss.on_train_batch_end = then_signal
+    # as from a terminal: a suite started in the background by a non-interactive shell passes
+    # SIGINT on ignored, and Python then installs no KeyboardInterrupt handler for Ctrl-C
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     return cli.main(args)
 
 
