@@ -36,7 +36,7 @@ quickstart: $(STAMP)
 	$(RUN) -m experiment=quickstart model=minilm-l6 task=glue/sst2,glue/stsb
 	$(RUN) -m experiment=quickstart model=bert-tiny-scratch label=bert-tiny-wikitext task=glue/sst2,glue/stsb \
 	  init_from=ckpt:results/quickstart/pretrain/wikitext/bert-tiny-scratch/seed0 trainer.max_epochs=10
-	$(BIN)/plmbench leaderboard results/quickstart
+	$(BIN)/plmbench leaderboard results/quickstart --board glue
 
 # the suite on two processes (pytest-xdist): every test is single-threaded (tests/conftest.py); a
 # module stays on one worker (loadscope), so module fixtures run once and tests that read what
